@@ -1,0 +1,203 @@
+// Package emulator runs the local AWS servers that kcltool's tests speak the
+// real wire protocol to: dynalite for DynamoDB and kinesis-local for Kinesis.
+// Each test binary starts its own servers on free loopback ports, at most once,
+// and only the ones it asks for. They are never skipped: without node the tests
+// fail and say so.
+package emulator
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// server is one running node process.
+type server struct {
+	name     string
+	endpoint string
+	cmd      *exec.Cmd
+	log      *bytes.Buffer
+}
+
+var (
+	mu      sync.Mutex
+	servers = map[string]*server{}
+	started = map[string]error{}
+)
+
+// RepoRoot finds the module root (the folder holding go.mod and package.json)
+// by walking up from the working directory, which for a test is its package.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if fileExists(filepath.Join(dir, "go.mod")) && fileExists(filepath.Join(dir, "package.json")) {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("emulator: cannot find the kcltool repository root (go.mod next to package.json)")
+		}
+		dir = parent
+	}
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// ensureInstalled installs the pinned npm packages when they are missing. Test
+// binaries of several packages run at once, so the install holds a file lock.
+func ensureInstalled(root string) error {
+	if _, err := exec.LookPath("node"); err != nil {
+		return errors.New("emulator: node is not installed: kcltool's tests run the local DynamoDB and Kinesis servers (dynalite, kinesis-local) on Node.js 20 or newer; install node and npm")
+	}
+	ready := func() bool {
+		return fileExists(filepath.Join(root, "node_modules", "dynalite", "cli.js")) &&
+			fileExists(filepath.Join(root, "node_modules", "kinesis-local", "main.js"))
+	}
+	if ready() {
+		return nil
+	}
+	if _, err := exec.LookPath("npm"); err != nil {
+		return errors.New("emulator: npm is not installed: it installs the pinned local servers from package-lock.json (or run `make up` once)")
+	}
+	lock, err := os.OpenFile(filepath.Join(os.TempDir(), "kcltool-npm-install.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return err
+	}
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) //nolint:errcheck // unlock on close anyway
+	if ready() {
+		return nil
+	}
+	cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund", "--loglevel=error")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("emulator: npm ci failed: %v\n%s", err, out)
+	}
+	return nil
+}
+
+// freePort asks the kernel for an unused loopback port.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func waitPort(port int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), 200*time.Millisecond)
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("nothing listens on 127.0.0.1:%d after %s", port, timeout)
+}
+
+// start launches name once per process and returns its endpoint URL.
+func start(name string) (string, error) {
+	mu.Lock()
+	defer mu.Unlock()
+	if s, ok := servers[name]; ok {
+		return s.endpoint, nil
+	}
+	if err, ok := started[name]; ok {
+		return "", err
+	}
+	s, err := launch(name)
+	started[name] = err
+	if err != nil {
+		return "", err
+	}
+	servers[name] = s
+	return s.endpoint, nil
+}
+
+func launch(name string) (*server, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	if err := ensureInstalled(root); err != nil {
+		return nil, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	preload := filepath.Join(root, "scripts", "loopback.cjs")
+	var cmd *exec.Cmd
+	switch name {
+	case "dynalite":
+		cmd = exec.Command("node", "-r", preload, filepath.Join(root, "node_modules", "dynalite", "cli.js"),
+			"--host", "127.0.0.1", "--port", strconv.Itoa(port),
+			"--createTableMs", "20", "--deleteTableMs", "20", "--updateTableMs", "20")
+	case "kinesis-local":
+		tlsPort, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		cmd = exec.Command("node", "-r", preload, filepath.Join(root, "node_modules", "kinesis-local", "main.js"))
+		cmd.Env = append(os.Environ(),
+			"KINESIS_MOCK_PLAIN_PORT="+strconv.Itoa(port),
+			"KINESIS_MOCK_TLS_PORT="+strconv.Itoa(tlsPort),
+			"KINESIS_MOCK_CERT_PATH="+filepath.Join(root, "node_modules", "kinesis-local", "server.json"),
+			"CREATE_STREAM_DURATION=20ms", "DELETE_STREAM_DURATION=20ms",
+			"SPLIT_SHARD_DURATION=20ms", "MERGE_SHARDS_DURATION=20ms",
+			"UPDATE_SHARD_COUNT_DURATION=20ms", "SHARD_LIMIT=500", "LOG_LEVEL=ERROR")
+	default:
+		return nil, fmt.Errorf("emulator: unknown server %q", name)
+	}
+	log := &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = procAttr()
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("emulator: start %s: %w", name, err)
+	}
+	if err := waitPort(port, 30*time.Second); err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, fmt.Errorf("emulator: %s did not start: %v\n%s", name, err, log.String())
+	}
+	return &server{name: name, endpoint: "http://127.0.0.1:" + strconv.Itoa(port), cmd: cmd, log: log}, nil
+}
+
+// StopAll stops every server this process started.
+func StopAll() {
+	mu.Lock()
+	defer mu.Unlock()
+	for name, s := range servers {
+		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = s.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(3 * time.Second):
+			_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+			<-done
+		}
+		delete(servers, name)
+	}
+}
