@@ -17,6 +17,13 @@ import (
 	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 )
 
+// TB is the part of testing.TB the helpers need, so that testscript
+// commands can use them too.
+type TB interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
 // Region is the region every local client uses.
 const Region = "us-east-1"
 
@@ -30,21 +37,21 @@ func Main(m *testing.M) int {
 
 // DynamoDBEndpoint starts dynalite if needed and returns its URL, failing the
 // test (never skipping it) when the server cannot run.
-func DynamoDBEndpoint(tb testing.TB) string {
+func DynamoDBEndpoint(tb TB) string {
 	tb.Helper()
 	ep, err := start("dynalite")
 	if err != nil {
-		tb.Fatal(err)
+		tb.Fatalf("%v", err)
 	}
 	return ep
 }
 
 // KinesisEndpoint starts kinesis-local if needed and returns its URL.
-func KinesisEndpoint(tb testing.TB) string {
+func KinesisEndpoint(tb TB) string {
 	tb.Helper()
 	ep, err := start("kinesis-local")
 	if err != nil {
-		tb.Fatal(err)
+		tb.Fatalf("%v", err)
 	}
 	return ep
 }
@@ -59,14 +66,14 @@ func Config() aws.Config {
 }
 
 // DynamoDB returns a client for the local DynamoDB server.
-func DynamoDB(tb testing.TB) *dynamodb.Client {
+func DynamoDB(tb TB) *dynamodb.Client {
 	tb.Helper()
 	ep := DynamoDBEndpoint(tb)
 	return dynamodb.NewFromConfig(Config(), func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(ep) })
 }
 
 // Kinesis returns a client for the local Kinesis server.
-func Kinesis(tb testing.TB) *kinesis.Client {
+func Kinesis(tb TB) *kinesis.Client {
 	tb.Helper()
 	ep := KinesisEndpoint(tb)
 	return kinesis.NewFromConfig(Config(), func(o *kinesis.Options) { o.BaseEndpoint = aws.String(ep) })
@@ -74,7 +81,7 @@ func Kinesis(tb testing.TB) *kinesis.Client {
 
 // Env returns the environment a kcltool process needs to reach the local
 // servers that this test binary has started (or starts now).
-func Env(tb testing.TB) []string {
+func Env(tb TB) []string {
 	tb.Helper()
 	return []string{
 		"AWS_ENDPOINT_URL_DYNAMODB=" + DynamoDBEndpoint(tb),
@@ -99,7 +106,7 @@ func Name(tb testing.TB, prefix string) string {
 
 // CreateLeaseTable creates a lease table shaped as the KCL creates it
 // (PAY_PER_REQUEST, hash key leaseKey of type S) and waits until it is active.
-func CreateLeaseTable(tb testing.TB, c *dynamodb.Client, name string) {
+func CreateLeaseTable(tb TB, c *dynamodb.Client, name string) {
 	tb.Helper()
 	ctx := context.Background()
 	_, err := c.CreateTable(ctx, &dynamodb.CreateTableInput{
@@ -121,7 +128,7 @@ func CreateLeaseTable(tb testing.TB, c *dynamodb.Client, name string) {
 }
 
 // CreateStream creates a stream with n shards and waits until it is active.
-func CreateStream(tb testing.TB, c *kinesis.Client, name string, shards int32) {
+func CreateStream(tb TB, c *kinesis.Client, name string, shards int32) {
 	tb.Helper()
 	ctx := context.Background()
 	_, err := c.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String(name), ShardCount: aws.Int32(shards)})
@@ -133,7 +140,7 @@ func CreateStream(tb testing.TB, c *kinesis.Client, name string, shards int32) {
 
 // WaitStreamActive polls until the stream is ACTIVE, as a client of real
 // Kinesis would after CreateStream, SplitShard or MergeShards.
-func WaitStreamActive(tb testing.TB, c *kinesis.Client, name string) {
+func WaitStreamActive(tb TB, c *kinesis.Client, name string) {
 	tb.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {

@@ -1,0 +1,50 @@
+package cmd
+
+import (
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// envName is the environment variable that can set a flag: KCLTOOL_ plus the
+// flag name in upper case with dashes as underscores (--endpoint-url reads
+// KCLTOOL_ENDPOINT_URL).
+func envName(flag string) string {
+	return "KCLTOOL_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+// applyEnv fills every flag the command line did not set from its
+// KCLTOOL_<FLAG> variable. The command line always wins.
+func applyEnv(cmd *cobra.Command, getenv func(string) string) error {
+	var err error
+	visit := func(fl *pflag.Flag) {
+		if err != nil || fl.Changed || fl.Name == "help" || fl.Name == "version" {
+			return
+		}
+		v := getenv(envName(fl.Name))
+		if v == "" {
+			return
+		}
+		if serr := fl.Value.Set(v); serr != nil {
+			err = usageErrorf("invalid value %q in %s for --%s: %v", v, envName(fl.Name), fl.Name, serr)
+			return
+		}
+		fl.Changed = true
+	}
+	cmd.Flags().VisitAll(visit)
+	cmd.InheritedFlags().VisitAll(visit)
+	return err
+}
+
+// envHelp adds the environment-variable note to a command's flag usage.
+func envHelp(cmd *cobra.Command) {
+	cmd.Flags().VisitAll(func(fl *pflag.Flag) {
+		if fl.Name == "help" {
+			return
+		}
+		if !strings.Contains(fl.Usage, "KCLTOOL_") {
+			fl.Usage += " [$" + envName(fl.Name) + "]"
+		}
+	})
+}

@@ -1,0 +1,115 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+)
+
+// Factory hands commands their dependencies. AWS configuration is loaded
+// lazily, on the first client a command asks for, so --help, --version and
+// flag errors never read credentials or touch the network.
+type Factory struct {
+	IO     *IOStreams
+	Now    func() time.Time
+	Getenv func(string) string
+
+	// Set by the root command's persistent flags.
+	Region, Profile, EndpointURL string
+
+	once sync.Once
+	cfg  aws.Config
+	err  error
+}
+
+// NewFactory returns a Factory over the given streams and environment.
+func NewFactory(io *IOStreams, getenv func(string) string) *Factory {
+	return &Factory{IO: io, Now: time.Now, Getenv: getenv}
+}
+
+// AWSConfig loads the standard credential chain once, with --region,
+// --profile and --endpoint-url applied. The SDK itself honours
+// AWS_ENDPOINT_URL_DYNAMODB, _KINESIS and _CLOUDWATCH.
+func (f *Factory) AWSConfig(ctx context.Context) (aws.Config, error) {
+	f.once.Do(func() {
+		opts := []func(*config.LoadOptions) error{
+			// Throttled lease-table reads are retried with backoff and jitter;
+			// more attempts than the SDK's 3 so a busy table still lists.
+			config.WithRetryer(func() aws.Retryer {
+				return retry.NewStandard(func(o *retry.StandardOptions) {
+					o.MaxAttempts = 6
+					o.MaxBackoff = 5 * time.Second
+				})
+			}),
+		}
+		if f.Region != "" {
+			opts = append(opts, config.WithRegion(f.Region))
+		}
+		if f.Profile != "" {
+			opts = append(opts, config.WithSharedConfigProfile(f.Profile))
+		}
+		if f.EndpointURL != "" {
+			opts = append(opts, config.WithBaseEndpoint(f.EndpointURL))
+		}
+		f.cfg, f.err = config.LoadDefaultConfig(ctx, opts...)
+		if f.err == nil && f.cfg.Region == "" {
+			f.err = &HintError{
+				Err:   errors.New("no AWS region configured"),
+				Hints: []string{"pass --region, set AWS_REGION, or set a region in your AWS profile"},
+			}
+		}
+	})
+	return f.cfg, f.err
+}
+
+// DynamoDB returns a DynamoDB client.
+func (f *Factory) DynamoDB(ctx context.Context) (*dynamodb.Client, error) {
+	cfg, err := f.AWSConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return dynamodb.NewFromConfig(cfg), nil
+}
+
+// Kinesis returns a Kinesis client.
+func (f *Factory) Kinesis(ctx context.Context) (*kinesis.Client, error) {
+	cfg, err := f.AWSConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return kinesis.NewFromConfig(cfg), nil
+}
+
+// CloudWatch returns a CloudWatch client.
+func (f *Factory) CloudWatch(ctx context.Context) (*cloudwatch.Client, error) {
+	cfg, err := f.AWSConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return cloudwatch.NewFromConfig(cfg), nil
+}
+
+// awsContext describes the target for error messages.
+func (f *Factory) awsContext(table, stream string) awsContext {
+	return awsContext{Table: table, Stream: stream, Region: f.cfg.Region}
+}
+
+// Sleep waits d on the factory's clock or until ctx ends.
+func (f *Factory) Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

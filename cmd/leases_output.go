@@ -1,0 +1,200 @@
+package cmd
+
+import (
+	"encoding/base64"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/kcltool/kcltool/inspect"
+)
+
+// leaseJSON is the documented JSON shape of one lease (README, "JSON
+// output"). Keys are the KCL attribute names; absent attributes are omitted.
+// Hash keys and sequence numbers are strings, other numbers are numbers.
+// Fields may be added, never renamed.
+type leaseJSON struct {
+	LeaseKey                           string   `json:"leaseKey"`
+	LeaseOwner                         string   `json:"leaseOwner,omitempty"`
+	LeaseCounter                       int64    `json:"leaseCounter"`
+	OwnerSwitchesSinceCheckpoint       int64    `json:"ownerSwitchesSinceCheckpoint"`
+	Checkpoint                         string   `json:"checkpoint"`
+	CheckpointSubSequenceNumber        int64    `json:"checkpointSubSequenceNumber"`
+	PendingCheckpoint                  string   `json:"pendingCheckpoint,omitempty"`
+	PendingCheckpointSubSequenceNumber *int64   `json:"pendingCheckpointSubSequenceNumber,omitempty"`
+	PendingCheckpointState             string   `json:"pendingCheckpointState,omitempty"`
+	ParentShardID                      []string `json:"parentShardId,omitempty"`
+	ChildShardIDs                      []string `json:"childShardIds,omitempty"`
+	StartingHashKey                    string   `json:"startingHashKey,omitempty"`
+	EndingHashKey                      string   `json:"endingHashKey,omitempty"`
+	ThroughputKBps                     *float64 `json:"throughputKBps,omitempty"`
+	CheckpointOwner                    string   `json:"checkpointOwner,omitempty"`
+	EntityType                         string   `json:"entityType,omitempty"`
+	StreamName                         string   `json:"streamName,omitempty"`
+	ShardID                            string   `json:"shardId,omitempty"`
+	State                              string   `json:"state"`
+	BlockedBy                          []string `json:"blockedBy,omitempty"`
+	RenewalsSeen                       *int64   `json:"renewalsSeen,omitempty"`
+}
+
+func toLeaseJSON(r inspect.LeaseRow) leaseJSON {
+	j := leaseJSON{
+		LeaseKey: r.LeaseKey, LeaseOwner: r.LeaseOwner, LeaseCounter: r.LeaseCounter,
+		OwnerSwitchesSinceCheckpoint: r.OwnerSwitchesSinceCheckpoint,
+		Checkpoint:                   r.Checkpoint.SequenceNumber,
+		CheckpointSubSequenceNumber:  r.Checkpoint.SubSequenceNumber,
+		ParentShardID:                r.ParentShardIDs, ChildShardIDs: r.ChildShardIDs,
+		StartingHashKey: r.StartingHashKey, EndingHashKey: r.EndingHashKey,
+		ThroughputKBps: r.ThroughputKBps, CheckpointOwner: r.CheckpointOwner,
+		EntityType: r.EntityType, StreamName: r.StreamName, ShardID: r.ShardID,
+		State: string(r.State), BlockedBy: r.BlockedBy, RenewalsSeen: r.RenewalsSeen,
+	}
+	if p := r.PendingCheckpoint; p != nil {
+		j.PendingCheckpoint = p.SequenceNumber
+		sub := p.SubSequenceNumber
+		j.PendingCheckpointSubSequenceNumber = &sub
+	}
+	if r.PendingCheckpointState != nil {
+		j.PendingCheckpointState = base64.StdEncoding.EncodeToString(r.PendingCheckpointState)
+	}
+	return j
+}
+
+var leaseColumns = []string{"SHARD", "OWNER", "COUNTER", "CHECKPOINT", "SUBSEQ", "SWITCHES", "PARENTS", "STATE"}
+var leaseWideColumns = []string{"CHILDREN", "CHECKPOINT-OWNER", "THROUGHPUT-KBPS", "HASH-RANGE", "STREAM", "LEASE-KEY"}
+
+// leaseCSVColumns use the KCL attribute names, so the file reads back with
+// `checkpoint import` and `checkpoint reset --from-file`.
+var leaseCSVColumns = []string{"leaseKey", "shardId", "leaseOwner", "leaseCounter", "checkpoint",
+	"checkpointSubSequenceNumber", "ownerSwitchesSinceCheckpoint", "parentShardId", "childShardIds",
+	"checkpointOwner", "throughputKBps", "startingHashKey", "endingHashKey", "streamName", "state"}
+
+func renderLeases(io *IOStreams, format string, l *inspect.Listing) error {
+	switch format {
+	case FormatJSON:
+		out := make([]leaseJSON, 0, len(l.Leases))
+		for _, r := range l.Leases {
+			out = append(out, toLeaseJSON(r))
+		}
+		return writeJSON(io.Out, out)
+	case FormatCSV:
+		rows := make([][]string, 0, len(l.Leases))
+		for _, r := range l.Leases {
+			rows = append(rows, []string{r.LeaseKey, r.ShardIDOrKey(), r.LeaseOwner, itoa(r.LeaseCounter),
+				r.Checkpoint.SequenceNumber, itoa(r.Checkpoint.SubSequenceNumber), itoa(r.OwnerSwitchesSinceCheckpoint),
+				strings.Join(r.ParentShardIDs, ";"), strings.Join(r.ChildShardIDs, ";"), r.CheckpointOwner,
+				floatStr(r.ThroughputKBps), r.StartingHashKey, r.EndingHashKey, r.StreamName, string(r.State)})
+		}
+		return writeCSV(io.Out, leaseCSVColumns, rows)
+	}
+	wide := format == FormatWide
+	header := leaseColumns
+	if wide {
+		header = append(append([]string{}, leaseColumns...), leaseWideColumns...)
+	}
+	rows := make([][]string, 0, len(l.Leases))
+	for _, r := range l.Leases {
+		owner := r.LeaseOwner
+		if r.CheckpointOwner != "" && !wide {
+			owner = r.CheckpointOwner + "→" + r.LeaseOwner
+		}
+		row := []string{r.ShardIDOrKey(), owner, itoa(r.LeaseCounter), shorten(r.Checkpoint.SequenceNumber, io.OutTTY),
+			itoa(r.Checkpoint.SubSequenceNumber), itoa(r.OwnerSwitchesSinceCheckpoint), strings.Join(r.ParentShardIDs, ","),
+			stateCell(r)}
+		if wide {
+			row = append(row, strings.Join(r.ChildShardIDs, ","), r.CheckpointOwner, floatStr(r.ThroughputKBps),
+				hashRange(r.StartingHashKey, r.EndingHashKey), r.StreamName, r.LeaseKey)
+		}
+		rows = append(rows, row)
+	}
+	if len(rows) == 0 {
+		fmt.Fprintf(io.ErrOut, "kcltool: no leases in table %q match\n", l.Table)
+	} else if err := writeTable(io, header, rows); err != nil {
+		return err
+	}
+	return writeLeaseSummary(io, l)
+}
+
+func stateCell(r inspect.LeaseRow) string {
+	if r.State == inspect.StateWaitingOnParent {
+		return string(r.State) + "(" + strings.Join(r.BlockedBy, ",") + ")"
+	}
+	return string(r.State)
+}
+
+// writeLeaseSummary prints the counts under the table, and with --sample
+// the renewals each owner made.
+func writeLeaseSummary(io *IOStreams, l *inspect.Listing) error {
+	s := l.Summarize()
+	st := io.Styles()
+	line := fmt.Sprintf("%s, %s, %d unassigned, %d at SHARD_END", plural(s.Leases, "lease"), plural(s.Workers, "worker"), s.Unassigned, s.ShardEnd)
+	if l.Sample > 0 {
+		line += fmt.Sprintf(", %d expired", s.Expired)
+	}
+	line += fmt.Sprintf("; %s skipped", plural(s.NonLeases, "non-lease item"))
+	if s.Malformed > 0 {
+		line += fmt.Sprintf(", %s skipped", plural(s.Malformed, "malformed item"))
+	}
+	fmt.Fprintln(io.Out)
+	fmt.Fprintln(io.Out, st.Dim.Render(line))
+	if l.Sample > 0 {
+		owners := make([]string, 0, len(l.OwnerRenewals))
+		for o := range l.OwnerRenewals {
+			owners = append(owners, o)
+		}
+		sort.Strings(owners)
+		fmt.Fprintf(io.Out, "renewals seen in %s:\n", l.Sample)
+		for _, o := range owners {
+			n := l.OwnerRenewals[o]
+			text := fmt.Sprintf("  %s  %d", o, n)
+			if n == 0 {
+				text = st.Bad.Render(text + "  (not renewing: its leases will be taken)")
+			}
+			fmt.Fprintln(io.Out, text)
+		}
+	}
+	return nil
+}
+
+func renderNonLeases(io *IOStreams, format string, l *inspect.Listing) error {
+	switch format {
+	case FormatJSON:
+		return writeJSON(io.Out, l.NonLeases)
+	}
+	rows := make([][]string, 0, len(l.NonLeases))
+	for _, n := range l.NonLeases {
+		rows = append(rows, []string{n.Key, n.EntityType})
+	}
+	if format == FormatCSV {
+		return writeCSV(io.Out, []string{"leaseKey", "entityType"}, rows)
+	}
+	if len(rows) == 0 {
+		fmt.Fprintf(io.ErrOut, "kcltool: no non-lease items in table %q\n", l.Table)
+		return nil
+	}
+	return writeTable(io, []string{"KEY", "ENTITY-TYPE"}, rows)
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func floatStr(f *float64) string {
+	if f == nil {
+		return ""
+	}
+	return strconv.FormatFloat(*f, 'f', -1, 64)
+}
+
+func hashRange(start, end string) string {
+	if start == "" && end == "" {
+		return ""
+	}
+	return start + "-" + end
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}

@@ -1,0 +1,128 @@
+// Package cmd is kcltool's command line: it parses flags, calls the domain
+// packages and renders their results. It holds no lease logic of its own.
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// Main runs kcltool with the process's arguments and returns the exit code.
+func Main() int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	f := NewFactory(SystemIO(), os.Getenv)
+	return Run(ctx, f, os.Args[1:])
+}
+
+// Run executes one kcltool command line and prints any error to stderr.
+func Run(ctx context.Context, f *Factory, args []string) int {
+	root := NewRootCmd(f)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	code := exitCode(ctx, err)
+	if err != nil && code != ExitOK {
+		printError(f.IO, err, code)
+	}
+	return code
+}
+
+func printError(io *IOStreams, err error, code int) {
+	var ee *ExitError
+	if errors.As(err, &ee) && ee.Err == nil {
+		return
+	}
+	if code == ExitInterrupted {
+		fmt.Fprintln(io.ErrOut, "kcltool: interrupted")
+		return
+	}
+	fmt.Fprintf(io.ErrOut, "kcltool: error: %v\n", err)
+	var he *HintError
+	if errors.As(err, &he) {
+		for _, h := range he.Hints {
+			fmt.Fprintf(io.ErrOut, "kcltool: hint: %s\n", h)
+		}
+	}
+	if code == ExitUsage {
+		fmt.Fprintln(io.ErrOut, "kcltool: hint: see 'kcltool --help' or 'kcltool COMMAND --help'")
+	}
+}
+
+// NewRootCmd builds the whole command tree.
+func NewRootCmd(f *Factory) *cobra.Command {
+	var colorMode string
+	root := &cobra.Command{
+		Use:   "kcltool",
+		Short: "Consume Kinesis with the KCL lease protocol, and operate KCL lease tables",
+		Long: `kcltool is one binary for Kinesis consumers that keep their state in a KCL
+lease table in DynamoDB. It is a consumer (kcltool run) that leases shards with
+the same protocol as the Java KCL, and an operator's tool that lists leases,
+shows lag and lineage, and resets checkpoints on tables written by the Java
+KCL 2.x and 3.x as well as its own.
+
+Every flag can also be set with KCLTOOL_<FLAG>, for example KCLTOOL_APP=orders.
+AWS access uses the standard credential chain; the SDK's AWS_ENDPOINT_URL_DYNAMODB,
+AWS_ENDPOINT_URL_KINESIS and AWS_ENDPOINT_URL_CLOUDWATCH are honoured.`,
+		Version:       versionString(),
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			if err := applyEnv(cmd, f.Getenv); err != nil {
+				return err
+			}
+			switch colorMode {
+			case "auto", "always", "never":
+			default:
+				return usageErrorf("invalid --color %q: use auto, always or never", colorMode)
+			}
+			f.IO.Color = decideColor(colorMode, f.IO.OutTTY, f.Getenv)
+			return nil
+		},
+	}
+	root.SetVersionTemplate("kcltool {{.Version}}\n")
+	root.SetOut(f.IO.Out)
+	root.SetErr(f.IO.ErrOut)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return &ExitError{Code: ExitUsage, Err: err}
+	})
+	pf := root.PersistentFlags()
+	pf.StringVar(&f.Region, "region", "", "AWS region (default: the SDK's chain, AWS_REGION or the profile)")
+	pf.StringVar(&f.Profile, "profile", "", "AWS shared-config profile")
+	pf.StringVar(&f.EndpointURL, "endpoint-url", "", "override the endpoint of every AWS service (for local servers)")
+	pf.StringVar(&colorMode, "color", "auto", "colour output: auto, always or never (NO_COLOR is honoured)")
+
+	root.AddGroup(&cobra.Group{ID: "consume", Title: "Consuming:"}, &cobra.Group{ID: "operate", Title: "Operating:"})
+	root.AddCommand(
+		newLeasesCmd(f),
+		newCompletionCmd(f),
+		newExitCodesHelpCmd(),
+	)
+	walk(root, func(c *cobra.Command) {
+		envHelp(c)
+		if c.Args == nil && !c.HasSubCommands() {
+			c.Args = cobra.NoArgs
+		}
+	})
+	return root
+}
+
+func walk(c *cobra.Command, fn func(*cobra.Command)) {
+	fn(c)
+	for _, sub := range c.Commands() {
+		walk(sub, fn)
+	}
+}
+
+// requireFlag fails with a usage error naming the flag and its variable.
+func requireFlag(name, value string) error {
+	if value == "" {
+		return usageErrorf("--%s is required (or set %s)", name, envName(name))
+	}
+	return nil
+}

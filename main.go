@@ -1,0 +1,11 @@
+// Command kcltool consumes Kinesis streams with the KCL lease protocol and
+// operates KCL lease tables. See README.md.
+package main
+
+import (
+	"os"
+
+	"github.com/kcltool/kcltool/cmd"
+)
+
+func main() { os.Exit(cmd.Main()) }
