@@ -77,7 +77,7 @@ func renderLeases(io *IOStreams, format string, l *inspect.Listing) error {
 		for _, r := range l.Leases {
 			out = append(out, toLeaseJSON(r))
 		}
-		return writeJSON(io.Out, out)
+		return writeJSONLines(io.Out, out)
 	case FormatCSV:
 		rows := make([][]string, 0, len(l.Leases))
 		for _, r := range l.Leases {

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
@@ -42,6 +43,32 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// writeJSONLines writes a JSON array with one compact object per line. It
+// is valid JSON for jq, greps line by line, and costs a fraction of
+// indenting a 10,000-lease document.
+func writeJSONLines[T any](w io.Writer, items []T) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	if len(items) == 0 {
+		bw.WriteString("[]\n")
+		return bw.Flush()
+	}
+	bw.WriteString("[\n")
+	for i, it := range items {
+		b, err := json.Marshal(it)
+		if err != nil {
+			return err
+		}
+		bw.WriteString("  ")
+		bw.Write(b)
+		if i < len(items)-1 {
+			bw.WriteByte(',')
+		}
+		bw.WriteByte('\n')
+	}
+	bw.WriteString("]\n")
+	return bw.Flush()
 }
 
 // writeCSV writes a header and rows, RFC 4180.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -24,7 +25,7 @@ func Main() int {
 // Run executes one kcltool command line and prints any error to stderr.
 func Run(ctx context.Context, f *Factory, args []string) int {
 	root := NewRootCmd(f)
-	root.SetArgs(args)
+	root.SetArgs(joinOptionalValues(args))
 	err := root.ExecuteContext(ctx)
 	code := exitCode(ctx, err)
 	if err != nil && code != ExitOK {
@@ -117,6 +118,31 @@ func walk(c *cobra.Command, fn func(*cobra.Command)) {
 	for _, sub := range c.Commands() {
 		walk(sub, fn)
 	}
+}
+
+// optionalValueFlags may be given bare (--sample means --sample=10s).
+var optionalValueFlags = map[string]bool{"--sample": true}
+
+// joinOptionalValues turns "--sample 400ms" into "--sample=400ms". pflag
+// only binds an optional value written with "=", and would otherwise read
+// 400ms as a stray argument: users write the space form by habit.
+func joinOptionalValues(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		if optionalValueFlags[a] && i+1 < len(args) {
+			if _, err := time.ParseDuration(args[i+1]); err == nil {
+				out = append(out, a+"="+args[i+1])
+				i++
+				continue
+			}
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 // requireFlag fails with a usage error naming the flag and its variable.

@@ -1,5 +1,7 @@
 package leasecore
 
+import "cmp"
+
 // Sentinel checkpoint strings, stored verbatim in the checkpoint attribute
 // (KCL SentinelCheckpoint). The names deliberately mirror the Java enum
 // constants so that grep finds both sides.
@@ -52,19 +54,19 @@ func Compare(a, b SequenceNumber) int {
 		return 0
 	}
 	if ra != rb {
-		return cmpInt(ra, rb)
+		return cmp.Compare(ra, rb)
 	}
 	var c int
 	switch ra {
 	case rankNumber:
 		c = compareDigits(a.SequenceNumber, b.SequenceNumber)
 	case rankInvalid:
-		c = cmpString(a.SequenceNumber, b.SequenceNumber)
+		c = cmp.Compare(a.SequenceNumber, b.SequenceNumber)
 	}
 	if c != 0 {
 		return c
 	}
-	return cmpInt(a.SubSequenceNumber, b.SubSequenceNumber)
+	return cmp.Compare(a.SubSequenceNumber, b.SubSequenceNumber)
 }
 
 // Ranks of the value classes, in KCL order. Numbers share one rank and are
@@ -116,9 +118,9 @@ func isDigits(s string) bool {
 func compareDigits(a, b string) int {
 	a, b = trimLeadingZeros(a), trimLeadingZeros(b)
 	if len(a) != len(b) {
-		return cmpInt(len(a), len(b))
+		return cmp.Compare(len(a), len(b))
 	}
-	return cmpString(a, b)
+	return cmp.Compare(a, b)
 }
 
 func trimLeadingZeros(s string) string {
@@ -127,24 +129,4 @@ func trimLeadingZeros(s string) string {
 		i++
 	}
 	return s[i:]
-}
-
-func cmpInt[T int | int64](a, b T) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

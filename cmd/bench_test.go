@@ -1,0 +1,112 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/kcltool/kcltool/internal/emulator"
+	"github.com/kcltool/kcltool/leasecore"
+)
+
+// TestBenchLeasesLs is `make bench`'s lease-listing figure: `leases ls -o
+// json` on a 10,000-lease table against a bare paginated SDK Scan of the same
+// table, measured alternately in the same run. It only runs with
+// KCLTOOL_BENCH=1; timing belongs in benchmarks, never in unit tests.
+func TestBenchLeasesLs(t *testing.T) {
+	if os.Getenv("KCLTOOL_BENCH") == "" {
+		t.Skip("benchmark: run with KCLTOOL_BENCH=1 (make bench)")
+	}
+	const leases, rounds = 10000, 7
+	c := emulator.DynamoDB(t)
+	table := emulator.Name(t, "bench")
+	emulator.CreateLeaseTable(t, c, table)
+	start := time.Now()
+	fillLeases(t, c, table, leases)
+	t.Logf("filled %d leases in %s", leases, time.Since(start).Round(time.Millisecond))
+
+	base, _, _ := testFactory(t, false, nil)
+	ls := func() {
+		// A fresh factory per run, as each CLI invocation loads its config.
+		f := NewFactory(&IOStreams{Out: io.Discard, ErrOut: io.Discard}, base.Getenv)
+		if code := Run(context.Background(), f, []string{"leases", "ls", "--app", table, "-o", "json"}); code != 0 {
+			t.Fatalf("ls exit %d", code)
+		}
+	}
+	scan := func() {
+		p := dynamodb.NewScanPaginator(c, &dynamodb.ScanInput{TableName: aws.String(table)})
+		n := 0
+		for p.HasMorePages() {
+			out, err := p.NextPage(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += len(out.Items)
+		}
+		if n != leases {
+			t.Fatalf("scan saw %d items", n)
+		}
+	}
+	ls() // warm both paths once
+	scan()
+	var lsT, scanT []time.Duration
+	for range rounds {
+		lsT = append(lsT, timed(ls))
+		scanT = append(scanT, timed(scan))
+	}
+	lsM, scanM := median(lsT), median(scanT)
+	fmt.Printf("bench leases-ls: %d leases, %d rounds: kcltool leases ls -o json median %s; bare SDK Scan median %s; ratio %.2fx (goal <= 1.20x)\n",
+		leases, rounds, lsM.Round(time.Millisecond), scanM.Round(time.Millisecond), float64(lsM)/float64(scanM))
+}
+
+func timed(fn func()) time.Duration {
+	s := time.Now()
+	fn()
+	return time.Since(s)
+}
+
+func median(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// fillLeases writes n KCL-shaped leases with BatchWriteItem.
+func fillLeases(t *testing.T, c *dynamodb.Client, table string, n int) {
+	t.Helper()
+	var batch []types.WriteRequest
+	flush := func() {
+		for len(batch) > 0 {
+			out, err := c.BatchWriteItem(context.Background(), &dynamodb.BatchWriteItemInput{
+				RequestItems: map[string][]types.WriteRequest{table: batch},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			batch = out.UnprocessedItems[table]
+		}
+	}
+	for i := range n {
+		l := leasecore.Lease{
+			LeaseKey:        fmt.Sprintf("shardId-%012d", i),
+			LeaseOwner:      fmt.Sprintf("worker-%d", i%7),
+			LeaseCounter:    int64(1000 + i),
+			Checkpoint:      leasecore.SequenceNumber{SequenceNumber: "49590338271490256608559692538361571095921575989136" + strings.Repeat("7", 6)},
+			StartingHashKey: "0", EndingHashKey: "340282366920938463463374607431768211455",
+		}
+		batch = append(batch, types.WriteRequest{PutRequest: &types.PutRequest{Item: leasecore.EncodeLease(l)}})
+		if len(batch) == 25 {
+			flush()
+		}
+	}
+	flush()
+}

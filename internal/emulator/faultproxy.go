@@ -1,0 +1,103 @@
+package emulator
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// FaultProxy sits between a client and a local server and fails a share of
+// the requests the way AWS does under load. No emulator throttles by itself.
+type FaultProxy struct {
+	URL string
+
+	mu       sync.Mutex
+	rng      *rand.Rand
+	rate     float64
+	match    string
+	fault    Fault
+	Injected atomic.Int64 // requests answered with a fault
+	Passed   atomic.Int64 // requests forwarded to the server
+}
+
+// Fault is what the proxy answers instead of forwarding.
+type Fault int
+
+const (
+	// Throttle answers HTTP 400 ProvisionedThroughputExceededException.
+	Throttle Fault = iota
+	// ServerError answers HTTP 500 InternalServerError.
+	ServerError
+	// Drop closes the connection without an answer.
+	Drop
+)
+
+// NewFaultProxy forwards to target and fails rate (0..1) of the requests
+// whose X-Amz-Target contains match (all requests when match is ""). The
+// choice is driven by a seeded PRNG, so a failing run can be replayed.
+func NewFaultProxy(tb interface {
+	TB
+	Cleanup(func())
+}, target string, fault Fault, rate float64, match string, seed uint64) *FaultProxy {
+	u, err := url.Parse(target)
+	if err != nil {
+		tb.Fatalf("fault proxy target %q: %v", target, err)
+	}
+	p := &FaultProxy{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), rate: rate, match: match, fault: fault}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p.shouldFail(r) {
+			p.Injected.Add(1)
+			p.answer(w)
+			return
+		}
+		p.Passed.Add(1)
+		rp.ServeHTTP(w, r)
+	}))
+	tb.Cleanup(srv.Close)
+	p.URL = srv.URL
+	return p
+}
+
+// SetRate changes the failure rate while traffic flows.
+func (p *FaultProxy) SetRate(rate float64) {
+	p.mu.Lock()
+	p.rate = rate
+	p.mu.Unlock()
+}
+
+func (p *FaultProxy) shouldFail(r *http.Request) bool {
+	if p.match != "" && !strings.Contains(r.Header.Get("X-Amz-Target"), p.match) {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.rng.Float64() < p.rate
+}
+
+func (p *FaultProxy) answer(w http.ResponseWriter) {
+	switch p.fault {
+	case Drop:
+		if hj, ok := w.(http.Hijacker); ok {
+			if conn, _, err := hj.Hijack(); err == nil {
+				conn.Close()
+				return
+			}
+		}
+		w.WriteHeader(http.StatusBadGateway)
+	case ServerError:
+		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		w.WriteHeader(http.StatusInternalServerError)
+		fmt.Fprint(w, `{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError","message":"injected by the test's fault proxy"}`)
+	default:
+		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprint(w, `{"__type":"com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException","message":"The level of configured provisioned throughput for the table was exceeded (injected by the test's fault proxy)"}`)
+	}
+}

@@ -1,0 +1,184 @@
+package leasecore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
+)
+
+// ScanAPI is the part of the DynamoDB client a lease-table scan uses.
+type ScanAPI interface {
+	Scan(ctx context.Context, params *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
+}
+
+// NonLeaseItem is an item of a lease table that is not a lease: a KCL 3.x
+// leader lock, migration state or worker-metrics entry (compat.md §3).
+type NonLeaseItem struct {
+	Key        string `json:"leaseKey"`
+	EntityType string `json:"entityType"`
+}
+
+// ScanResult is one full read of a lease table.
+type ScanResult struct {
+	Leases    []Lease        // sorted by lease key
+	NonLeases []NonLeaseItem // sorted by key
+	Malformed []error        // one *MalformedError per lease item that did not decode
+	Pages     int            // Scan calls that returned data
+	Retries   int            // throttled or transient pages that were retried
+}
+
+// ScanOptions tunes ScanTable. The zero value scans with one segment.
+type ScanOptions struct {
+	// Segments is the number of parallel scan segments (1 when zero).
+	Segments int
+	// MaxRetries bounds how often one page is retried after throttling,
+	// on top of the SDK's own retries (default 8).
+	MaxRetries int
+	// Sleep waits between retries; tests inject a fake. Defaults to a
+	// context-aware timer.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// ConsistentRead asks for strongly consistent pages.
+	ConsistentRead bool
+	// PageSize caps the items per Scan call (DynamoDB's 1 MB page when zero).
+	PageSize int32
+}
+
+// SegmentsFor picks a parallel-scan segment count for a table of the given
+// size: one segment per MiB, between 1 and 16. Small lease tables (the vast
+// majority) stay on one segment so a scan costs one request per MiB.
+func SegmentsFor(sizeBytes int64) int {
+	n := int(sizeBytes/(1<<20)) + 1
+	return min(max(n, 1), 16)
+}
+
+// ScanTable reads every item of a lease table, paging through
+// LastEvaluatedKey, optionally in parallel segments. Throttled pages are
+// retried from the same key with exponential backoff and full jitter, so a
+// large scan never restarts from the beginning.
+func ScanTable(ctx context.Context, api ScanAPI, table string, opt ScanOptions) (ScanResult, error) {
+	segments := max(opt.Segments, 1)
+	if opt.MaxRetries == 0 {
+		opt.MaxRetries = 8
+	}
+	if opt.Sleep == nil {
+		opt.Sleep = sleepCtx
+	}
+	results := make([]ScanResult, segments)
+	errs := make([]error, segments)
+	var wg sync.WaitGroup
+	for seg := range segments {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[seg], errs[seg] = scanSegment(ctx, api, table, seg, segments, opt)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return ScanResult{}, err
+	}
+	var all ScanResult
+	for _, r := range results {
+		all.Leases = append(all.Leases, r.Leases...)
+		all.NonLeases = append(all.NonLeases, r.NonLeases...)
+		all.Malformed = append(all.Malformed, r.Malformed...)
+		all.Pages += r.Pages
+		all.Retries += r.Retries
+	}
+	sort.Slice(all.Leases, func(i, j int) bool { return all.Leases[i].LeaseKey < all.Leases[j].LeaseKey })
+	sort.Slice(all.NonLeases, func(i, j int) bool { return all.NonLeases[i].Key < all.NonLeases[j].Key })
+	return all, nil
+}
+
+func scanSegment(ctx context.Context, api ScanAPI, table string, seg, total int, opt ScanOptions) (ScanResult, error) {
+	var res ScanResult
+	in := &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(opt.ConsistentRead)}
+	if total > 1 {
+		in.Segment, in.TotalSegments = aws.Int32(int32(seg)), aws.Int32(int32(total))
+	}
+	if opt.PageSize > 0 {
+		in.Limit = aws.Int32(opt.PageSize)
+	}
+	attempt := 0
+	for {
+		out, err := api.Scan(ctx, in)
+		if err != nil {
+			if !Retryable(err) || attempt >= opt.MaxRetries {
+				return res, err
+			}
+			attempt++
+			res.Retries++
+			if err := opt.Sleep(ctx, Backoff(attempt)); err != nil {
+				return res, err
+			}
+			continue
+		}
+		attempt = 0
+		res.Pages++
+		for _, item := range out.Items {
+			res.add(item)
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			return res, nil
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+}
+
+func (r *ScanResult) add(item map[string]types.AttributeValue) {
+	if !IsLeaseItem(item) {
+		r.NonLeases = append(r.NonLeases, NonLeaseItem{Key: ItemKey(item), EntityType: EntityTypeOf(item)})
+		return
+	}
+	l, err := DecodeLease(item)
+	if err != nil {
+		r.Malformed = append(r.Malformed, err)
+		return
+	}
+	r.Leases = append(r.Leases, l)
+}
+
+// Retryable reports whether a DynamoDB error is throttling or a transient
+// server fault that is safe to retry for a read.
+func Retryable(err error) bool {
+	var ae smithy.APIError
+	if !errors.As(err, &ae) {
+		return false
+	}
+	switch ae.ErrorCode() {
+	case "ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded",
+		"InternalServerError", "ServiceUnavailable", "LimitExceededException":
+		return true
+	}
+	return false
+}
+
+// Backoff is exponential backoff with full jitter: a random wait in
+// [0, min(5s, 50ms·2^attempt)), which spreads retries of many workers apart.
+func Backoff(attempt int) time.Duration {
+	ceiling := min(50*time.Millisecond<<min(attempt, 10), 5*time.Second)
+	return time.Duration(rand.Int64N(int64(ceiling)) + 1)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// String names the item for warnings.
+func (n NonLeaseItem) String() string { return fmt.Sprintf("%s (%s)", n.Key, n.EntityType) }
