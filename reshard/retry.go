@@ -1,0 +1,78 @@
+package reshard
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/aws/smithy-go"
+	"github.com/kcltool/kcltool/leasecore"
+)
+
+// Retry says how throttled or transiently failing AWS calls are retried, on
+// top of the SDK's own retryer: a reshard makes every worker list shards and
+// create leases at the same moment, which is exactly when limits bite.
+type Retry struct {
+	// MaxRetries bounds the retries of one call (default 8).
+	MaxRetries int
+	// Clock times the waits between attempts (leasecore.RealClock when nil);
+	// tests inject one so that backoff costs no wall time.
+	Clock leasecore.Clock
+	// OnRetry, if set, observes each retry so that logs or metrics show them.
+	OnRetry func(op string, attempt int, err error)
+}
+
+func (r Retry) maxRetries() int {
+	if r.MaxRetries <= 0 {
+		return 8
+	}
+	return r.MaxRetries
+}
+
+func (r Retry) sleep(ctx context.Context, d time.Duration) error {
+	clock := r.Clock
+	if clock == nil {
+		clock = leasecore.RealClock()
+	}
+	return leasecore.Sleep(ctx, clock, d)
+}
+
+// do runs call until it succeeds, fails with an error retryable rejects, or
+// the retries are spent. Waits use leasecore.Backoff (exponential, full
+// jitter) so that many workers retrying together spread apart.
+func (r Retry) do(ctx context.Context, op string, retryable func(error) bool, call func() error) error {
+	for attempt := 1; ; attempt++ {
+		err := call()
+		if err == nil || !retryable(err) || attempt > r.maxRetries() {
+			return err
+		}
+		if r.OnRetry != nil {
+			r.OnRetry(op, attempt, err)
+		}
+		if serr := r.sleep(ctx, leasecore.Backoff(attempt)); serr != nil {
+			return errors.Join(err, serr)
+		}
+	}
+}
+
+// kinesisRetryable reports whether a Kinesis error is throttling or a
+// transient server fault. LimitExceededException is what ListShards returns
+// past its 100 calls/s per stream.
+func kinesisRetryable(err error) bool {
+	var ae smithy.APIError
+	if !errors.As(err, &ae) {
+		return false
+	}
+	switch ae.ErrorCode() {
+	case "LimitExceededException", "ProvisionedThroughputExceededException", "ThrottlingException",
+		"KMSThrottlingException", "InternalFailure", "InternalFailureException", "ServiceUnavailable",
+		"ServiceUnavailableException":
+		return true
+	}
+	return false
+}
+
+func isErrorCode(err error, code string) bool {
+	var ae smithy.APIError
+	return errors.As(err, &ae) && ae.ErrorCode() == code
+}

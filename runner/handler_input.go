@@ -1,0 +1,163 @@
+package runner
+
+import (
+	"encoding/base64"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// Format is how a batch is written to the handler's stdin.
+type Format int
+
+const (
+	// FormatJSON writes JSON Lines, one object per record (the default).
+	FormatJSON Format = iota
+	// FormatRaw writes each record's bare data followed by a newline, for
+	// text payloads; data that holds newlines cannot be told apart.
+	FormatRaw
+)
+
+// ParseFormat reads the --format flag: "json" or "raw".
+func ParseFormat(s string) (Format, error) {
+	switch s {
+	case "json", "jsonl", "":
+		return FormatJSON, nil
+	case "raw":
+		return FormatRaw, nil
+	}
+	return 0, fmt.Errorf("format %q: want json or raw", s)
+}
+
+func (f Format) String() string {
+	if f == FormatRaw {
+		return "raw"
+	}
+	return "json"
+}
+
+// arrivalLayout is RFC 3339 in UTC with fixed milliseconds, the precision
+// Kinesis gives, so that the field has one width and sorts as text.
+const arrivalLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// writeBatch writes records to w in format f. The encoder is hand-written
+// because it runs for every record the consumer sees: reflection-based
+// encoding/json would cost more CPU than the rest of the pipeline.
+// recordJSON (failure_file.go) is the same shape through encoding/json, and
+// a test checks that both agree.
+func writeBatch(w io.Writer, f Format, records []Record) error {
+	buf := make([]byte, 0, 64<<10)
+	for i := range records {
+		if f == FormatRaw {
+			buf = append(buf, records[i].Data...)
+			buf = append(buf, '\n')
+		} else {
+			buf = appendRecordJSON(buf, &records[i])
+		}
+		if len(buf) >= 32<<10 || i == len(records)-1 {
+			if _, err := w.Write(buf); err != nil {
+				return err
+			}
+			buf = buf[:0]
+		}
+	}
+	return nil
+}
+
+// appendRecordJSON appends one JSON Lines object for r.
+func appendRecordJSON(b []byte, r *Record) []byte {
+	b = append(b, `{"data":"`...)
+	b = base64.StdEncoding.AppendEncode(b, r.Data)
+	b = append(b, `","partitionKey":`...)
+	b = appendJSONString(b, r.PartitionKey)
+	b = append(b, `,"sequenceNumber":`...)
+	b = appendJSONString(b, r.SequenceNumber)
+	b = append(b, `,"subSequenceNumber":`...)
+	b = strconv.AppendInt(b, r.SubSequenceNumber, 10)
+	if !r.ApproximateArrivalTimestamp.IsZero() {
+		b = append(b, `,"approximateArrivalTimestamp":"`...)
+		b = r.ApproximateArrivalTimestamp.UTC().AppendFormat(b, arrivalLayout)
+		b = append(b, '"')
+	}
+	b = append(b, `,"shardId":`...)
+	b = appendJSONString(b, r.ShardID)
+	if r.ExplicitHashKey != "" {
+		b = append(b, `,"explicitHashKey":`...)
+		b = appendJSONString(b, r.ExplicitHashKey)
+	}
+	return append(b, "}\n"...)
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD,
+// as encoding/json does, so the output is always valid JSON.
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// batchEnv is the environment a handler gets on top of the parent's.
+func batchEnv(b Batch) []string {
+	first, last := "", ""
+	if n := len(b.Records); n > 0 {
+		first, last = b.Records[0].SequenceNumber, b.Records[n-1].SequenceNumber
+	}
+	return []string{
+		"KCLTOOL_APP=" + b.App,
+		"KCLTOOL_STREAM=" + b.Stream,
+		"KCLTOOL_SHARD_ID=" + b.ShardID,
+		"KCLTOOL_WORKER_ID=" + b.WorkerID,
+		"KCLTOOL_BATCH_SIZE=" + strconv.Itoa(len(b.Records)),
+		"KCLTOOL_FIRST_SEQUENCE=" + first,
+		"KCLTOOL_LAST_SEQUENCE=" + last,
+		"KCLTOOL_MILLIS_BEHIND_LATEST=" + strconv.FormatInt(b.MillisBehindLatest, 10),
+		"KCLTOOL_ATTEMPT=" + strconv.Itoa(max(b.Attempt, 1)),
+	}
+}
+
+// formatArrival formats an arrival time for the failure file, as on stdin.
+func formatArrival(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(arrivalLayout)
+}

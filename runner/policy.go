@@ -1,0 +1,256 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/kcltool/kcltool/leasecore"
+)
+
+// UnlimitedRetries as Policy.MaxRetries retries a failing batch until it
+// succeeds or its records are older than MaxRecordAge: KCL's behaviour,
+// the default of --max-retries.
+const UnlimitedRetries = -1
+
+// ErrStopped is returned by Process when its stop channel closed before
+// the batch was done.
+var ErrStopped = errors.New("stopped before the batch was done")
+
+// BatchHandler runs one batch; *Handler is the real one.
+type BatchHandler interface {
+	Run(ctx context.Context, b Batch) Result
+}
+
+// CheckpointFunc records that every record up to and including at is done.
+// The caller owns the lease and writes the checkpoint; an error (such as a
+// lost lease) stops Process.
+type CheckpointFunc func(ctx context.Context, at leasecore.SequenceNumber) error
+
+// Policy hands the batches of one shard to a handler, in order, one at a
+// time, and decides what happens when the handler fails: retry with
+// backoff, isolate poison records by bisecting, give up on records and write
+// them to a directory. It never writes a lease: it reports the positions
+// that may be checkpointed.
+type Policy struct {
+	Handler BatchHandler
+	// Clock times backoff and record age; nil means the real clock.
+	Clock   leasecore.Clock
+	Backoff Backoff
+	// MaxRetries is how many times a failing batch is retried before the
+	// worker gives up on it; UnlimitedRetries never gives up.
+	MaxRetries int
+	// MaxRecordAge gives up on a failing batch once its oldest record is
+	// older than this; zero means no limit.
+	MaxRecordAge time.Duration
+	// BisectOnError splits a failing batch of several records in halves and
+	// runs them in order, recursively, until the record that fails is
+	// alone; halves that succeed are checkpointed on the way. Retries and
+	// giving up then apply to the smallest failing part.
+	BisectOnError bool
+	// OnFailureDir receives a JSON file for every set of records given up
+	// on, after which the shard is checkpointed past them. Without it the
+	// worker cannot skip records: the shard keeps retrying them (every
+	// Backoff.Max at most) and logs why.
+	OnFailureDir string
+	// Log receives one record per failure, bisection and give-up, and the
+	// handlers' stdout text; nil discards. Record data is never logged.
+	Log *slog.Logger
+	// Rand returns numbers in [0, 1) for jitter; nil means math/rand/v2.
+	Rand func() float64
+}
+
+// ProcessStats counts what one Process call did, for metrics.
+type ProcessStats struct {
+	Runs        int           // handler runs
+	Failures    int           // runs that did not fully succeed
+	Bisections  int           // batches split in two
+	Skipped     int           // records given up on and written to OnFailureDir
+	Checkpoints int           // checkpoint calls
+	HandlerTime time.Duration // time spent in handlers
+}
+
+// span is a run of consecutive records still to be handled, and how many
+// times they have been handed to a handler already (all records of a span
+// share that history: spans only ever shrink or split).
+type span struct {
+	records []Record
+	handed  int
+}
+
+// Process runs b.Records through the handler and returns once every record
+// has either succeeded or been given up on, each step reported through
+// checkpoint in order. Records of b must come from one shard, in order.
+//
+// Closing stop is a graceful stop: a running handler finishes and its
+// success is checkpointed, but nothing new starts, and Process returns
+// ErrStopped. Cancelling ctx kills a running handler and returns at once
+// without another checkpoint, as for a lost lease.
+func (p *Policy) Process(ctx context.Context, stop <-chan struct{}, b Batch, checkpoint CheckpointFunc) (ProcessStats, error) {
+	var st ProcessStats
+	log := p.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("shard", b.ShardID)
+	// Spans still to do; the last one is next, so a bisection pushes the
+	// right half before the left.
+	work := []span{{records: b.Records, handed: max(b.Attempt-1, 0)}}
+	for len(work) > 0 {
+		s := work[len(work)-1]
+		work = work[:len(work)-1]
+		failures := 0 // consecutive failed runs of s
+		for len(s.records) > 0 {
+			if err := p.stopped(ctx, stop); err != nil {
+				return st, err
+			}
+			run := b
+			run.Records, run.Attempt = s.records, s.handed+1
+			res := p.Handler.Run(ctx, run)
+			s.handed++
+			st.Runs++
+			st.HandlerTime += res.Duration
+			if res.Output != "" {
+				log.Info("handler output", "attempt", run.Attempt, "output", res.Output)
+			}
+			if err := context.Cause(ctx); err != nil {
+				// The handler was killed, whatever it printed; nothing it did
+				// may be checkpointed.
+				return st, err
+			}
+			done := 0
+			switch res.Outcome {
+			case Succeeded:
+				done = len(s.records)
+			case PartiallyFailed:
+				done = res.FailedFrom
+			}
+			if done > 0 {
+				st.Checkpoints++
+				if err := checkpoint(ctx, s.records[done-1].Position()); err != nil {
+					return st, fmt.Errorf("checkpoint: %w", err)
+				}
+				s.records = s.records[done:]
+				// What is left is a new, smaller batch whose first record has
+				// failed once.
+				failures = 0
+			}
+			if res.Outcome == Succeeded {
+				break
+			}
+			st.Failures++
+			failures++
+			log.Warn("handler failed",
+				"attempt", run.Attempt, "records", len(run.Records),
+				"first_sequence", run.Records[0].SequenceNumber, "last_sequence", run.Records[len(run.Records)-1].SequenceNumber,
+				"outcome", res.Outcome.String(), "exit_code", res.ExitCode, "timed_out", res.TimedOut,
+				"error", errString(res.Err), "stderr_tail", res.StderrTail)
+			if p.BisectOnError && len(s.records) > 1 {
+				mid := len(s.records) / 2
+				work = append(work, span{s.records[mid:], s.handed}, span{s.records[:mid], s.handed})
+				st.Bisections++
+				log.Info("bisecting failed batch", "left", mid, "right", len(s.records)-mid)
+				break
+			}
+			if reason := p.giveUpReason(failures, s.records); reason != "" {
+				if p.OnFailureDir == "" {
+					log.Error("cannot skip failing records without --on-failure; the shard retries them until they succeed",
+						"reason", reason, "first_sequence", s.records[0].SequenceNumber, "records", len(s.records))
+				} else {
+					gave := run
+					gave.Records, gave.Attempt = s.records, s.handed
+					f := newFailureFile(gave, res, reason, p.clock().Now())
+					path, err := writeFailureFile(p.OnFailureDir, f)
+					if err == nil {
+						st.Checkpoints++
+						if err := checkpoint(ctx, s.records[len(s.records)-1].Position()); err != nil {
+							return st, fmt.Errorf("checkpoint: %w", err)
+						}
+						st.Skipped += len(s.records)
+						log.Error("gave up on records; wrote them to the failure directory and checkpointed past them",
+							"reason", reason, "file", path, "records", len(s.records),
+							"first_sequence", s.records[0].SequenceNumber, "last_sequence", s.records[len(s.records)-1].SequenceNumber)
+						break
+					}
+					log.Error("cannot write the failure file; retrying the records instead of skipping them", "error", err.Error())
+				}
+			}
+			if err := p.sleep(ctx, stop, p.Backoff.Delay(failures, p.rand())); err != nil {
+				return st, err
+			}
+		}
+	}
+	return st, nil
+}
+
+// giveUpReason says why the failing records may be given up on, or "".
+func (p *Policy) giveUpReason(failures int, records []Record) string {
+	if p.MaxRetries >= 0 && failures > p.MaxRetries {
+		return fmt.Sprintf("failed %d times (max retries %d)", failures, p.MaxRetries)
+	}
+	if p.MaxRecordAge > 0 {
+		var oldest time.Time
+		for _, r := range records {
+			if t := r.ApproximateArrivalTimestamp; !t.IsZero() && (oldest.IsZero() || t.Before(oldest)) {
+				oldest = t
+			}
+		}
+		if age := p.clock().Now().Sub(oldest); !oldest.IsZero() && age > p.MaxRecordAge {
+			return fmt.Sprintf("oldest record is %s old (max record age %s)", age.Round(time.Millisecond), p.MaxRecordAge)
+		}
+	}
+	return ""
+}
+
+func (p *Policy) stopped(ctx context.Context, stop <-chan struct{}) error {
+	if err := context.Cause(ctx); err != nil {
+		return err
+	}
+	select {
+	case <-stop:
+		return ErrStopped
+	default:
+		return nil
+	}
+}
+
+func (p *Policy) sleep(ctx context.Context, stop <-chan struct{}, d time.Duration) error {
+	t := p.clock().NewTimer(d)
+	defer t.Stop()
+	// A stop that came while the timer was set wins over the timer.
+	if err := p.stopped(ctx, stop); err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-stop:
+		return ErrStopped
+	case <-t.C():
+		return nil
+	}
+}
+
+func (p *Policy) clock() leasecore.Clock {
+	if p.Clock == nil {
+		return leasecore.RealClock()
+	}
+	return p.Clock
+}
+
+func (p *Policy) rand() func() float64 {
+	if p.Rand == nil {
+		return rand.Float64
+	}
+	return p.Rand
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
