@@ -1,0 +1,74 @@
+package leasecore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// ErrCheckpointBehind refuses a checkpoint lower than the lease's current
+// one, as KCL's checkpointer does: going back is an operator's reset, not
+// something a processor does by accident.
+var ErrCheckpointBehind = errors.New("checkpoint is behind the lease's current checkpoint")
+
+// Checkpoint writes cp as the checkpoint of a lease this worker holds. It is
+// refused locally, without a DynamoDB call, when the lease is not held or
+// its last successful renewal is older than the failover time; and it fails
+// with ErrLeaseLost when the counter-conditioned write finds that another
+// worker has taken the lease. Either way the lease is dropped at once and a
+// LeaseLost event follows. A successful checkpoint also counts as a renewal.
+func (c *Coordinator) Checkpoint(ctx context.Context, key string, cp SequenceNumber) error {
+	return c.CheckpointTenure(ctx, key, 0, cp)
+}
+
+// CheckpointTenure is Checkpoint for one holding of the lease (the Tenure of
+// its LeaseGained event; 0 accepts any). If the lease was lost and taken
+// again since, the processor of the old holding gets ErrLeaseLost rather
+// than writing into the new one (KCL's concurrencyToken).
+func (c *Coordinator) CheckpointTenure(ctx context.Context, key string, tenure uint64, cp SequenceNumber) error {
+	if !ValidCheckpoint(cp.SequenceNumber) {
+		return fmt.Errorf("checkpoint lease %s: %q is not a sequence number or sentinel", key, cp.SequenceNumber)
+	}
+	hl := c.lookup(key)
+	if hl == nil {
+		return &LeaseLostError{LeaseKey: key, Op: "checkpoint", Reason: "not held by this worker"}
+	}
+	hl.mu.Lock()
+	defer hl.mu.Unlock()
+	if hl.dropped || (tenure != 0 && tenure != hl.tenure) {
+		return &LeaseLostError{LeaseKey: key, Op: "checkpoint", Reason: "not held by this worker"}
+	}
+	if Compare(cp, hl.lease.Checkpoint) < 0 {
+		return fmt.Errorf("checkpoint lease %s at %s/%d: %w (%s/%d)", key, cp.SequenceNumber, cp.SubSequenceNumber,
+			ErrCheckpointBehind, hl.lease.Checkpoint.SequenceNumber, hl.lease.Checkpoint.SubSequenceNumber)
+	}
+	for attempt := 1; ; attempt++ {
+		sent := c.clock.Now()
+		if !c.fresh(hl, sent) {
+			err := c.expiredLocally(hl, "checkpoint", sent)
+			c.drop(hl, LeaseLost, err)
+			return err
+		}
+		// Bounded per attempt, so a hung connection cannot hold the lease's
+		// lock (and so its renewals) past the failover time.
+		actx, cancel := context.WithTimeout(ctx, c.cfg.RenewInterval)
+		l, err := CheckpointLease(actx, c.api, c.table, hl.lease, cp)
+		cancel()
+		switch {
+		case err == nil:
+			hl.lease, hl.renewedAt = l, sent
+			c.stats.checkpoints.Add(1)
+			return nil
+		case errors.Is(err, ErrLeaseLost):
+			c.drop(hl, LeaseLost, err)
+			return err
+		case ctx.Err() != nil, errorCode(err) != "" && !Retryable(err):
+			return err // only throttles, server faults and network errors are worth another try
+		}
+		c.stats.retries.Add(1)
+		c.log.Debug("retrying checkpoint", "lease", key, "attempt", attempt, "err", err)
+		if serr := Sleep(ctx, c.clock, c.retryBackoff(attempt)); serr != nil {
+			return err
+		}
+	}
+}

@@ -1,0 +1,318 @@
+package leasecore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Options are the coordinator's optional hooks.
+type Options struct {
+	// Logger receives lease gains, losses, steals, throttling and retries.
+	// Default: discard.
+	Logger *slog.Logger
+	// OnEvent is called for every gained, lost or released lease, in order,
+	// from a single goroutine. It should hand the event off quickly.
+	OnEvent func(LeaseEvent)
+	// Rand seeds the taker's shuffles; tests fix it. Default: random.
+	Rand *rand.Rand
+}
+
+// Coordinator is one worker's side of the KCL 2.x lease protocol: a renewer
+// that renews the held leases at a fixed rate and a taker that scans the
+// table, takes expired or unowned leases and steals toward an even share. It
+// needs no coordinator of its own and nothing beyond the lease table.
+type Coordinator struct {
+	api   meteredAPI
+	table string
+	cfg   Config
+	clock Clock
+	log   *slog.Logger
+	stats counters
+
+	mu       sync.Mutex
+	held     map[string]*heldLease
+	seen     map[string]*observation                           // the taker's view; taker goroutine only
+	rng      *rand.Rand                                        // taker goroutine only
+	lastWait time.Duration                                     // taker goroutine only
+	warned   map[string]bool                                   // taker goroutine only
+	reported struct{ throttled, retries, renewFailures int64 } // taker goroutine only
+	adopted  bool                                              // taker goroutine only: own leases of an earlier run re-adopted
+	tenure   uint64
+	started  bool
+	stopping bool
+	cancel   context.CancelFunc
+	loops    sync.WaitGroup
+	events   *eventQueue
+	poke     chan struct{}
+}
+
+// heldLease is a lease this worker holds. Its mutex serialises the writes on
+// it: the renewal, a checkpoint and the release all condition on the same
+// counter, so two of them in flight at once would make one fail and look
+// like a lost lease.
+type heldLease struct {
+	mu        sync.Mutex
+	lease     Lease     // as of this worker's last successful write: LeaseCounter is the N to condition on
+	renewedAt time.Time // when that write was sent
+	tenure    uint64
+	dropped   bool
+}
+
+// NewCoordinator prepares a worker for the lease table. It makes no calls;
+// run EnsureTable and CheckNotKCL3 first, then Start, and finally Stop, which
+// also ends the event delivery goroutine.
+func NewCoordinator(api CoordinatorAPI, table string, cfg Config, clock Clock, opt Options) (*Coordinator, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if table == "" {
+		return nil, errors.New("lease table name is empty")
+	}
+	if clock == nil {
+		clock = RealClock()
+	}
+	log := opt.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	rng := opt.Rand
+	if rng == nil {
+		rng = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	}
+	cfg = cfg.WithDefaults()
+	c := &Coordinator{
+		table: table, cfg: cfg, clock: clock, rng: rng,
+		log:  log.With("worker", cfg.WorkerID, "table", table),
+		held: map[string]*heldLease{}, seen: map[string]*observation{},
+		poke: make(chan struct{}, 1),
+	}
+	c.api = meteredAPI{api: api, c: &c.stats}
+	c.events = newEventQueue(opt.OnEvent)
+	return c, nil
+}
+
+// WorkerID is the leaseOwner this coordinator writes.
+func (c *Coordinator) WorkerID() string { return c.cfg.WorkerID }
+
+// Config is the effective configuration, defaults filled in.
+func (c *Coordinator) Config() Config { return c.cfg }
+
+// Start runs the renewer and the taker until ctx is done or Stop is called.
+// The taker runs at once. Cancelling ctx is a crash as far as the table can
+// tell: the loops stop, nothing is released, the leases expire after the
+// failover time. For a clean shutdown call Stop.
+func (c *Coordinator) Start(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.started {
+		return errors.New("coordinator already started")
+	}
+	c.started = true
+	ctx, c.cancel = context.WithCancel(ctx)
+	c.loops.Add(2)
+	go func() { defer c.loops.Done(); c.renewLoop(ctx) }()
+	go func() { defer c.loops.Done(); c.takerLoop(ctx) }()
+	c.log.Info("lease coordinator started", "failover", c.cfg.FailoverTime, "renewInterval", c.cfg.RenewInterval,
+		"takerInterval", c.takerIntervalDescription())
+	return nil
+}
+
+func (c *Coordinator) takerIntervalDescription() string {
+	if c.cfg.TakerInterval > 0 {
+		return c.cfg.TakerInterval.String()
+	}
+	return fmt.Sprintf("adaptive %s..%s", c.cfg.MinTakerInterval(), c.cfg.KCLTakerInterval())
+}
+
+// Stop ends the loops. With release it then gives up every held lease
+// (ReleaseLease), so that the other workers take them at their next taker
+// run instead of after the failover time. Finish processing and write the
+// final checkpoints before calling Stop: the leases are renewed until then.
+// Events queued so far are delivered before Stop returns.
+func (c *Coordinator) Stop(ctx context.Context, release bool) error {
+	c.mu.Lock()
+	if c.stopping {
+		c.mu.Unlock()
+		return nil
+	}
+	c.stopping = true
+	cancel := c.cancel
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	c.loops.Wait()
+	var err error
+	if release {
+		err = c.releaseAll(ctx)
+	}
+	c.events.close()
+	return err
+}
+
+// Kick makes the taker run now instead of at its next scheduled time.
+func (c *Coordinator) Kick() {
+	select {
+	case c.poke <- struct{}{}:
+	default:
+	}
+}
+
+// Held returns the leases this worker holds now, sorted by key. A lease
+// whose last successful renewal is older than the failover time is not held
+// any more, even before the renewer has noticed.
+func (c *Coordinator) Held() []Lease {
+	now := c.clock.Now()
+	var out []Lease
+	for _, hl := range c.heldSnapshot() {
+		hl.mu.Lock()
+		if !hl.dropped && c.fresh(hl, now) {
+			out = append(out, hl.lease)
+		}
+		hl.mu.Unlock()
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].LeaseKey < out[j].LeaseKey })
+	return out
+}
+
+// IsHeld reports whether this worker holds the lease now.
+func (c *Coordinator) IsHeld(key string) bool {
+	hl := c.lookup(key)
+	if hl == nil {
+		return false
+	}
+	hl.mu.Lock()
+	defer hl.mu.Unlock()
+	return !hl.dropped && c.fresh(hl, c.clock.Now())
+}
+
+// Stats returns the counters so far.
+func (c *Coordinator) Stats() Stats {
+	s := c.stats.snapshot()
+	s.Held = len(c.Held())
+	return s
+}
+
+// fresh: the worker stops treating a lease as held once its last successful
+// renewal is older than the failover time (KCL's getCurrentlyHeldLease),
+// because by then another worker may have judged it expired and taken it.
+func (c *Coordinator) fresh(hl *heldLease, now time.Time) bool {
+	return now.Sub(hl.renewedAt) <= c.cfg.FailoverTime
+}
+
+func (c *Coordinator) lookup(key string) *heldLease {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.held[key]
+}
+
+func (c *Coordinator) heldSnapshot() []*heldLease {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]*heldLease, 0, len(c.held))
+	for _, hl := range c.held {
+		out = append(out, hl)
+	}
+	return out
+}
+
+// gain records a lease this worker has just taken, renewed as of sent.
+func (c *Coordinator) gain(l Lease, sent time.Time) {
+	if old := c.lookup(l.LeaseKey); old != nil {
+		// Taken again after the old holding lapsed unnoticed: end that one
+		// first, so events for a key always alternate gained / lost.
+		old.mu.Lock()
+		c.drop(old, LeaseLost, &LeaseLostError{LeaseKey: l.LeaseKey, Op: "take", Reason: "expired and taken again"})
+		old.mu.Unlock()
+	}
+	c.mu.Lock()
+	c.tenure++
+	hl := &heldLease{lease: l, renewedAt: sent, tenure: c.tenure}
+	c.held[l.LeaseKey] = hl
+	c.mu.Unlock()
+	c.events.push(LeaseEvent{Kind: LeaseGained, Lease: l, Tenure: hl.tenure})
+}
+
+// drop removes a lease from the held set, at once, and reports it lost (or
+// released). The caller holds hl.mu.
+func (c *Coordinator) drop(hl *heldLease, kind EventKind, cause error) {
+	if hl.dropped {
+		return
+	}
+	hl.dropped = true
+	c.mu.Lock()
+	if c.held[hl.lease.LeaseKey] == hl {
+		delete(c.held, hl.lease.LeaseKey)
+	}
+	c.mu.Unlock()
+	if kind == LeaseLost {
+		c.stats.lost.Add(1)
+		c.log.Warn("lease lost", "lease", hl.lease.LeaseKey, "reason", cause)
+	} else {
+		c.stats.released.Add(1)
+		c.log.Info("lease released", "lease", hl.lease.LeaseKey)
+	}
+	c.events.push(LeaseEvent{Kind: kind, Lease: hl.lease, Tenure: hl.tenure, Err: cause})
+}
+
+// expiredLocally is the loss a worker notices by itself: no successful
+// renewal within the failover time.
+func (c *Coordinator) expiredLocally(hl *heldLease, op string, now time.Time) error {
+	return &LeaseLostError{LeaseKey: hl.lease.LeaseKey, Op: op,
+		Reason: fmt.Sprintf("not renewed for %s (failover time %s)", now.Sub(hl.renewedAt).Round(time.Millisecond), c.cfg.FailoverTime)}
+}
+
+func (c *Coordinator) releaseAll(ctx context.Context) error {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	for _, hl := range c.heldSnapshot() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := c.releaseOne(ctx, hl); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (c *Coordinator) releaseOne(ctx context.Context, hl *heldLease) error {
+	hl.mu.Lock()
+	defer hl.mu.Unlock()
+	for attempt := 1; !hl.dropped; attempt++ {
+		now := c.clock.Now()
+		if !c.fresh(hl, now) {
+			c.drop(hl, LeaseLost, c.expiredLocally(hl, "release", now))
+			return nil
+		}
+		l, err := ReleaseLease(ctx, c.api, c.table, hl.lease, c.cfg.WorkerID)
+		switch {
+		case err == nil:
+			hl.lease = l
+			c.drop(hl, LeaseReleased, nil)
+			return nil
+		case errors.Is(err, ErrLeaseLost):
+			c.drop(hl, LeaseLost, err)
+			return nil
+		case ctx.Err() != nil || !Retryable(err) || attempt > 8:
+			return err
+		}
+		c.stats.retries.Add(1)
+		if serr := Sleep(ctx, c.clock, Backoff(attempt)); serr != nil {
+			return err
+		}
+	}
+	return nil
+}

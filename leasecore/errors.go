@@ -1,0 +1,101 @@
+package leasecore
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/aws/smithy-go"
+)
+
+// ErrLeaseLost means this worker no longer holds a lease: a counter- or
+// owner-conditioned write found the item changed (another worker took or
+// stole it, or an operator reset it), or the worker's own last successful
+// renewal is older than the failover time. Whatever the cause, the worker
+// must stop processing the shard and must not write its checkpoint.
+var ErrLeaseLost = errors.New("lease lost")
+
+// ErrLeaseNotFound means a write that only updates an existing lease found
+// no lease item under that key.
+var ErrLeaseNotFound = errors.New("lease not found")
+
+// ErrKCL3Table is matched (errors.Is) by every *KCL3TableError.
+var ErrKCL3Table = errors.New("lease table belongs to a KCL 3.x application")
+
+// LeaseLostError is the detailed form of ErrLeaseLost; errors.Is(err,
+// ErrLeaseLost) is true for it.
+type LeaseLostError struct {
+	LeaseKey string
+	Op       string // the operation that noticed: renew, checkpoint, release, ...
+	Reason   string // e.g. "leaseCounter changed", "not renewed for 10s"
+}
+
+func (e *LeaseLostError) Error() string {
+	return fmt.Sprintf("%s lease %s: lease lost: %s", e.Op, e.LeaseKey, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrLeaseLost) hold.
+func (e *LeaseLostError) Is(target error) bool { return target == ErrLeaseLost }
+
+// TableNotFoundError says the lease table does not exist. Region is filled in
+// when the client can tell it.
+type TableNotFoundError struct {
+	Table  string
+	Region string
+}
+
+func (e *TableNotFoundError) Error() string {
+	where := ""
+	if e.Region != "" {
+		where = " in " + e.Region
+	}
+	return fmt.Sprintf("lease table %q not found%s (is the application name right? pass --create-table to create it the way the KCL does)", e.Table, where)
+}
+
+// KCL3TableError refuses a lease table that a KCL 3.x application uses. In
+// 3.x workers never take leases themselves: an elected leader assigns them
+// (using worker-metrics heartbeats) and workers discover their assignments
+// through the LeaseOwnerToLeaseKeyIndex. A 2.x-protocol worker would take and
+// steal leases behind the leader's back and both sides would churn.
+type KCL3TableError struct {
+	Table    string
+	Evidence string // what gave it away
+}
+
+func (e *KCL3TableError) Error() string {
+	return fmt.Sprintf("lease table %q belongs to a KCL 3.x application (%s): KCL 3.x assigns leases through an elected leader, "+
+		"and a worker using the KCL 2.x protocol would fight it for leases; run kcltool workers only on a 2.x application's table "+
+		"(or a new one); the operator commands still work on this table", e.Table, e.Evidence)
+}
+
+// Is makes errors.Is(err, ErrKCL3Table) hold.
+func (e *KCL3TableError) Is(target error) bool { return target == ErrKCL3Table }
+
+// errorCode returns the AWS error code of err, or "".
+func errorCode(err error) string {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		return ae.ErrorCode()
+	}
+	return ""
+}
+
+// IsConditionFailed reports a DynamoDB ConditionalCheckFailedException: the
+// item was not in the state the write was conditioned on.
+func IsConditionFailed(err error) bool {
+	return errorCode(err) == "ConditionalCheckFailedException"
+}
+
+// isThrottle reports throttling (as opposed to other retryable faults), so
+// that throttles can be counted on their own.
+func isThrottle(err error) bool {
+	switch errorCode(err) {
+	case "ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded":
+		return true
+	}
+	return false
+}
+
+// isNotFound reports ResourceNotFoundException (no such table).
+func isNotFound(err error) bool {
+	return errorCode(err) == "ResourceNotFoundException"
+}

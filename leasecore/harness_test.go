@@ -1,0 +1,270 @@
+package leasecore
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/kcltool/kcltool/internal/emulator"
+)
+
+// Short timings for the multi-worker tests: failover 1s, so renewals every
+// 308ms, and a fixed taker interval of 500ms.
+var fastConfig = Config{FailoverTime: time.Second, TakerInterval: 500 * time.Millisecond}
+
+// newLeaseTable creates a KCL-shaped lease table holding n unowned leases
+// shardId-000000000000... at TRIM_HORIZON, as shard sync creates them.
+func newLeaseTable(t testing.TB, n int) (*dynamodb.Client, string) {
+	t.Helper()
+	ddb := emulator.DynamoDB(t)
+	table := emulator.Name(t, "leases")
+	emulator.CreateLeaseTable(t, ddb, table)
+	for i := range n {
+		l := Lease{LeaseKey: shardKey(i), Checkpoint: SequenceNumber{SequenceNumber: TRIM_HORIZON}}
+		if ok, err := CreateLease(context.Background(), ddb, table, l); err != nil || !ok {
+			t.Fatalf("create lease %s: created=%v err=%v", l.LeaseKey, ok, err)
+		}
+	}
+	return ddb, table
+}
+
+func shardKey(i int) string { return fmt.Sprintf("shardId-%012d", i) }
+
+// testWorker is one in-process worker with its events and log recorded.
+type testWorker struct {
+	t      testing.TB
+	id     string
+	c      *Coordinator
+	cancel context.CancelFunc
+	logs   *syncBuffer
+
+	mu     sync.Mutex
+	events []LeaseEvent
+}
+
+func startWorker(t testing.TB, api CoordinatorAPI, table, id string, cfg Config) *testWorker {
+	t.Helper()
+	w := &testWorker{t: t, id: id, logs: &syncBuffer{}}
+	cfg.WorkerID = id
+	logger := slog.New(slog.NewTextHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	c, err := NewCoordinator(api, table, cfg, RealClock(), Options{
+		Logger:  logger,
+		OnEvent: func(e LeaseEvent) { w.mu.Lock(); w.events = append(w.events, e); w.mu.Unlock() },
+		Rand:    rand.New(rand.NewPCG(uint64(len(id)), 7)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w.c, w.cancel = c, cancel
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		_ = c.Stop(context.Background(), false)
+	})
+	return w
+}
+
+// crash stops the worker the way a killed process stops: no release, no
+// further writes.
+func (w *testWorker) crash() {
+	w.cancel()
+	w.c.loops.Wait()
+}
+
+func (w *testWorker) held() int { return len(w.c.Held()) }
+
+func (w *testWorker) eventCount(kind EventKind) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, e := range w.events {
+		if e.Kind == kind {
+			n++
+		}
+	}
+	return n
+}
+
+// waitFor polls cond until it holds or the timeout passes, and returns how
+// long it took.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for {
+		if cond() {
+			return time.Since(start)
+		}
+		if time.Since(start) > timeout {
+			t.Fatalf("%s: not reached within %s", what, timeout)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// owners reads the table and counts leases per leaseOwner ("" = unowned).
+func owners(t *testing.T, api ScanAPI, table string) map[string]int {
+	t.Helper()
+	res, err := ScanTable(context.Background(), api, table, ScanOptions{ConsistentRead: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, l := range res.Leases {
+		out[l.LeaseOwner]++
+	}
+	return out
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// auditWrite is one UpdateItem a worker sent, as the recording decorator saw
+// it go out and come back.
+type auditWrite struct {
+	Worker   string
+	Key      string
+	Op       string // renew, take, checkpoint, release, meta
+	Expected int64  // the leaseCounter it was conditioned on (-1: none)
+	OK       bool
+	Seq      string // checkpoint written, for checkpoints
+}
+
+type auditLog struct {
+	mu     sync.Mutex
+	writes []auditWrite
+}
+
+func (a *auditLog) all() []auditWrite {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]auditWrite(nil), a.writes...)
+}
+
+// recordingAPI wraps a worker's DynamoDB client and logs every UpdateItem
+// with its outcome.
+type recordingAPI struct {
+	CoordinatorAPI
+	worker string
+	log    *auditLog
+}
+
+func (r recordingAPI) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	out, err := r.CoordinatorAPI.UpdateItem(ctx, in, opts...)
+	w := auditWrite{Worker: r.worker, Key: in.Key[AttrLeaseKey].(*types.AttributeValueMemberS).Value, Expected: -1, OK: err == nil}
+	if v, ok := in.ExpressionAttributeValues[valExpectedCounter].(*types.AttributeValueMemberN); ok {
+		fmt.Sscan(v.Value, &w.Expected)
+	}
+	expr := aws.ToString(in.UpdateExpression)
+	switch {
+	case strings.Contains(expr, "#checkpoint ="):
+		w.Op = "checkpoint"
+		w.Seq = in.ExpressionAttributeValues[valCheckpoint].(*types.AttributeValueMemberS).Value
+	case strings.Contains(expr, "REMOVE #leaseOwner"):
+		w.Op = "release"
+	case strings.Contains(expr, "#leaseOwner ="):
+		w.Op = "take"
+	case strings.Contains(expr, "#leaseCounter ="):
+		w.Op = "renew"
+	default:
+		w.Op = "meta"
+	}
+	r.log.mu.Lock()
+	r.log.writes = append(r.log.writes, w)
+	r.log.mu.Unlock()
+	return out, err
+}
+
+// faultProxy is a reverse proxy in front of dynalite that counts requests by
+// operation and, while throttling is on, answers a share of them with
+// DynamoDB's throttling error, chosen by a seeded PRNG.
+type faultProxy struct {
+	srv       *httptest.Server
+	throttle  atomic.Bool
+	rate      float64
+	mu        sync.Mutex
+	rng       *rand.Rand
+	requests  map[string]int64
+	throttled atomic.Int64
+}
+
+func newFaultProxy(t testing.TB, rate float64, seed uint64) *faultProxy {
+	t.Helper()
+	target, err := url.Parse(emulator.DynamoDBEndpoint(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &faultProxy{rate: rate, rng: rand.New(rand.NewPCG(seed, seed)), requests: map[string]int64{}}
+	rp := httputil.NewSingleHostReverseProxy(target)
+	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		op := strings.TrimPrefix(r.Header.Get("X-Amz-Target"), "DynamoDB_20120810.")
+		p.mu.Lock()
+		p.requests[op]++
+		fail := p.throttle.Load() && p.rng.Float64() < p.rate
+		p.mu.Unlock()
+		if fail {
+			p.throttled.Add(1)
+			w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = w.Write([]byte(`{"__type":"com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException",` +
+				`"message":"The level of configured provisioned throughput for the table was exceeded."}`))
+			return
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(p.srv.Close)
+	return p
+}
+
+// client returns a DynamoDB client that talks through the proxy.
+func (p *faultProxy) client() *dynamodb.Client {
+	return dynamodb.NewFromConfig(emulator.Config(), func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(p.srv.URL) })
+}
+
+func (p *faultProxy) counts() map[string]int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := map[string]int64{}
+	for k, v := range p.requests {
+		out[k] = v
+	}
+	return out
+}
+
+func (p *faultProxy) total() int64 {
+	var n int64
+	for _, v := range p.counts() {
+		n += v
+	}
+	return n
+}

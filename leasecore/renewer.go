@@ -1,0 +1,105 @@
+package leasecore
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"time"
+)
+
+// renewLoop renews every held lease once per RenewInterval at a fixed rate
+// (KCL's scheduleAtFixedRate), so a slow round does not push later ones back.
+func (c *Coordinator) renewLoop(ctx context.Context) {
+	next := c.clock.Now()
+	for {
+		next = next.Add(c.cfg.RenewInterval)
+		if wait := next.Sub(c.clock.Now()); wait > 0 {
+			if Sleep(ctx, c.clock, wait) != nil {
+				return
+			}
+		} else {
+			next = c.clock.Now() // fell behind: skip the missed ticks instead of bursting
+		}
+		c.renewAll(ctx, next.Add(c.cfg.RenewInterval))
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// renewAll renews the held leases in parallel (up to KCL's 20 renewal
+// threads). Retries of one lease end at roundEnd, the next round's start.
+func (c *Coordinator) renewAll(ctx context.Context, roundEnd time.Time) {
+	sem := make(chan struct{}, maxRenewalConcurrency)
+	var wg sync.WaitGroup
+	for _, hl := range c.heldSnapshot() {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			c.renewOne(ctx, hl, roundEnd)
+		}()
+	}
+	wg.Wait()
+}
+
+// renewOne renews one lease, retrying throttles and transient errors with
+// jittered backoff. Retries stop at roundEnd, and never is a renewal sent once
+// the lease is past its failover time by this worker's own clock: by then
+// another worker may have taken it, and the lease is dropped instead (as
+// KCL's renewer drops expired leases). A condition failure drops it at once.
+func (c *Coordinator) renewOne(ctx context.Context, hl *heldLease, roundEnd time.Time) {
+	hl.mu.Lock()
+	defer hl.mu.Unlock()
+	started := hl.renewedAt
+	for attempt := 1; !hl.dropped; attempt++ {
+		if hl.renewedAt != started {
+			return // a checkpoint bumped the counter while we backed off: that was the renewal
+		}
+		sent := c.clock.Now()
+		if !c.fresh(hl, sent) {
+			c.drop(hl, LeaseLost, c.expiredLocally(hl, "renew", sent))
+			return
+		}
+		rctx, cancel := context.WithTimeout(ctx, c.cfg.RenewInterval)
+		l, err := RenewLease(rctx, c.api, c.table, hl.lease, c.cfg.WorkerID)
+		cancel()
+		switch {
+		case err == nil:
+			hl.lease, hl.renewedAt = l, sent
+			c.stats.renewals.Add(1)
+			return
+		case errors.Is(err, ErrLeaseLost):
+			c.drop(hl, LeaseLost, err)
+			return
+		case ctx.Err() != nil:
+			return
+		}
+		wait := c.retryBackoff(attempt)
+		if c.clock.Now().Add(wait).After(roundEnd) {
+			c.stats.renewFailures.Add(1)
+			c.log.Warn("lease renewal failed; trying again next round", "lease", hl.lease.LeaseKey,
+				"attempts", attempt, "err", err, "heldFor", c.cfg.FailoverTime-c.clock.Now().Sub(hl.renewedAt))
+			return
+		}
+		c.stats.retries.Add(1)
+		c.log.Debug("retrying lease renewal", "lease", hl.lease.LeaseKey, "attempt", attempt, "err", err)
+		hl.mu.Unlock() // let a checkpoint through while we wait
+		serr := Sleep(ctx, c.clock, wait)
+		hl.mu.Lock()
+		if serr != nil {
+			return
+		}
+	}
+}
+
+// retryBackoff spaces retries of lease writes: full jitter under a ceiling
+// that starts at 1/32 of the renew interval and doubles up to a quarter of
+// it, so several retries fit in one renewal round (3.3s at the defaults,
+// 100ms-830ms waits) however short the failover time is configured.
+func (c *Coordinator) retryBackoff(attempt int) time.Duration {
+	ceiling := min(c.cfg.RenewInterval/32<<min(attempt-1, 3), c.cfg.RenewInterval/4)
+	ceiling = max(ceiling, time.Millisecond)
+	return time.Duration(rand.Int64N(int64(ceiling))) + time.Millisecond
+}

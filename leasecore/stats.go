@@ -1,0 +1,91 @@
+package leasecore
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+)
+
+// CoordinatorAPI is the DynamoDB client the coordinator needs: the taker's
+// scan, the conditional updates, and reads of single leases.
+type CoordinatorAPI interface {
+	ScanAPI
+	UpdateItemAPI
+	GetItemAPI
+}
+
+// Stats are the coordinator's counters since it was created, for logs,
+// metrics and tests. They mirror KCL's RenewAllLeases and TakeLeases metrics.
+type Stats struct {
+	Held          int   // leases held now
+	Renewals      int64 // successful renewals
+	RenewFailures int64 // renewal rounds that gave up (the lease stays held until its failover time)
+	Checkpoints   int64 // successful checkpoint writes
+	Taken         int64 // leases taken because they were expired, unowned or this worker's own
+	Stolen        int64 // leases stolen from the most loaded worker
+	Released      int64 // leases released on graceful stop
+	Lost          int64 // leases lost: condition failed or not renewed within the failover time
+	TakerRuns     int64 // taker runs (each one table scan)
+	Throttled     int64 // DynamoDB calls answered with a throttling error
+	Retries       int64 // calls retried after throttling or a transient error
+	// Requests counts DynamoDB requests by operation (Scan pages count
+	// one each). The coordinator turns the SDK's own retries off, so every
+	// request is counted here, retried or not.
+	Requests map[string]int64
+}
+
+// counters is the live, lock-free form of Stats.
+type counters struct {
+	renewals, renewFailures, checkpoints, taken, stolen, released, lost atomic.Int64
+	takerRuns, throttled, retries                                       atomic.Int64
+	scan, getItem, updateItem                                           atomic.Int64
+}
+
+// meteredAPI counts every request and throttle, and turns the SDK's retryer
+// off per call: the coordinator retries itself, within deadlines the SDK
+// cannot know (a renewal must not be retried past the failover time; the
+// SDK's standard retryer backs off up to 20s and draws on a shared retry
+// quota that sustained throttling would exhaust).
+type meteredAPI struct {
+	api CoordinatorAPI
+	c   *counters
+}
+
+func noSDKRetries(o *dynamodb.Options) { o.RetryMaxAttempts = 1 }
+
+func (m meteredAPI) note(err error) {
+	if isThrottle(err) {
+		m.c.throttled.Add(1)
+	}
+}
+
+func (m meteredAPI) Scan(ctx context.Context, in *dynamodb.ScanInput, opts ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	m.c.scan.Add(1)
+	out, err := m.api.Scan(ctx, in, append(opts, noSDKRetries)...)
+	m.note(err)
+	return out, err
+}
+
+func (m meteredAPI) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	m.c.getItem.Add(1)
+	out, err := m.api.GetItem(ctx, in, append(opts, noSDKRetries)...)
+	m.note(err)
+	return out, err
+}
+
+func (m meteredAPI) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	m.c.updateItem.Add(1)
+	out, err := m.api.UpdateItem(ctx, in, append(opts, noSDKRetries)...)
+	m.note(err)
+	return out, err
+}
+
+func (c *counters) snapshot() Stats {
+	return Stats{
+		Renewals: c.renewals.Load(), RenewFailures: c.renewFailures.Load(), Checkpoints: c.checkpoints.Load(),
+		Taken: c.taken.Load(), Stolen: c.stolen.Load(), Released: c.released.Load(), Lost: c.lost.Load(),
+		TakerRuns: c.takerRuns.Load(), Throttled: c.throttled.Load(), Retries: c.retries.Load(),
+		Requests: map[string]int64{"Scan": c.scan.Load(), "GetItem": c.getItem.Load(), "UpdateItem": c.updateItem.Load()},
+	}
+}

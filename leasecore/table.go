@@ -1,0 +1,175 @@
+package leasecore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// The table-level calls, with the SDK's signatures.
+type (
+	DescribeTableAPI interface {
+		DescribeTable(ctx context.Context, params *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
+	}
+	// TableAPI is what EnsureTable needs.
+	TableAPI interface {
+		DescribeTableAPI
+		CreateTable(ctx context.Context, params *dynamodb.CreateTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
+	}
+	// KCL3CheckAPI is what CheckNotKCL3 needs.
+	KCL3CheckAPI interface {
+		DescribeTableAPI
+		ScanAPI
+	}
+)
+
+// KCL 3.x markers (compat.md §1, §3).
+const (
+	KCL3IndexName           = "LeaseOwnerToLeaseKeyIndex"
+	kcl3CoordinatorSuffix   = "-CoordinatorState"
+	kcl3WorkerMetricsSuffix = "-WorkerMetricStats"
+)
+
+// How long EnsureTable waits for a table to become ACTIVE: KCL waits up to
+// 600s. It polls every 10s; polling starts faster here because on-demand
+// tables are usually ACTIVE within seconds.
+const (
+	tableWaitTimeout  = 10 * time.Minute
+	tableFirstPoll    = 100 * time.Millisecond
+	tableMaxPollDelay = 10 * time.Second
+)
+
+// EnsureTable makes sure the lease table exists and is ACTIVE. A missing
+// table is created when create is set, exactly as KCL 2.x (≥ 2.3.7) creates
+// it: on-demand (PAY_PER_REQUEST), a single hash key leaseKey of type S, no
+// deletion protection, no PITR, no tags. Without create a missing table is a
+// *TableNotFoundError. A table of another shape is refused: it is not a KCL
+// lease table.
+func EnsureTable(ctx context.Context, api TableAPI, table string, create bool) error {
+	return ensureTable(ctx, api, table, create, RealClock())
+}
+
+func ensureTable(ctx context.Context, api TableAPI, table string, create bool, clock Clock) error {
+	desc, err := describe(ctx, api, table)
+	if err != nil {
+		return err
+	}
+	if desc == nil {
+		if !create {
+			return &TableNotFoundError{Table: table, Region: regionOf(api)}
+		}
+		_, err := api.CreateTable(ctx, &dynamodb.CreateTableInput{
+			TableName:            aws.String(table),
+			BillingMode:          types.BillingModePayPerRequest,
+			KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String(AttrLeaseKey), KeyType: types.KeyTypeHash}},
+			AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String(AttrLeaseKey), AttributeType: types.ScalarAttributeTypeS}},
+		})
+		// ResourceInUse: another worker created it first, as several
+		// workers started together with --create-table will.
+		if err != nil && errorCode(err) != "ResourceInUseException" {
+			return fmt.Errorf("create lease table %q: %w", table, err)
+		}
+	} else if err := checkLeaseTableShape(table, desc); err != nil {
+		return err
+	}
+	return waitActive(ctx, api, table, clock)
+}
+
+// describe returns nil (and no error) when the table does not exist.
+func describe(ctx context.Context, api DescribeTableAPI, table string) (*types.TableDescription, error) {
+	out, err := api.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+	if isNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("describe table %q: %w", table, err)
+	}
+	return out.Table, nil
+}
+
+func checkLeaseTableShape(table string, d *types.TableDescription) error {
+	if len(d.KeySchema) == 1 && aws.ToString(d.KeySchema[0].AttributeName) == AttrLeaseKey && d.KeySchema[0].KeyType == types.KeyTypeHash {
+		return nil
+	}
+	var keys []string
+	for _, k := range d.KeySchema {
+		keys = append(keys, fmt.Sprintf("%s (%s)", aws.ToString(k.AttributeName), k.KeyType))
+	}
+	return fmt.Errorf("table %q is not a KCL lease table: its key is %v, a lease table has a single hash key %q", table, keys, AttrLeaseKey)
+}
+
+func waitActive(ctx context.Context, api DescribeTableAPI, table string, clock Clock) error {
+	deadline := clock.Now().Add(tableWaitTimeout)
+	delay := tableFirstPoll
+	for {
+		desc, err := describe(ctx, api, table)
+		if err != nil {
+			return err
+		}
+		if desc != nil && desc.TableStatus == types.TableStatusActive {
+			return nil
+		}
+		if clock.Now().After(deadline) {
+			return fmt.Errorf("lease table %q is not ACTIVE after %s", table, tableWaitTimeout)
+		}
+		if err := Sleep(ctx, clock, delay); err != nil {
+			return err
+		}
+		delay = min(delay*2, tableMaxPollDelay)
+	}
+}
+
+// regionOf reads the region from a *dynamodb.Client, for the error message.
+func regionOf(api any) string {
+	if c, ok := api.(interface{ Options() dynamodb.Options }); ok {
+		return c.Options().Region
+	}
+	return ""
+}
+
+// CheckNotKCL3 refuses, with a *KCL3TableError, a lease table a KCL 3.x
+// application uses: it has the LeaseOwnerToLeaseKeyIndex GSI, a companion
+// <table>-CoordinatorState or <table>-WorkerMetricStats table (3.0 - 3.4),
+// non-lease items such as the leader lock or worker metrics (3.5 single-table
+// mode), or a lease in graceful handoff (checkpointOwner). A companion table
+// the worker may not describe (AccessDenied) is not evidence either way.
+func CheckNotKCL3(ctx context.Context, api KCL3CheckAPI, table string) error {
+	desc, err := describe(ctx, api, table)
+	if err != nil {
+		return err
+	}
+	if desc == nil {
+		return &TableNotFoundError{Table: table, Region: regionOf(api)}
+	}
+	for _, gsi := range desc.GlobalSecondaryIndexes {
+		if aws.ToString(gsi.IndexName) == KCL3IndexName {
+			return &KCL3TableError{Table: table, Evidence: "it has the global secondary index " + KCL3IndexName}
+		}
+	}
+	for _, suffix := range []string{kcl3CoordinatorSuffix, kcl3WorkerMetricsSuffix} {
+		other, err := describe(ctx, api, table+suffix)
+		if err != nil && errorCode(err) != "AccessDeniedException" {
+			return err
+		}
+		if other != nil {
+			return &KCL3TableError{Table: table, Evidence: "table " + table + suffix + " exists"}
+		}
+	}
+	res, err := ScanTable(ctx, api, table, ScanOptions{Segments: SegmentsFor(aws.ToInt64(desc.TableSizeBytes))})
+	if err != nil {
+		return fmt.Errorf("scan lease table %q: %w", table, err)
+	}
+	if len(res.NonLeases) > 0 {
+		return &KCL3TableError{Table: table, Evidence: fmt.Sprintf("it holds %d non-lease items, such as %s", len(res.NonLeases), res.NonLeases[0])}
+	}
+	for _, l := range res.Leases {
+		if l.CheckpointOwner != "" {
+			return &KCL3TableError{Table: table, Evidence: fmt.Sprintf("lease %s has %s %q (a 3.x graceful handoff)", l.LeaseKey, AttrCheckpointOwner, l.CheckpointOwner)}
+		}
+	}
+	return nil
+}

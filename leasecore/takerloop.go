@@ -1,0 +1,236 @@
+package leasecore
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// takerLoop runs the taker at once and then whenever runTaker says, or when
+// kicked.
+func (c *Coordinator) takerLoop(ctx context.Context) {
+	for {
+		wait := c.runTaker(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		t := c.clock.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		case <-c.poke:
+			t.Stop()
+		}
+	}
+}
+
+// runTaker is one run of KCL 2.x's lease taker: scan the table, update the
+// observations, decide what to take or steal, take it. It returns the wait
+// until the next run.
+func (c *Coordinator) runTaker(ctx context.Context) time.Duration {
+	c.stats.takerRuns.Add(1)
+	started := c.clock.Now()
+	res, err := ScanTable(ctx, c.api, c.table, ScanOptions{
+		Segments: c.cfg.ScanSegments,
+		Sleep:    func(ctx context.Context, d time.Duration) error { return Sleep(ctx, c.clock, d) },
+	})
+	c.stats.retries.Add(int64(res.Retries))
+	if err != nil {
+		if ctx.Err() == nil {
+			c.log.Warn("lease taker could not scan the lease table", "err", err)
+		}
+		if c.lastWait > 0 {
+			return c.lastWait
+		}
+		return c.cfg.ScanPacing(0, 0, 1)
+	}
+	now := c.clock.Now()
+	c.warnForeign(res)
+	c.seen = observe(c.seen, res.Leases, now)
+	views := c.views(now)
+	plan := computeLeasesToTake(views, c.cfg.WorkerID, c.cfg, c.rng)
+	take := plan.Take
+	if !c.adopted {
+		// A worker restarted under the same id re-adopts the leases it still
+		// owns, as KCL's renewer does at initialisation, instead of letting
+		// them expire first.
+		take = c.withOwnLeases(take)
+		c.adopted = true
+	}
+	steal := plan.Steal
+	if len(steal) > 0 && now.Sub(started) > c.cfg.RenewInterval/2 {
+		// A slow scan may have read counters the victim has renewed since;
+		// KCL re-reads leases marked for stealing in that case.
+		steal = c.refresh(ctx, steal)
+	}
+	taken := c.takeAll(ctx, take, false)
+	stolen := c.takeAll(ctx, steal, true)
+	if len(take)+len(steal) > 0 {
+		c.log.Info("lease taker run", "leases", plan.Leases, "workers", plan.Workers, "target", plan.Target,
+			"had", plan.MyCount, "available", plan.Available, "veryOld", plan.VeryOld, "spillover", plan.Spillover,
+			"taken", taken, "untaken", len(take)-taken, "stolen", stolen, "stealFrom", plan.Victim)
+	}
+	c.reportThrottling()
+	c.lastWait = c.cfg.ScanPacing(plan.Leases, plan.Workers, res.Pages)
+	return c.nextRun(now, c.lastWait)
+}
+
+// reportThrottling logs, once per taker run, how much throttling the worker
+// has absorbed since the last report; the individual retries are logged at
+// debug level only, as there can be many.
+func (c *Coordinator) reportThrottling() {
+	throttled, retries, failed := c.stats.throttled.Load(), c.stats.retries.Load(), c.stats.renewFailures.Load()
+	if throttled > c.reported.throttled || failed > c.reported.renewFailures {
+		c.log.Info("DynamoDB throttled lease calls; retried", "throttled", throttled-c.reported.throttled,
+			"retries", retries-c.reported.retries, "failedRenewalRounds", failed-c.reported.renewFailures)
+	}
+	c.reported.throttled, c.reported.retries, c.reported.renewFailures = throttled, retries, failed
+}
+
+// views turns the observations into the taker's decision input. A lease this
+// worker holds and keeps renewing is its own, whatever the scan's timing; a
+// lease in a KCL 3.x graceful handoff (checkpointOwner set) is never taken.
+func (c *Coordinator) views(now time.Time) []leaseView {
+	views := make([]leaseView, 0, len(c.seen))
+	for key, o := range c.seen {
+		v := leaseView{Lease: o.lease}
+		switch {
+		case o.lease.LeaseOwner == c.cfg.WorkerID && c.IsHeld(key):
+		case o.lease.CheckpointOwner != "":
+		default:
+			v.Available = o.lease.LeaseOwner == "" || o.expired(now, c.cfg.FailoverTime)
+			v.VeryOld = o.lastChange.IsZero() || now.Sub(o.lastChange) > veryOldMultiplier*c.cfg.FailoverTime
+		}
+		views = append(views, v)
+	}
+	return views
+}
+
+// withOwnLeases adds the leases the table says this worker owns but it does
+// not hold.
+func (c *Coordinator) withOwnLeases(take []Lease) []Lease {
+	planned := map[string]bool{}
+	for _, l := range take {
+		planned[l.LeaseKey] = true
+	}
+	for key, o := range c.seen {
+		if o.lease.LeaseOwner == c.cfg.WorkerID && !planned[key] && !c.IsHeld(key) && o.lease.CheckpointOwner == "" {
+			take = append(take, o.lease)
+		}
+	}
+	return take
+}
+
+// refresh re-reads leases with consistent reads, keeping the scanned
+// version of any read that fails.
+func (c *Coordinator) refresh(ctx context.Context, leases []Lease) []Lease {
+	out := make([]Lease, 0, len(leases))
+	for _, l := range leases {
+		cur, ok, err := GetLease(ctx, c.api, c.table, l.LeaseKey, true)
+		switch {
+		case err != nil:
+			out = append(out, l)
+		case ok:
+			out = append(out, cur)
+		}
+	}
+	return out
+}
+
+// takeAll takes leases in parallel and returns how many it got. Each take is
+// tried up to three times on throttling, as KCL's TAKE_RETRIES.
+func (c *Coordinator) takeAll(ctx context.Context, leases []Lease, steal bool) int {
+	var n sync.WaitGroup
+	var mu sync.Mutex
+	got := 0
+	sem := make(chan struct{}, maxRenewalConcurrency)
+	for _, l := range leases {
+		n.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; n.Done() }()
+			if c.takeOne(ctx, l, steal) {
+				mu.Lock()
+				got++
+				mu.Unlock()
+			}
+		}()
+	}
+	n.Wait()
+	return got
+}
+
+func (c *Coordinator) takeOne(ctx context.Context, l Lease, steal bool) bool {
+	for attempt := 1; attempt <= 3; attempt++ {
+		sent := c.clock.Now()
+		taken, ok, err := TakeLease(ctx, c.api, c.table, l, c.cfg.WorkerID)
+		if err == nil {
+			if !ok {
+				return false // somebody else's write came first
+			}
+			if steal {
+				c.stats.stolen.Add(1)
+				c.log.Info("stole lease", "lease", l.LeaseKey, "from", l.LeaseOwner)
+			} else {
+				c.stats.taken.Add(1)
+			}
+			c.gain(taken, sent)
+			return true
+		}
+		if ctx.Err() != nil || (errorCode(err) != "" && !Retryable(err)) {
+			c.log.Warn("could not take lease", "lease", l.LeaseKey, "err", err)
+			return false
+		}
+		c.stats.retries.Add(1)
+		if Sleep(ctx, c.clock, c.retryBackoff(attempt)) != nil {
+			return false
+		}
+	}
+	return false
+}
+
+// nextRun is the wait until the next taker run: the scan pacing, or sooner
+// if a lease looks abandoned. A lease whose counter has not moved for 1.5
+// renew intervals has missed a renewal; the taker then wakes just after the
+// failover time would expire it, rather than up to a whole interval later.
+// Healthy leases never trigger this, so it costs a scan only per suspect.
+func (c *Coordinator) nextRun(now time.Time, wait time.Duration) time.Duration {
+	for key, o := range c.seen {
+		if o.lease.LeaseOwner == "" || o.lastChange.IsZero() || o.lease.CheckpointOwner != "" ||
+			o.expired(now, c.cfg.FailoverTime) || now.Sub(o.lastChange) <= c.cfg.RenewInterval*3/2 {
+			continue
+		}
+		if o.lease.LeaseOwner == c.cfg.WorkerID && c.IsHeld(key) {
+			continue
+		}
+		if d := o.lastChange.Add(c.cfg.FailoverTime + c.cfg.Epsilon).Sub(now); d < wait {
+			wait = max(d, c.cfg.Epsilon)
+		}
+	}
+	return wait
+}
+
+// warnForeign logs items the taker skips: malformed leases, and non-lease
+// items, a sign that a KCL 3.5 application shares the table (CheckNotKCL3
+// refuses such tables at start; this catches one that turns up later). Each
+// is logged when it first appears, not on every run.
+func (c *Coordinator) warnForeign(res ScanResult) {
+	now := map[string]bool{}
+	for _, m := range res.Malformed {
+		msg := m.Error()
+		now[msg] = true
+		if !c.warned[msg] {
+			c.log.Warn("skipping malformed lease item", "err", m)
+		}
+	}
+	for _, n := range res.NonLeases {
+		msg := "non-lease " + n.String()
+		now[msg] = true
+		if !c.warned[msg] {
+			c.log.Warn("skipping non-lease item (written by a KCL 3.5 application?)", "item", n.String())
+		}
+	}
+	c.warned = now
+}
