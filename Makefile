@@ -56,7 +56,8 @@ down: ## stop the local servers
 
 demo: build up ## create a 4-shard stream and a KCL lease table locally, then list the leases
 	@eval "$$(scripts/localaws.sh env)" && go run ./internal/demo && \
-	  echo && echo "$$ kcltool leases ls --app demo-orders" && $(BIN) leases ls --app demo-orders
+	  echo && echo "$$ kcltool leases ls --app demo-orders" && $(BIN) leases ls --app demo-orders && \
+	  echo && echo "the local servers keep running for you to explore: eval \"\$$(scripts/localaws.sh env)\"; make down stops them"
 
 bench: install-servers ## benchmarks: figures and ratios against a peer measured in the same run
 	KCLTOOL_BENCH=1 go test -count=1 -run 'TestBench' -v ./... 2>&1 | grep -E '^(bench|---|ok|FAIL)' | grep -v -- '--- SKIP'

@@ -12,6 +12,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+
+	"github.com/kcltool/kcltool/leasecore"
+	"github.com/kcltool/kcltool/reshard"
 )
 
 // Factory hands commands their dependencies. AWS configuration is loaded
@@ -19,7 +22,7 @@ import (
 // flag errors never read credentials or touch the network.
 type Factory struct {
 	IO     *IOStreams
-	Now    func() time.Time
+	Clock  leasecore.Clock
 	Getenv func(string) string
 
 	// Set by the root command's persistent flags.
@@ -32,7 +35,7 @@ type Factory struct {
 
 // NewFactory returns a Factory over the given streams and environment.
 func NewFactory(io *IOStreams, getenv func(string) string) *Factory {
-	return &Factory{IO: io, Now: time.Now, Getenv: getenv}
+	return &Factory{IO: io, Clock: leasecore.RealClock(), Getenv: getenv}
 }
 
 // AWSConfig loads the standard credential chain once, with --region,
@@ -102,14 +105,8 @@ func (f *Factory) awsContext(table, stream string) awsContext {
 	return awsContext{Table: table, Stream: stream, Region: f.cfg.Region}
 }
 
-// Sleep waits d on the factory's clock or until ctx ends.
-func (f *Factory) Sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+// retryFor is the throttling retry policy of Kinesis listing calls: the
+// factory's clock, the default attempt count.
+func retryFor(f *Factory) reshard.Retry {
+	return reshard.Retry{Clock: f.Clock}
 }

@@ -107,7 +107,7 @@ func runLeasesLs(cmd *cobra.Command, f *Factory, o *leasesLsOptions) error {
 		fmt.Fprintf(f.IO.ErrOut, "kcltool: sampling lease table %q for %s...\n", table, o.Sample)
 	}
 	listing, err := inspect.ListLeases(ctx, ddb, table, inspect.ListOptions{
-		Owner: o.Owner, Shard: o.Shard, Sample: o.Sample, Sleep: f.Sleep,
+		Owner: o.Owner, Shard: o.Shard, Sample: o.Sample, Clock: f.Clock,
 	})
 	if err != nil {
 		return explainAWS(err, f.awsContext(table, ""))

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/kcltool/kcltool/inspect"
+	"github.com/kcltool/kcltool/reshard"
 )
 
 // leaseJSON is the documented JSON shape of one lease (README, "JSON
@@ -48,7 +49,7 @@ func toLeaseJSON(r inspect.LeaseRow) leaseJSON {
 		StartingHashKey: r.StartingHashKey, EndingHashKey: r.EndingHashKey,
 		ThroughputKBps: r.ThroughputKBps, CheckpointOwner: r.CheckpointOwner,
 		EntityType: r.EntityType, StreamName: r.StreamName, ShardID: r.ShardID,
-		State: string(r.State), BlockedBy: r.BlockedBy, RenewalsSeen: r.RenewalsSeen,
+		State: string(r.State), BlockedBy: blockerIDs(r.BlockedBy), RenewalsSeen: r.RenewalsSeen,
 	}
 	if p := r.PendingCheckpoint; p != nil {
 		j.PendingCheckpoint = p.SequenceNumber
@@ -118,7 +119,7 @@ func renderLeases(io *IOStreams, format string, l *inspect.Listing) error {
 
 func stateCell(r inspect.LeaseRow) string {
 	if r.State == inspect.StateWaitingOnParent {
-		return string(r.State) + "(" + strings.Join(r.BlockedBy, ",") + ")"
+		return string(r.State) + "(" + strings.Join(blockerIDs(r.BlockedBy), ",") + ")"
 	}
 	return string(r.State)
 }
@@ -197,4 +198,16 @@ func plural(n int, word string) string {
 		return "1 " + word
 	}
 	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// blockerIDs lists the parent shard ids that hold a child back.
+func blockerIDs(bs []reshard.Blocker) []string {
+	if len(bs) == 0 {
+		return nil
+	}
+	ids := make([]string, len(bs))
+	for i, b := range bs {
+		ids[i] = b.ShardID
+	}
+	return ids
 }

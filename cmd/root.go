@@ -43,6 +43,10 @@ func printError(io *IOStreams, err error, code int) {
 		fmt.Fprintln(io.ErrOut, "kcltool: interrupted")
 		return
 	}
+	if code == ExitProblems {
+		fmt.Fprintf(io.ErrOut, "kcltool: problems found: %v\n", err)
+		return
+	}
 	fmt.Fprintf(io.ErrOut, "kcltool: error: %v\n", err)
 	var he *HintError
 	if errors.As(err, &he) {
@@ -101,6 +105,10 @@ AWS_ENDPOINT_URL_KINESIS and AWS_ENDPOINT_URL_CLOUDWATCH are honoured.`,
 	root.AddGroup(&cobra.Group{ID: "consume", Title: "Consuming:"}, &cobra.Group{ID: "operate", Title: "Operating:"})
 	root.AddCommand(
 		newLeasesCmd(f),
+		newCheckpointCmd(f),
+		withGroup(newCheckpointDiffCmd(f, "lag"), "operate", "Alias of 'checkpoint diff'"),
+		newShardsCmd(f),
+		withGroup(newShardsLineageCmd(f, "lineage"), "operate", "Alias of 'shards lineage'"),
 		newCompletionCmd(f),
 		newExitCodesHelpCmd(),
 	)
@@ -111,6 +119,12 @@ AWS_ENDPOINT_URL_KINESIS and AWS_ENDPOINT_URL_CLOUDWATCH are honoured.`,
 		}
 	})
 	return root
+}
+
+// withGroup files a command under a help group, with a short line of its own.
+func withGroup(c *cobra.Command, group, short string) *cobra.Command {
+	c.GroupID, c.Short = group, short
+	return c
 }
 
 func walk(c *cobra.Command, fn func(*cobra.Command)) {

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/kcltool/kcltool/leasecore"
+	"github.com/kcltool/kcltool/reshard"
 )
 
 // TableAPI is the part of the DynamoDB client the read-only views use.
@@ -37,8 +38,8 @@ const (
 type LeaseRow struct {
 	leasecore.Lease
 	State State
-	// BlockedBy lists the parent shards that are not at SHARD_END yet.
-	BlockedBy []string
+	// BlockedBy lists the parent leases that are not at SHARD_END yet.
+	BlockedBy []reshard.Blocker
 	// RenewalsSeen is how far the counter moved during --sample (nil without it).
 	RenewalsSeen *int64
 }
@@ -63,8 +64,8 @@ type ListOptions struct {
 	Shard string // only this shard id (or lease key)
 	// Sample reads the table twice this far apart to tell expired leases.
 	Sample time.Duration
-	// Sleep waits between the two sample reads; the caller's clock.
-	Sleep func(ctx context.Context, d time.Duration) error
+	// Clock times the sample; the real clock when nil.
+	Clock leasecore.Clock
 }
 
 // ListLeases reads a lease table and derives each lease's state.
@@ -82,11 +83,11 @@ func ListLeases(ctx context.Context, api TableAPI, table string, opt ListOptions
 	final := first
 	var before map[string]leasecore.Lease
 	if opt.Sample > 0 {
-		sleep := opt.Sleep
-		if sleep == nil {
-			return nil, fmt.Errorf("inspect: sampling needs a clock")
+		clock := opt.Clock
+		if clock == nil {
+			clock = leasecore.RealClock()
 		}
-		if err := sleep(ctx, opt.Sample); err != nil {
+		if err := leasecore.Sleep(ctx, clock, opt.Sample); err != nil {
 			return nil, err
 		}
 		second, err := leasecore.ScanTable(ctx, api, table, scanOpt)
@@ -94,7 +95,7 @@ func ListLeases(ctx context.Context, api TableAPI, table string, opt ListOptions
 			return nil, fmt.Errorf("scan lease table %q: %w", table, err)
 		}
 		res.Scans, res.Pages, res.Sample = 2, res.Pages+second.Pages, opt.Sample
-		before = byKey(first.Leases)
+		before = reshard.ByKey(first.Leases)
 		final = second
 	}
 	res.NonLeases, res.Malformed = final.NonLeases, final.Malformed
@@ -106,18 +107,10 @@ func ListLeases(ctx context.Context, api TableAPI, table string, opt ListOptions
 	return res, nil
 }
 
-func byKey(leases []leasecore.Lease) map[string]leasecore.Lease {
-	m := make(map[string]leasecore.Lease, len(leases))
-	for _, l := range leases {
-		m[l.LeaseKey] = l
-	}
-	return m
-}
-
 // deriveRows decides every lease's state. before is the first sample read,
 // nil when not sampling.
 func deriveRows(leases []leasecore.Lease, before map[string]leasecore.Lease) []LeaseRow {
-	all := byKey(leases)
+	all := reshard.ByKey(leases)
 	rows := make([]LeaseRow, 0, len(leases))
 	for _, l := range leases {
 		row := LeaseRow{Lease: l}
@@ -125,7 +118,7 @@ func deriveRows(leases []leasecore.Lease, before map[string]leasecore.Lease) []L
 			d := l.LeaseCounter - prev.LeaseCounter
 			row.RenewalsSeen = &d
 		}
-		row.BlockedBy = blockingParents(l, all)
+		row.BlockedBy = reshard.BlockingParents(l, all)
 		row.State = stateOf(row)
 		rows = append(rows, row)
 	}
@@ -137,19 +130,6 @@ func deriveRows(leases []leasecore.Lease, before map[string]leasecore.Lease) []L
 		return a.ShardIDOrKey() < b.ShardIDOrKey()
 	})
 	return rows
-}
-
-// blockingParents lists the parent shards whose leases still exist and are
-// not at SHARD_END; KCL's BlockOnParentShardTask waits for exactly these.
-func blockingParents(l leasecore.Lease, all map[string]leasecore.Lease) []string {
-	var blocked []string
-	keys := l.ParentLeaseKeys()
-	for i, key := range keys {
-		if p, ok := all[key]; ok && !p.Checkpoint.IsShardEnd() {
-			blocked = append(blocked, l.ParentShardIDs[i])
-		}
-	}
-	return blocked
 }
 
 func stateOf(r LeaseRow) State {
@@ -221,4 +201,8 @@ func (l *Listing) Summarize() Summary {
 	}
 	s.Workers = len(owners)
 	return s
+}
+
+func describe(table string) *dynamodb.DescribeTableInput {
+	return &dynamodb.DescribeTableInput{TableName: aws.String(table)}
 }

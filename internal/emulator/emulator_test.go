@@ -3,6 +3,7 @@ package emulator
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -27,5 +28,19 @@ func TestServersAnswer(t *testing.T) {
 	shards, err := kin.ListShards(context.Background(), &kinesis.ListShardsInput{StreamName: aws.String(stream)})
 	if err != nil || len(shards.Shards) != 2 {
 		t.Fatalf("list shards: %v (%d shards)", err, len(shards.Shards))
+	}
+}
+
+// TestMissingNodeFailsWithAMessage: without node on PATH the harness
+// refuses with an error that says what to install; it never skips.
+func TestMissingNodeFailsWithAMessage(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = ensureInstalled(root)
+	if err == nil || !strings.Contains(err.Error(), "node is not installed") || !strings.Contains(err.Error(), "install node and npm") {
+		t.Fatalf("want a clear missing-node error, got %v", err)
 	}
 }

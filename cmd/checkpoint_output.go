@@ -1,0 +1,164 @@
+package cmd
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/kcltool/kcltool/inspect"
+)
+
+// lagJSON is the documented JSON shape of one `checkpoint diff` row.
+// Fields may be added, never renamed.
+type lagJSON struct {
+	StreamName                  string   `json:"streamName,omitempty"`
+	ShardID                     string   `json:"shardId"`
+	LeaseKey                    *string  `json:"leaseKey"`
+	LeaseOwner                  *string  `json:"leaseOwner"`
+	Checkpoint                  *string  `json:"checkpoint"`
+	CheckpointSubSequenceNumber *int64   `json:"checkpointSubSequenceNumber"`
+	ShardStatus                 *string  `json:"shardStatus"`
+	MillisBehindLatest          *int64   `json:"millisBehindLatest"`
+	State                       string   `json:"state"`
+	BlockedBy                   []string `json:"blockedBy"`
+	Note                        string   `json:"note,omitempty"`
+}
+
+func toLagJSON(r inspect.LagRow, multi bool) lagJSON {
+	j := lagJSON{ShardID: r.ShardID, MillisBehindLatest: r.MillisBehindLatest, State: string(r.State),
+		BlockedBy: blockerIDs(r.BlockedBy), Note: r.Note}
+	if j.BlockedBy == nil {
+		j.BlockedBy = []string{}
+	}
+	if multi {
+		j.StreamName = r.Stream
+	}
+	if r.Lease != nil {
+		j.LeaseKey, j.Checkpoint = &r.Lease.LeaseKey, &r.Lease.Checkpoint.SequenceNumber
+		j.CheckpointSubSequenceNumber = &r.Lease.Checkpoint.SubSequenceNumber
+		if r.Lease.LeaseOwner != "" {
+			j.LeaseOwner = &r.Lease.LeaseOwner
+		}
+	}
+	if r.Shard != nil {
+		status := shardStatus(r)
+		j.ShardStatus = &status
+	}
+	return j
+}
+
+func shardStatus(r inspect.LagRow) string {
+	switch {
+	case r.Shard == nil:
+		return ""
+	case r.Shard.Open:
+		return "open"
+	default:
+		return "closed"
+	}
+}
+
+func multiStream(l *inspect.Lag) bool {
+	for _, r := range l.Rows {
+		if r.Lease != nil && r.Lease.StreamName != "" {
+			return true
+		}
+	}
+	return false
+}
+
+func renderLag(io *IOStreams, format string, l *inspect.Lag) error {
+	multi := multiStream(l)
+	switch format {
+	case FormatJSON:
+		out := make([]lagJSON, 0, len(l.Rows))
+		for _, r := range l.Rows {
+			out = append(out, toLagJSON(r, multi))
+		}
+		return writeJSONLines(io.Out, out)
+	case FormatCSV:
+		rows := make([][]string, 0, len(l.Rows))
+		for _, r := range l.Rows {
+			j := toLagJSON(r, true)
+			rows = append(rows, []string{r.Stream, r.ShardID, deref(j.LeaseKey), deref(j.LeaseOwner), deref(j.Checkpoint),
+				shardStatus(r), millis(r.MillisBehindLatest), string(r.State), strings.Join(j.BlockedBy, ";")})
+		}
+		return writeCSV(io.Out, []string{"streamName", "shardId", "leaseKey", "leaseOwner", "checkpoint", "shardStatus",
+			"millisBehindLatest", "state", "blockedBy"}, rows)
+	}
+	wide := format == FormatWide
+	header := []string{"SHARD", "LEASE-OWNER", "CHECKPOINT", "SHARD-STATUS", "BEHIND", "STATE"}
+	if multi {
+		header = append([]string{"STREAM"}, header...)
+	}
+	if wide {
+		header = append(header, "SUBSEQ", "PARENTS", "LEASE-KEY", "NOTE")
+	}
+	st := io.Styles()
+	rows := make([][]string, 0, len(l.Rows))
+	for _, r := range l.Rows {
+		j := toLagJSON(r, multi)
+		state := string(r.State)
+		if len(j.BlockedBy) > 0 {
+			state += " on " + strings.Join(j.BlockedBy, ",")
+		}
+		row := []string{r.ShardID, deref(j.LeaseOwner), shorten(deref(j.Checkpoint), io.OutTTY), shardStatus(r), behind(r.MillisBehindLatest), state}
+		if multi {
+			row = append([]string{r.Stream}, row...)
+		}
+		if wide {
+			var sub, parents string
+			if r.Lease != nil {
+				sub = itoa(r.Lease.Checkpoint.SubSequenceNumber)
+			}
+			if r.Shard != nil {
+				parents = strings.Join(r.Shard.ParentShardIDs(), ",")
+			}
+			row = append(row, sub, parents, deref(j.LeaseKey), r.Note)
+		}
+		rows = append(rows, row)
+	}
+	if len(rows) == 0 {
+		fmt.Fprintf(io.ErrOut, "kcltool: no shards or leases found\n")
+		return nil
+	}
+	if err := writeTable(io, header, rows); err != nil {
+		return err
+	}
+	counts := l.Counts()
+	var parts []string
+	for _, s := range inspect.LagStates {
+		if n := counts[s]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, s))
+		}
+	}
+	fmt.Fprintln(io.Out)
+	fmt.Fprintln(io.Out, st.Dim.Render(fmt.Sprintf("%s: %s", plural(len(l.Rows), "row"), strings.Join(parts, ", "))))
+	return nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func millis(m *int64) string {
+	if m == nil {
+		return ""
+	}
+	return itoa(*m)
+}
+
+// behind renders millisBehindLatest for people: "0s", "1.5s", "3m12s".
+func behind(m *int64) string {
+	if m == nil {
+		return ""
+	}
+	d := time.Duration(*m) * time.Millisecond
+	if d >= time.Minute {
+		d = d.Round(time.Second)
+	}
+	return d.String()
+}

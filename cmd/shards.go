@@ -1,0 +1,85 @@
+package cmd
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/kcltool/kcltool/inspect"
+)
+
+func newShardsCmd(f *Factory) *cobra.Command {
+	c := &cobra.Command{
+		Use:     "shards",
+		Short:   "Show a stream's shards and their parent/child lineage",
+		GroupID: "operate",
+	}
+	c.AddCommand(newShardsLineageCmd(f, "lineage"))
+	return c
+}
+
+type shardsLineageOptions struct {
+	appFlags
+	Stream string
+	Output string
+}
+
+// formatDot is lineage's extra output format: a Graphviz digraph.
+const formatDot = "dot"
+
+func newShardsLineageCmd(f *Factory, use string) *cobra.Command {
+	o := &shardsLineageOptions{}
+	c := &cobra.Command{
+		Use:   use + " --stream STREAM [--app APP]",
+		Short: "Print the stream's parent→child shard tree, with lease states when --app is given",
+		Long: `Print the shards of a stream as a tree of splits and merges. Each shard shows
+its share of the hash key space and its range, and whether it is open or closed.
+A merge child appears under both of its parents, marked.
+
+With --app, each shard also shows its lease: owner, checkpoint and state, and an
+idle child says why, for example "waiting on shardId-000000000000 (checkpoint
+4959…8898, not SHARD_END)". Leases of shards the stream no longer has are
+listed at the end.
+
+-o dot prints a Graphviz digraph: kcltool lineage --stream S -o dot | dot -Tpng > lineage.png`,
+		Example: `  kcltool shards lineage --stream orders
+  kcltool lineage --stream orders --app orders
+  kcltool lineage --stream orders --app orders -o dot | dot -Tsvg > lineage.svg`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.Output != formatDot {
+				if err := checkOutput(o.Output); err != nil {
+					return usageErrorf("invalid --output %q: use table, wide, json, csv or dot", o.Output)
+				}
+			}
+			if err := requireFlag("stream", o.Stream); err != nil {
+				return err
+			}
+			return runShardsLineage(cmd, f, o)
+		},
+	}
+	o.register(c)
+	c.Flags().StringVarP(&o.Output, "output", "o", FormatTable, "output format: table, wide, json, csv or dot")
+	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(
+		[]string{FormatTable, FormatWide, FormatJSON, FormatCSV, formatDot}, cobra.ShellCompDirectiveNoFileComp))
+	c.Flags().StringVar(&o.Stream, "stream", "", "stream name")
+	return c
+}
+
+func runShardsLineage(cmd *cobra.Command, f *Factory, o *shardsLineageOptions) error {
+	table := o.Table
+	if table == "" {
+		table = o.App
+	}
+	ctx := cmd.Context()
+	kin, err := f.Kinesis(ctx)
+	if err != nil {
+		return err
+	}
+	ddb, err := f.DynamoDB(ctx)
+	if err != nil {
+		return err
+	}
+	lin, err := inspect.ShardLineage(ctx, kin, ddb, o.Stream, table, retryFor(f))
+	if err != nil {
+		return explainAWS(err, f.awsContext(table, o.Stream))
+	}
+	return renderLineage(f.IO, o.Output, lin)
+}

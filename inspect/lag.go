@@ -1,0 +1,306 @@
+package inspect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/kcltool/kcltool/leasecore"
+	"github.com/kcltool/kcltool/reshard"
+)
+
+// StreamAPI is the part of the Kinesis client the lag view uses.
+type StreamAPI interface {
+	reshard.KinesisAPI
+	GetShardIterator(ctx context.Context, params *kinesis.GetShardIteratorInput, optFns ...func(*kinesis.Options)) (*kinesis.GetShardIteratorOutput, error)
+	GetRecords(ctx context.Context, params *kinesis.GetRecordsInput, optFns ...func(*kinesis.Options)) (*kinesis.GetRecordsOutput, error)
+}
+
+// LagState is the state of one row of `checkpoint diff`.
+type LagState string
+
+// The lag states, decided in this order.
+const (
+	LagOrphanLease     LagState = "orphan-lease"     // lease for a shard the stream does not have
+	LagDrained         LagState = "drained"          // SHARD_END
+	LagBlocked         LagState = "blocked"          // child waiting on a parent not at SHARD_END
+	LagClosedUndrained LagState = "closed-undrained" // closed shard, checkpoint not SHARD_END
+	LagMissingLease    LagState = "missing-lease"    // data nobody consumes
+	LagNotStarted      LagState = "not-started"      // sentinel checkpoint, no reads yet
+	LagBehind          LagState = "behind"
+	LagAtTip           LagState = "at-tip"
+)
+
+// LagStates lists every state, for --fail-on validation and summaries.
+var LagStates = []LagState{LagAtTip, LagBehind, LagNotStarted, LagDrained, LagClosedUndrained, LagBlocked, LagMissingLease, LagOrphanLease}
+
+// LagRow is one shard or lease of `checkpoint diff`.
+type LagRow struct {
+	Stream  string // stream name
+	ShardID string
+	// Lease is nil for a shard without a lease.
+	Lease *leasecore.Lease
+	// Shard is nil for a lease whose shard the stream does not have.
+	Shard *reshard.Node
+	State LagState
+	// MillisBehindLatest is measured for open shards with a numeric
+	// checkpoint; nil where not measured.
+	MillisBehindLatest *int64
+	BlockedBy          []reshard.Blocker
+	// Note explains orphans and missing leases in a few words.
+	Note string
+}
+
+// Lag is the result of CheckpointDiff.
+type Lag struct {
+	Table string
+	Rows  []LagRow
+	// Reads counts the GetRecords calls made; at most one per shard.
+	Reads     int
+	Malformed []error
+}
+
+// LagOptions tunes CheckpointDiff.
+type LagOptions struct {
+	// Stream is the stream of a single-stream lease table, or a filter on
+	// the streams of a multi-stream table.
+	Stream string
+	// Concurrency bounds the GetRecords probes in flight (default 16).
+	Concurrency int
+	// Retry applies to ListShards.
+	Retry reshard.Retry
+}
+
+// CheckpointDiff joins the stream's shards with the lease table: one row per
+// shard or lease, with how far each open shard's checkpoint is behind the
+// tip. It reads each shard at most once (one iterator, one GetRecords with
+// Limit 1), a bounded number at a time.
+func CheckpointDiff(ctx context.Context, kin StreamAPI, ddb TableAPI, table string, opt LagOptions) (*Lag, error) {
+	if _, err := ddb.DescribeTable(ctx, describe(table)); err != nil {
+		return nil, err
+	}
+	scan, err := leasecore.ScanTable(ctx, ddb, table, leasecore.ScanOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("scan lease table %q: %w", table, err)
+	}
+	streams, err := streamsOf(scan.Leases, opt.Stream)
+	if err != nil {
+		return nil, err
+	}
+	res := &Lag{Table: table, Malformed: scan.Malformed}
+	byKey := reshard.ByKey(scan.Leases)
+	for _, s := range streams {
+		shards, err := reshard.ListShards(ctx, kin, reshard.Stream{Name: s.Name}, reshard.ListOptions{Retry: opt.Retry})
+		if err != nil {
+			return nil, fmt.Errorf("list shards of stream %q: %w", s.Name, err)
+		}
+		g, err := reshard.NewGraph(shards)
+		if err != nil {
+			return nil, fmt.Errorf("stream %q: %w", s.Name, err)
+		}
+		res.Rows = append(res.Rows, streamRows(g, s, reshard.LeasesOfStream(scan.Leases, s), byKey)...)
+	}
+	n, err := probeLag(ctx, kin, res.Rows, max(opt.Concurrency, 1))
+	res.Reads = n
+	if err != nil {
+		return nil, err
+	}
+	for i := range res.Rows {
+		finishState(&res.Rows[i])
+	}
+	return res, nil
+}
+
+// streamsOf decides which streams to look at. A single-stream table needs
+// --stream; a multi-stream table names its streams in its leases.
+func streamsOf(leases []leasecore.Lease, filter string) ([]reshard.Stream, error) {
+	ids := map[string]bool{}
+	for _, l := range leases {
+		if l.StreamName != "" {
+			ids[l.StreamName] = true
+		} else if id, _, ok := leasecore.ParseMultiStreamKey(l.LeaseKey); ok {
+			ids[id] = true
+		}
+	}
+	if len(ids) == 0 {
+		if filter == "" {
+			return nil, errors.New("--stream is required for a single-stream lease table")
+		}
+		return []reshard.Stream{{Name: filter}}, nil
+	}
+	var out []reshard.Stream
+	for id := range ids {
+		name := strings.Split(id, ":")[1]
+		if filter == "" || filter == name || filter == id {
+			out = append(out, reshard.Stream{Name: name, ID: id})
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no leases of stream %q in this multi-stream lease table", filter)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// streamRows builds one row per shard (in lineage order) and one per lease
+// whose shard the stream lacks, with every state that needs no read.
+func streamRows(g *reshard.Graph, s reshard.Stream, leases []leasecore.Lease, byKey map[string]leasecore.Lease) []LagRow {
+	leased := map[string]*leasecore.Lease{}
+	for i := range leases {
+		leased[leases[i].ShardIDOrKey()] = &leases[i]
+	}
+	var rows []LagRow
+	for _, id := range g.TopoOrder() {
+		node, _ := g.Node(id)
+		row := LagRow{Stream: s.Name, ShardID: id, Shard: &node, Lease: leased[id]}
+		if row.Lease == nil {
+			row.State, row.Note = stateWithoutLease(g, node, leased)
+		} else {
+			row.BlockedBy = reshard.BlockingParents(*row.Lease, byKey)
+			row.State = stateWithLease(row)
+		}
+		rows = append(rows, row)
+	}
+	for _, o := range reshard.FindOrphans(g, s, leases) {
+		l := leased[o.ShardID]
+		rows = append(rows, LagRow{Stream: s.Name, ShardID: o.ShardID, Lease: l, State: LagOrphanLease,
+			Note: "the stream has no such shard: trimmed past retention, or a deleted or recreated stream"})
+	}
+	return rows
+}
+
+// stateWithoutLease: a closed shard whose descendants are leased was
+// drained and its lease cleaned up after SHARD_END; any other shard without a
+// lease holds data no worker will read.
+func stateWithoutLease(g *reshard.Graph, n reshard.Node, leased map[string]*leasecore.Lease) (LagState, string) {
+	if !n.Open {
+		for _, d := range g.Descendants(n.ShardID) {
+			if leased[d] != nil {
+				return LagDrained, "lease cleaned up after SHARD_END"
+			}
+		}
+	}
+	return LagMissingLease, "no lease: no worker reads this shard"
+}
+
+func stateWithLease(r LagRow) LagState {
+	cp := r.Lease.Checkpoint
+	switch {
+	case cp.IsShardEnd():
+		return LagDrained
+	case len(r.BlockedBy) > 0:
+		return LagBlocked
+	case !r.Shard.Open:
+		return LagClosedUndrained
+	case leasecore.IsSentinel(cp.SequenceNumber):
+		return LagNotStarted
+	case startsAfter(r.Shard.StartingSequenceNumber, cp):
+		// A checkpoint older than the shard itself was written for another
+		// shard of the same id: the stream was deleted and recreated.
+		return LagOrphanLease
+	}
+	return "" // decided by the probe
+}
+
+func startsAfter(start string, cp leasecore.SequenceNumber) bool {
+	if start == "" {
+		return false
+	}
+	return leasecore.Compare(leasecore.SequenceNumber{SequenceNumber: start}, leasecore.SequenceNumber{SequenceNumber: cp.SequenceNumber}) > 0
+}
+
+// probeLag measures millisBehindLatest for the rows still undecided: one
+// GetShardIterator after the checkpoint and one GetRecords with Limit 1 per
+// shard, at most conc at a time.
+func probeLag(ctx context.Context, kin StreamAPI, rows []LagRow, conc int) (int, error) {
+	var (
+		wg    sync.WaitGroup
+		sem   = make(chan struct{}, conc)
+		mu    sync.Mutex
+		reads int
+		errs  []error
+	)
+	for i := range rows {
+		if rows[i].State != "" {
+			continue
+		}
+		wg.Add(1)
+		go func(r *LagRow) {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			behind, read, err := probe(ctx, kin, r)
+			mu.Lock()
+			defer mu.Unlock()
+			if read {
+				reads++
+			}
+			switch {
+			case err != nil && isStaleCheckpoint(err):
+				r.State, r.Note = LagOrphanLease, "checkpoint is not in this shard: the stream was recreated"
+			case err != nil:
+				errs = append(errs, fmt.Errorf("read shard %s of %s: %w", r.ShardID, r.Stream, err))
+			default:
+				r.MillisBehindLatest = &behind
+			}
+		}(&rows[i])
+	}
+	wg.Wait()
+	return reads, errors.Join(errs...)
+}
+
+func probe(ctx context.Context, kin StreamAPI, r *LagRow) (behind int64, read bool, err error) {
+	it, err := kin.GetShardIterator(ctx, &kinesis.GetShardIteratorInput{
+		StreamName: aws.String(r.Stream), ShardId: aws.String(r.ShardID),
+		ShardIteratorType:      types.ShardIteratorTypeAfterSequenceNumber,
+		StartingSequenceNumber: aws.String(r.Lease.Checkpoint.SequenceNumber),
+	})
+	if err != nil {
+		return 0, false, err
+	}
+	out, err := kin.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: it.ShardIterator, Limit: aws.Int32(1)})
+	if err != nil {
+		return 0, true, err
+	}
+	return aws.ToInt64(out.MillisBehindLatest), true, nil
+}
+
+// isStaleCheckpoint recognises a sequence number the shard does not know.
+func isStaleCheckpoint(err error) bool {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		switch ae.ErrorCode() {
+		case "InvalidArgumentException", "ResourceNotFoundException":
+			return true
+		}
+	}
+	return false
+}
+
+func finishState(r *LagRow) {
+	if r.State != "" || r.MillisBehindLatest == nil {
+		return
+	}
+	if *r.MillisBehindLatest > 0 {
+		r.State = LagBehind
+	} else {
+		r.State = LagAtTip
+	}
+}
+
+// Counts returns the number of rows per state.
+func (l *Lag) Counts() map[LagState]int {
+	m := map[LagState]int{}
+	for _, r := range l.Rows {
+		m[r.State]++
+	}
+	return m
+}
