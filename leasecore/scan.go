@@ -25,6 +25,8 @@ type ScanAPI interface {
 type NonLeaseItem struct {
 	Key        string `json:"leaseKey"`
 	EntityType string `json:"entityType"`
+	// Item is the raw item, for views that read the KCL 3.x entities.
+	Item map[string]types.AttributeValue `json:"-"`
 }
 
 // ScanResult is one full read of a lease table.
@@ -136,7 +138,7 @@ func scanSegment(ctx context.Context, api ScanAPI, table string, seg, total int,
 
 func (r *ScanResult) add(item map[string]types.AttributeValue) {
 	if !IsLeaseItem(item) {
-		r.NonLeases = append(r.NonLeases, NonLeaseItem{Key: ItemKey(item), EntityType: EntityTypeOf(item)})
+		r.NonLeases = append(r.NonLeases, NonLeaseItem{Key: ItemKey(item), EntityType: EntityTypeOf(item), Item: item})
 		return
 	}
 	l, err := DecodeLease(item)

@@ -3,6 +3,7 @@ package leasecore
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -75,10 +76,18 @@ func TestScanRetriesThrottledPages(t *testing.T) {
 		o.BaseEndpoint = aws.String(proxy.URL)
 		o.Retryer = aws.NopRetryer{}
 	})
-	var slept []time.Duration
+	var (
+		mu    sync.Mutex // both segments retry concurrently
+		slept []time.Duration
+	)
 	res, err := ScanTable(context.Background(), throttled, table, ScanOptions{
 		Segments: 2, PageSize: 5, MaxRetries: 50,
-		Sleep: func(_ context.Context, d time.Duration) error { slept = append(slept, d); return nil },
+		Sleep: func(_ context.Context, d time.Duration) error {
+			mu.Lock()
+			defer mu.Unlock()
+			slept = append(slept, d)
+			return nil
+		},
 	})
 	if err != nil {
 		t.Fatal(err)
