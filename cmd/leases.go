@@ -15,7 +15,7 @@ func newLeasesCmd(f *Factory) *cobra.Command {
 		Short:   "Show who holds which lease",
 		GroupID: "operate",
 	}
-	c.AddCommand(newLeasesLsCmd(f))
+	c.AddCommand(newLeasesLsCmd(f), newLeasesOwnersCmd(f))
 	return c
 }
 

@@ -1,0 +1,179 @@
+package cmd
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kcltool/kcltool/inspect"
+)
+
+type leasesOwnersOptions struct {
+	appFlags
+	Output string
+	Sample time.Duration
+}
+
+func newLeasesOwnersCmd(f *Factory) *cobra.Command {
+	o := &leasesOwnersOptions{}
+	c := &cobra.Command{
+		Use:   "owners --app APP",
+		Short: "Show each worker's leases against the fair share",
+		Long: `Show each worker with the leases it holds, its share against the fair share
+(ceil(leases / workers), the KCL taker's target), and the shards it holds.
+Leases at SHARD_END are not counted: they need no worker. Imbalance beyond one
+lease and unassigned leases are flagged under the table.
+
+With --sample, the table is read twice and each worker's renewals and expired
+leases are shown: a worker that renews nothing is dead or stalled.
+
+For KCL 3.x tables it also shows the leader lock holder and the worker-metrics
+items (last update age and CPU series) the leader balances by.`,
+		Example: `  kcltool leases owners --app orders
+  kcltool leases owners --app orders --sample 10s
+  kcltool leases owners --app orders -o json | jq '.[] | {worker, leases}'`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(o.Output); err != nil {
+				return err
+			}
+			table, err := o.table()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			ddb, err := f.DynamoDB(ctx)
+			if err != nil {
+				return err
+			}
+			if o.Sample > 0 {
+				fmt.Fprintf(f.IO.ErrOut, "kcltool: sampling lease table %q for %s...\n", table, o.Sample)
+			}
+			listing, err := inspect.ListLeases(ctx, ddb, table, inspect.ListOptions{Sample: o.Sample, Clock: f.Clock})
+			if err != nil {
+				return explainAWS(err, f.awsContext(table, ""))
+			}
+			for _, m := range listing.Malformed {
+				fmt.Fprintf(f.IO.ErrOut, "kcltool: warning: skipped malformed item: %v\n", m)
+			}
+			return renderOwners(f, o.Output, inspect.OwnersOf(listing), o.Sample > 0)
+		},
+	}
+	o.register(c)
+	addOutputFlag(c, &o.Output)
+	c.Flags().DurationVar(&o.Sample, "sample", 0, "read the table twice this far apart to find expired leases and count renewals (10s when given without a value)")
+	c.Flags().Lookup("sample").NoOptDefVal = "10s"
+	return c
+}
+
+// ownerJSON is the documented JSON shape of one `leases owners` worker.
+type ownerJSON struct {
+	Worker     string     `json:"worker"`
+	Leases     int        `json:"leases"`
+	FairShare  int        `json:"fairShare"`
+	Shards     []string   `json:"shards"`
+	Expired    *int       `json:"expired,omitempty"`
+	Renewals   *int64     `json:"renewals,omitempty"`
+	LastUpdate *time.Time `json:"lastUpdate,omitempty"`
+	CPU        []float64  `json:"cpu,omitempty"`
+	Leader     bool       `json:"leader,omitempty"`
+}
+
+func ownersJSON(o *inspect.Owners, sampled bool) []ownerJSON {
+	metrics := map[string]inspect.WorkerMetrics{}
+	for _, m := range o.Metrics {
+		metrics[m.Worker] = m
+	}
+	out := make([]ownerJSON, 0, len(o.Workers))
+	for _, w := range o.Workers {
+		j := ownerJSON{Worker: w.Worker, Leases: len(w.Shards), FairShare: o.FairShare, Shards: w.Shards,
+			Renewals: w.Renewals, Leader: o.Leader != "" && o.Leader == w.Worker}
+		if j.Shards == nil {
+			j.Shards = []string{}
+		}
+		if sampled {
+			n := w.Expired
+			j.Expired = &n
+		}
+		if m, ok := metrics[w.Worker]; ok {
+			if !m.LastUpdate.IsZero() {
+				t := m.LastUpdate
+				j.LastUpdate = &t
+			}
+			j.CPU = m.CPU
+		}
+		out = append(out, j)
+	}
+	return out
+}
+
+func renderOwners(f *Factory, format string, o *inspect.Owners, sampled bool) error {
+	io := f.IO
+	rows := ownersJSON(o, sampled)
+	switch format {
+	case FormatJSON:
+		return writeJSONLines(io.Out, rows)
+	case FormatCSV:
+		var recs [][]string
+		for _, r := range rows {
+			recs = append(recs, []string{r.Worker, strconv.Itoa(r.Leases), strconv.Itoa(r.FairShare), strings.Join(r.Shards, ";")})
+		}
+		return writeCSV(io.Out, []string{"worker", "leases", "fairShare", "shards"}, recs)
+	}
+	header := []string{"WORKER", "LEASES", "FAIR-SHARE", "BALANCE"}
+	if sampled {
+		header = append(header, "RENEWALS", "EXPIRED")
+	}
+	header = append(header, "SHARDS")
+	var recs [][]string
+	for _, r := range rows {
+		name := r.Worker
+		if r.Leader {
+			name += " (leader)"
+		}
+		rec := []string{name, strconv.Itoa(r.Leases), strconv.Itoa(r.FairShare), fmt.Sprintf("%+d", r.Leases-r.FairShare)}
+		if sampled {
+			rec = append(rec, strconv.FormatInt(*r.Renewals, 10), strconv.Itoa(*r.Expired))
+		}
+		shards := strings.Join(r.Shards, ",")
+		if format != FormatWide && len(r.Shards) > 4 {
+			shards = strings.Join(r.Shards[:4], ",") + fmt.Sprintf(",… (+%d)", len(r.Shards)-4)
+		}
+		recs = append(recs, append(rec, shards))
+	}
+	if len(recs) == 0 {
+		fmt.Fprintln(io.ErrOut, "kcltool: no worker holds a lease")
+	} else if err := writeTable(io, header, recs); err != nil {
+		return err
+	}
+	st := io.Styles()
+	fmt.Fprintln(io.Out)
+	fmt.Fprintln(io.Out, st.Dim.Render(fmt.Sprintf("%s, %s, fair share %d", plural(o.Leases, "lease"), plural(len(o.Workers), "worker"), o.FairShare)))
+	if o.Imbalanced {
+		fmt.Fprintln(io.Out, st.Warn.Render("imbalanced: workers differ by more than one lease (KCL 2.x steals one lease per taker run, every 20s by default)"))
+	}
+	if len(o.Unassigned) > 0 {
+		fmt.Fprintln(io.Out, st.Warn.Render(fmt.Sprintf("unassigned: %s (%s)", plural(len(o.Unassigned), "lease"), strings.Join(o.Unassigned, ","))))
+	}
+	if len(o.Metrics) > 0 {
+		fmt.Fprintln(io.Out)
+		var mrecs [][]string
+		for _, m := range o.Metrics {
+			age := ""
+			if !m.LastUpdate.IsZero() {
+				age = f.Clock.Now().Sub(m.LastUpdate).Round(time.Second).String()
+			}
+			var cpu []string
+			for _, v := range m.CPU {
+				cpu = append(cpu, strconv.FormatFloat(v, 'f', -1, 64))
+			}
+			mrecs = append(mrecs, []string{m.Worker, age, strings.Join(cpu, ",")})
+		}
+		if err := writeTable(io, []string{"WORKER-METRICS", "LAST-UPDATE-AGE", "CPU"}, mrecs); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,134 @@
+package inspect
+
+import (
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/kcltool/kcltool/leasecore"
+)
+
+// Owner is one worker's share of a lease table.
+type Owner struct {
+	Worker string
+	// Shards are the shard ids (lease keys in multi-stream tables) it holds.
+	Shards []string
+	// Expired counts its leases that did not renew during --sample.
+	Expired int
+	// Renewals is its counter movement during --sample (nil without it).
+	Renewals *int64
+}
+
+// Owners is the result of OwnersOf: who holds what, against the fair share.
+type Owners struct {
+	Workers []Owner
+	// Leases counts the leases a worker can hold: all but SHARD_END ones.
+	Leases     int
+	Unassigned []string
+	// FairShare is ceil(leases / workers), KCL's taker target.
+	FairShare int
+	// Imbalanced is set when two workers differ by more than one lease.
+	Imbalanced bool
+	// Leader is the KCL 3.x leader lock holder, empty for 2.x tables.
+	Leader string
+	// Metrics are the KCL 3.x worker-metrics items.
+	Metrics []WorkerMetrics
+}
+
+// WorkerMetrics is a KCL 3.x WorkerMetricStats item (compat.md §3).
+type WorkerMetrics struct {
+	Worker string
+	// LastUpdate is the item's lut (epoch seconds); zero when absent.
+	LastUpdate time.Time
+	// CPU is the stored CPU utilisation series (sts.C); -1 marks a failed read.
+	CPU []float64
+}
+
+// OwnersOf groups a listing by owner. The leader's workers count as workers
+// even when they hold nothing, so an idle worker shows up as imbalance.
+func OwnersOf(l *Listing) *Owners {
+	res := &Owners{}
+	by := map[string]*Owner{}
+	for _, r := range l.Leases {
+		if r.State == StateShardEnd {
+			continue // finished; KCL keeps it until cleanup but it needs no worker
+		}
+		res.Leases++
+		owner := r.LeaseOwner
+		if r.CheckpointOwner != "" {
+			owner = r.CheckpointOwner // 3.x: the worker still processing
+		}
+		if owner == "" {
+			res.Unassigned = append(res.Unassigned, r.ShardIDOrKey())
+			continue
+		}
+		o := by[owner]
+		if o == nil {
+			o = &Owner{Worker: owner}
+			by[owner] = o
+		}
+		o.Shards = append(o.Shards, r.ShardIDOrKey())
+		if r.State == StateExpired {
+			o.Expired++
+		}
+	}
+	for _, n := range l.NonLeases {
+		switch n.EntityType {
+		case "LEADER":
+			res.Leader = attrS(n.Item, "ownerName")
+		case "WORKER_METRIC_STATS":
+			m := workerMetrics(n)
+			res.Metrics = append(res.Metrics, m)
+			if by[m.Worker] == nil {
+				by[m.Worker] = &Owner{Worker: m.Worker}
+			}
+		}
+	}
+	for w, o := range by {
+		if l.OwnerRenewals != nil {
+			n := l.OwnerRenewals[w]
+			o.Renewals = &n
+		}
+		res.Workers = append(res.Workers, *o)
+	}
+	sort.Slice(res.Workers, func(i, j int) bool { return res.Workers[i].Worker < res.Workers[j].Worker })
+	if n := len(res.Workers); n > 0 {
+		res.FairShare = (res.Leases + n - 1) / n
+		lo, hi := res.Leases, 0
+		for _, o := range res.Workers {
+			lo, hi = min(lo, len(o.Shards)), max(hi, len(o.Shards))
+		}
+		res.Imbalanced = hi-lo > 1
+	}
+	return res
+}
+
+func workerMetrics(n leasecore.NonLeaseItem) WorkerMetrics {
+	m := WorkerMetrics{Worker: n.Key}
+	if v, ok := n.Item["lut"].(*types.AttributeValueMemberN); ok {
+		if secs, err := strconv.ParseFloat(v.Value, 64); err == nil {
+			m.LastUpdate = time.Unix(int64(secs), 0).UTC()
+		}
+	}
+	if sts, ok := n.Item["sts"].(*types.AttributeValueMemberM); ok {
+		if cpu, ok := sts.Value["C"].(*types.AttributeValueMemberL); ok {
+			for _, e := range cpu.Value {
+				if num, ok := e.(*types.AttributeValueMemberN); ok {
+					if f, err := strconv.ParseFloat(num.Value, 64); err == nil {
+						m.CPU = append(m.CPU, f)
+					}
+				}
+			}
+		}
+	}
+	return m
+}
+
+func attrS(item map[string]types.AttributeValue, name string) string {
+	if v, ok := item[name].(*types.AttributeValueMemberS); ok {
+		return v.Value
+	}
+	return ""
+}
