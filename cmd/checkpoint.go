@@ -115,7 +115,7 @@ func runCheckpointDiff(cmd *cobra.Command, f *Factory, o *checkpointDiffOptions)
 	if err != nil {
 		return err
 	}
-	lag, err := inspect.CheckpointDiff(ctx, kin, ddb, table, inspect.LagOptions{Stream: o.Stream, Concurrency: o.Concurrency})
+	lag, err := inspect.CheckpointDiff(ctx, kin, ddb, table, inspect.LagOptions{Stream: o.Stream, Concurrency: o.Concurrency, Retry: retryFor(f), Clock: f.Clock})
 	if err != nil {
 		if strings.HasPrefix(err.Error(), "--stream is required") {
 			return usageErrorf("%v (or set KCLTOOL_STREAM)", err)

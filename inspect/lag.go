@@ -77,6 +77,8 @@ type LagOptions struct {
 	Concurrency int
 	// Retry applies to ListShards.
 	Retry reshard.Retry
+	// Clock ages the first unread record; the real clock when nil.
+	Clock leasecore.Clock
 }
 
 // CheckpointDiff joins the stream's shards with the lease table: one row per
@@ -108,7 +110,10 @@ func CheckpointDiff(ctx context.Context, kin StreamAPI, ddb TableAPI, table stri
 		}
 		res.Rows = append(res.Rows, streamRows(g, s, reshard.LeasesOfStream(scan.Leases, s), byKey)...)
 	}
-	n, err := probeLag(ctx, kin, res.Rows, max(opt.Concurrency, 1))
+	if opt.Clock == nil {
+		opt.Clock = leasecore.RealClock()
+	}
+	n, err := probeLag(ctx, kin, res.Rows, max(opt.Concurrency, 1), opt.Clock)
 	res.Reads = n
 	if err != nil {
 		return nil, err
@@ -220,7 +225,7 @@ func startsAfter(start string, cp leasecore.SequenceNumber) bool {
 // probeLag measures millisBehindLatest for the rows still undecided: one
 // GetShardIterator after the checkpoint and one GetRecords with Limit 1 per
 // shard, at most conc at a time.
-func probeLag(ctx context.Context, kin StreamAPI, rows []LagRow, conc int) (int, error) {
+func probeLag(ctx context.Context, kin StreamAPI, rows []LagRow, conc int, clock leasecore.Clock) (int, error) {
 	var (
 		wg    sync.WaitGroup
 		sem   = make(chan struct{}, conc)
@@ -237,7 +242,7 @@ func probeLag(ctx context.Context, kin StreamAPI, rows []LagRow, conc int) (int,
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			behind, read, err := probe(ctx, kin, r)
+			behind, read, err := probe(ctx, kin, r, clock)
 			mu.Lock()
 			defer mu.Unlock()
 			if read {
@@ -257,7 +262,11 @@ func probeLag(ctx context.Context, kin StreamAPI, rows []LagRow, conc int) (int,
 	return reads, errors.Join(errs...)
 }
 
-func probe(ctx context.Context, kin StreamAPI, r *LagRow) (behind int64, read bool, err error) {
+// probe measures how far the checkpoint is behind the tip: the age of the
+// first record after it, or Kinesis's MillisBehindLatest when that is larger.
+// Any unread record makes the shard at least 1 ms behind: MillisBehindLatest
+// alone reads 0 when the unread records arrived within the same moment.
+func probe(ctx context.Context, kin StreamAPI, r *LagRow, clock leasecore.Clock) (behind int64, read bool, err error) {
 	it, err := kin.GetShardIterator(ctx, &kinesis.GetShardIteratorInput{
 		StreamName: aws.String(r.Stream), ShardId: aws.String(r.ShardID),
 		ShardIteratorType:      types.ShardIteratorTypeAfterSequenceNumber,
@@ -270,7 +279,15 @@ func probe(ctx context.Context, kin StreamAPI, r *LagRow) (behind int64, read bo
 	if err != nil {
 		return 0, true, err
 	}
-	return aws.ToInt64(out.MillisBehindLatest), true, nil
+	behind = aws.ToInt64(out.MillisBehindLatest)
+	if len(out.Records) > 0 {
+		age := int64(0)
+		if ts := out.Records[0].ApproximateArrivalTimestamp; ts != nil {
+			age = clock.Now().Sub(*ts).Milliseconds()
+		}
+		behind = max(behind, age, 1)
+	}
+	return behind, true, nil
 }
 
 // isStaleCheckpoint recognises a sequence number the shard does not know.

@@ -1,0 +1,232 @@
+package cmd
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+
+	"github.com/kcltool/kcltool/internal/emulator"
+	"github.com/kcltool/kcltool/leasecore"
+)
+
+// everyStateScenario builds one stream whose shards and leases are in every
+// `checkpoint diff` state: five shards; shard 0 split into 5 and 6; 6 merged
+// with 1 into 7.
+func everyStateScenario(t *testing.T) *scenario {
+	s := newScenario(t, 5)
+	for _, n := range []int{0, 1, 2, 3} {
+		s.put(shardID(n), 3)
+	}
+	s.split(shardID(0))
+	s.merge(shardID(6), shardID(1))
+	s.put(shardID(7), 2)
+	s.lease(shardID(0), "worker-a", leasecore.SHARD_END)                                                    // drained
+	s.lease(shardID(1), "worker-a", s.last[shardID(1)])                                                     // closed-undrained
+	s.lease(shardID(2), "worker-b", s.prev[shardID(2)])                                                     // behind
+	s.lease(shardID(3), "worker-b", s.last[shardID(3)])                                                     // at-tip
+	s.lease(shardID(4), "worker-b", leasecore.LATEST)                                                       // not-started
+	s.lease(shardID(7), "", leasecore.TRIM_HORIZON)                                                         // blocked on shard 1
+	s.lease("shardId-000000000099", "worker-c", "49590338271490256608559692538361571095921575989136588898") // orphan-lease
+	// shard 5 has no lease (missing-lease); shard 6's lease was cleaned up (drained)
+	return s
+}
+
+func TestCheckpointDiffEveryState(t *testing.T) {
+	s := everyStateScenario(t)
+	out, errOut, code := s.kcltool("checkpoint", "diff", "--app", s.table, "--stream", s.stream, "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	want := map[string]string{
+		shardID(0): "drained", shardID(1): "closed-undrained", shardID(2): "behind", shardID(3): "at-tip",
+		shardID(4): "not-started", shardID(5): "missing-lease", shardID(6): "drained", shardID(7): "blocked",
+		"shardId-000000000099": "orphan-lease",
+	}
+	rows := jsonRows(t, out)
+	if len(rows) != len(want) {
+		t.Fatalf("%d rows, want %d:\n%s", len(rows), len(want), out)
+	}
+	for _, r := range rows {
+		id := r["shardId"].(string)
+		if r["state"] != want[id] {
+			t.Errorf("%s: state %v, want %s", id, r["state"], want[id])
+		}
+		switch id {
+		case shardID(2):
+			if ms, ok := r["millisBehindLatest"].(float64); !ok || ms <= 0 {
+				t.Errorf("behind shard has millisBehindLatest %v", r["millisBehindLatest"])
+			}
+		case shardID(3):
+			if r["millisBehindLatest"] != float64(0) {
+				t.Errorf("at-tip shard has millisBehindLatest %v", r["millisBehindLatest"])
+			}
+		case shardID(7):
+			if b := r["blockedBy"].([]any); len(b) != 1 || b[0] != shardID(1) {
+				t.Errorf("blocked shard names %v, want [%s]", b, shardID(1))
+			}
+		case shardID(4), shardID(0):
+			if r["millisBehindLatest"] != nil {
+				t.Errorf("%s: millisBehindLatest measured: %v", id, r["millisBehindLatest"])
+			}
+		}
+		if id == "shardId-000000000099" && r["shardStatus"] != nil {
+			t.Errorf("orphan has shardStatus %v", r["shardStatus"])
+		}
+	}
+	golden(t, "checkpoint-diff.json", normalize(out))
+
+	// The table names the blocking parent and sums up each state.
+	table, _, _ := s.kcltool("lag", "--app", s.table, "--stream", s.stream)
+	for _, w := range []string{"blocked on " + shardID(1), "9 rows: 1 at-tip, 1 behind, 1 not-started, 2 drained, 1 closed-undrained, 1 blocked, 1 missing-lease, 1 orphan-lease"} {
+		if !strings.Contains(table, w) {
+			t.Errorf("table lacks %q:\n%s", w, table)
+		}
+	}
+
+	// --fail-on and --max-behind exit 3 on a match, 0 otherwise.
+	if _, e, code := s.kcltool("lag", "--app", s.table, "--stream", s.stream, "--fail-on", "blocked,orphan-lease"); code != 3 || !strings.Contains(e, "1 shard blocked; 1 shard orphan-lease") {
+		t.Errorf("--fail-on: exit %d, stderr %q", code, e)
+	}
+	if _, _, code := s.kcltool("lag", "--app", s.table, "--stream", s.stream, "--fail-on", "closed-undrained", "-o", "json"); code != 3 {
+		t.Errorf("--fail-on closed-undrained: exit %d", code)
+	}
+	if _, _, code := s.kcltool("lag", "--app", s.table, "--stream", s.stream, "--max-behind", "24h"); code != 0 {
+		t.Errorf("--max-behind 24h: exit %d", code)
+	}
+	if _, e, code := s.kcltool("lag", "--app", s.table, "--stream", s.stream, "--max-behind", "1ns"); code != 3 || !strings.Contains(e, "behind more than 1ns") {
+		t.Errorf("--max-behind 1ns: exit %d, %q", code, e)
+	}
+	if _, e, code := s.kcltool("lag", "--app", s.table, "--stream", s.stream, "--fail-on", "late"); code != 2 || !strings.Contains(e, "invalid --fail-on state") {
+		t.Errorf("--fail-on late: exit %d, %q", code, e)
+	}
+}
+
+// TestCheckpointDiffRecreatedStream: a stream deleted and created again
+// under the same name has shards with the old ids; the old checkpoints must
+// show as orphan-lease, never as a false at-tip.
+func TestCheckpointDiffRecreatedStream(t *testing.T) {
+	s := newScenario(t, 1)
+	s.put(shardID(0), 3)
+	s.lease(shardID(0), "worker-a", s.last[shardID(0)])
+	if _, err := s.kin.DeleteStream(context.Background(), &kinesis.DeleteStreamInput{StreamName: aws.String(s.stream)}); err != nil {
+		t.Fatal(err)
+	}
+	waitStreamGone(t, s)
+	emulator.CreateStream(t, s.kin, s.stream, 1)
+	s.refresh()
+	s.put(shardID(0), 1)
+	out, errOut, code := s.kcltool("lag", "--app", s.table, "--stream", s.stream, "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	rows := jsonRows(t, out)
+	if len(rows) != 1 || rows[0]["state"] != "orphan-lease" {
+		t.Fatalf("want one orphan-lease row:\n%s", out)
+	}
+}
+
+func waitStreamGone(t *testing.T, s *scenario) {
+	t.Helper()
+	for range 300 {
+		if _, err := s.kin.DescribeStreamSummary(context.Background(), &kinesis.DescribeStreamSummaryInput{StreamName: aws.String(s.stream)}); err != nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("stream not deleted")
+}
+
+// TestCheckpointDiffMultiStream groups a multi-stream lease table by stream
+// and filters with --stream.
+func TestCheckpointDiffMultiStream(t *testing.T) {
+	a, b := newScenario(t, 1), newScenario(t, 1)
+	a.put(shardID(0), 2)
+	b.put(shardID(0), 2)
+	for _, sc := range []*scenario{a, b} {
+		id := "123456789012:" + sc.stream + ":1700000000"
+		l := leasecore.Lease{LeaseKey: id + ":" + shardID(0), StreamName: id, ShardID: shardID(0), LeaseOwner: "w",
+			Checkpoint: leasecore.SequenceNumber{SequenceNumber: sc.last[shardID(0)]}}
+		if _, err := leasecore.CreateLease(context.Background(), a.ddb, a.table, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, errOut, code := a.kcltool("lag", "--app", a.table, "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	rows := jsonRows(t, out)
+	if len(rows) != 2 || rows[0]["state"] != "at-tip" || rows[1]["state"] != "at-tip" || rows[0]["streamName"] == rows[1]["streamName"] {
+		t.Fatalf("want one at-tip row per stream:\n%s", out)
+	}
+	out, _, _ = a.kcltool("lag", "--app", a.table, "--stream", b.stream, "-o", "json")
+	if rows := jsonRows(t, out); len(rows) != 1 || rows[0]["streamName"] != b.stream {
+		t.Fatalf("--stream did not filter:\n%s", out)
+	}
+	if _, e, code := a.kcltool("lag", "--app", a.table, "--stream", "nope"); code != 1 || !strings.Contains(e, `no leases of stream "nope"`) {
+		t.Errorf("unknown stream: exit %d %q", code, e)
+	}
+}
+
+// TestLineageSplitAndMerge prints the tree with a merge child under both
+// parents, explains an idle child, and pins the JSON and dot outputs.
+func TestLineageSplitAndMerge(t *testing.T) {
+	s := everyStateScenario(t)
+	out, errOut, code := s.kcltool("lineage", "--stream", s.stream, "--app", s.table)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, w := range []string{
+		"├── " + shardID(5), "└── " + shardID(6),
+		shardID(7), "(merge: also under " + shardID(1) + ")", "(merge: also under " + shardID(6) + ")",
+		"waiting on " + shardID(1) + " (checkpoint ",
+		"shardId-000000000099",
+	} {
+		if !strings.Contains(out, w) {
+			t.Errorf("lineage lacks %q:\n%s", w, out)
+		}
+	}
+	js, _, _ := s.kcltool("shards", "lineage", "--stream", s.stream, "--app", s.table, "-o", "json")
+	rows := jsonRows(t, js)
+	if len(rows) != 8 {
+		t.Fatalf("%d nodes, want 8", len(rows))
+	}
+	golden(t, "lineage.json", normalize(js))
+	dot, _, _ := s.kcltool("lineage", "--stream", s.stream, "-o", "dot")
+	golden(t, "lineage.dot", normalize(dot))
+}
+
+// TestLeasesOwnersBalance flags imbalance beyond one lease and unassigned
+// leases, and pins the JSON.
+func TestLeasesOwnersBalance(t *testing.T) {
+	c := emulator.DynamoDB(t)
+	table := emulator.Name(t, "owners")
+	emulator.CreateLeaseTable(t, c, table)
+	owners := []string{"worker-a", "worker-a", "worker-a", "worker-a", "worker-b", "", leasecore.SHARD_END}
+	for i, o := range owners {
+		l := leasecore.Lease{LeaseKey: shardID(i), Checkpoint: leasecore.SequenceNumber{SequenceNumber: leasecore.TRIM_HORIZON}}
+		if o == leasecore.SHARD_END {
+			l.LeaseOwner, l.Checkpoint.SequenceNumber = "worker-b", leasecore.SHARD_END
+		} else {
+			l.LeaseOwner = o
+		}
+		if _, err := leasecore.CreateLease(context.Background(), c, table, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := &scenario{t: t}
+	out, errOut, code := s.kcltool("leases", "owners", "--app", table)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, w := range []string{"worker-a   4        3            +1", "worker-b   1        3            -2", "6 leases, 2 workers, fair share 3", "imbalanced", "unassigned: 1 lease (" + shardID(5) + ")"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("owners lacks %q:\n%s", w, out)
+		}
+	}
+	js, _, _ := s.kcltool("leases", "owners", "--app", table, "-o", "json")
+	golden(t, "owners.json", js)
+}
