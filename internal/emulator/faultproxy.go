@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // FaultProxy sits between a client and a local server and fails a share of
@@ -22,6 +23,7 @@ type FaultProxy struct {
 	rate     float64
 	match    string
 	fault    Fault
+	delay    time.Duration
 	Injected atomic.Int64 // requests answered with a fault
 	Passed   atomic.Int64 // requests forwarded to the server
 }
@@ -52,6 +54,9 @@ func NewFaultProxy(tb interface {
 	p := &FaultProxy{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), rate: rate, match: match, fault: fault}
 	rp := httputil.NewSingleHostReverseProxy(u)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if d := p.getDelay(); d > 0 {
+			time.Sleep(d)
+		}
 		if p.shouldFail(r) {
 			p.Injected.Add(1)
 			p.answer(w)
@@ -70,6 +75,20 @@ func (p *FaultProxy) SetRate(rate float64) {
 	p.mu.Lock()
 	p.rate = rate
 	p.mu.Unlock()
+}
+
+// SetDelay holds every request this long before answering it: a model of
+// the network round trip to a real AWS region, which local servers lack.
+func (p *FaultProxy) SetDelay(d time.Duration) {
+	p.mu.Lock()
+	p.delay = d
+	p.mu.Unlock()
+}
+
+func (p *FaultProxy) getDelay() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.delay
 }
 
 func (p *FaultProxy) shouldFail(r *http.Request) bool {
