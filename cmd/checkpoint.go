@@ -17,6 +17,7 @@ func newCheckpointCmd(f *Factory) *cobra.Command {
 		GroupID: "operate",
 	}
 	c.AddCommand(newCheckpointDiffCmd(f, "diff"))
+	c.AddCommand(newCheckpointWriteCmds(f)...)
 	return c
 }
 

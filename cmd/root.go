@@ -112,6 +112,7 @@ AWS_ENDPOINT_URL_KINESIS and AWS_ENDPOINT_URL_CLOUDWATCH are honoured.`,
 		newCompletionCmd(f),
 		newExitCodesHelpCmd(),
 	)
+	root.AddCommand(newDoctorCmds(f)...)
 	walk(root, func(c *cobra.Command) {
 		envHelp(c)
 		if c.Args == nil && !c.HasSubCommands() {
