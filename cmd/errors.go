@@ -113,10 +113,8 @@ func explainAWS(err error, c awsContext) error {
 				return fmt.Errorf("stream %q not found in %s (check --stream and --region)", c.Stream, c.Region)
 			}
 		case "AccessDeniedException", "AccessDenied", "UnauthorizedOperation", "UnrecognizedClientException", "ExpiredTokenException", "InvalidSignatureException":
-			action := strings.ToLower(service[:1]) + strings.ToLower(strings.ReplaceAll(service[1:], " ", "")) + ":" + op
-			if service == "DynamoDB" {
-				action = "dynamodb:" + op
-			}
+			// IAM prefixes are the service id in lower case: dynamodb, kinesis, cloudwatch.
+			action := strings.ToLower(strings.ReplaceAll(service, " ", "")) + ":" + op
 			what := ""
 			if c.Table != "" && service == "DynamoDB" {
 				what = fmt.Sprintf(" on lease table %q", c.Table)
