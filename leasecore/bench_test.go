@@ -100,13 +100,13 @@ func runLeasingBench(tb testing.TB, cfg Config, leases, workers, runs int) bench
 	go func() {
 		defer wg.Done()
 		time.Sleep(cfg.FailoverTime) // first scans and adoptions done
-		before := proxy.counts()
+		before := proxy.Requests()
 		// A whole number of renewal rounds (about a minute at the
 		// defaults), so the count does not depend on where the window cuts.
 		rounds := (6*cfg.FailoverTime + cfg.RenewInterval - 1) / cfg.RenewInterval
 		res.window = rounds * cfg.RenewInterval
 		time.Sleep(res.window)
-		after := proxy.counts()
+		after := proxy.Requests()
 		res.requests = map[string]int64{}
 		var total int64
 		for op, n := range after {

@@ -6,13 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -205,66 +200,29 @@ func (r recordingAPI) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInp
 	return out, err
 }
 
-// faultProxy is a reverse proxy in front of dynalite that counts requests by
-// operation and, while throttling is on, answers a share of them with
-// DynamoDB's throttling error, chosen by a seeded PRNG.
+// faultProxy puts the shared fault-injecting proxy in front of dynalite.
 type faultProxy struct {
-	srv       *httptest.Server
-	throttle  atomic.Bool
-	rate      float64
-	mu        sync.Mutex
-	rng       *rand.Rand
-	requests  map[string]int64
-	throttled atomic.Int64
+	*emulator.FaultProxy
+	rate float64 // the share throttled while throttling is on
 }
 
+// newFaultProxy throttles rate of the requests while throttling is on; it
+// starts off, so a test can warm up on a healthy table.
 func newFaultProxy(t testing.TB, rate float64, seed uint64) *faultProxy {
 	t.Helper()
-	target, err := url.Parse(emulator.DynamoDBEndpoint(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &faultProxy{rate: rate, rng: rand.New(rand.NewPCG(seed, seed)), requests: map[string]int64{}}
-	rp := httputil.NewSingleHostReverseProxy(target)
-	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		op := strings.TrimPrefix(r.Header.Get("X-Amz-Target"), "DynamoDB_20120810.")
-		p.mu.Lock()
-		p.requests[op]++
-		fail := p.throttle.Load() && p.rng.Float64() < p.rate
-		p.mu.Unlock()
-		if fail {
-			p.throttled.Add(1)
-			w.Header().Set("Content-Type", "application/x-amz-json-1.0")
-			w.WriteHeader(http.StatusBadRequest)
-			_, _ = w.Write([]byte(`{"__type":"com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException",` +
-				`"message":"The level of configured provisioned throughput for the table was exceeded."}`))
-			return
-		}
-		rp.ServeHTTP(w, r)
-	}))
-	t.Cleanup(p.srv.Close)
-	return p
+	return &faultProxy{emulator.NewFaultProxy(t, emulator.DynamoDBEndpoint(t), emulator.Throttle, 0, "", seed), rate}
 }
 
 // client returns a DynamoDB client that talks through the proxy.
 func (p *faultProxy) client() *dynamodb.Client {
-	return dynamodb.NewFromConfig(emulator.Config(), func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(p.srv.URL) })
+	return dynamodb.NewFromConfig(emulator.Config(), func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(p.URL) })
 }
 
-func (p *faultProxy) counts() map[string]int64 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	out := map[string]int64{}
-	for k, v := range p.requests {
-		out[k] = v
+// throttling switches the injected throttling on or off.
+func (p *faultProxy) throttling(on bool) {
+	if on {
+		p.SetRate(p.rate)
+	} else {
+		p.SetRate(0)
 	}
-	return out
-}
-
-func (p *faultProxy) total() int64 {
-	var n int64
-	for _, v := range p.counts() {
-		n += v
-	}
-	return n
 }

@@ -23,10 +23,10 @@ func TestRenewalsSurviveThrottling(t *testing.T) {
 	waitFor(t, 2*time.Second, "3/3", func() bool { return a.held() == 3 && b.held() == 3 })
 	lostBefore := a.c.Stats().Lost + b.c.Stats().Lost
 
-	proxy.throttle.Store(true)
-	requestsBefore := proxy.total()
+	proxy.throttling(true)
+	requestsBefore := proxy.Total()
 	time.Sleep(6 * cfg.FailoverTime)
-	proxy.throttle.Store(false)
+	proxy.throttling(false)
 
 	sa, sb := a.c.Stats(), b.c.Stats()
 	if lost := sa.Lost + sb.Lost - lostBefore; lost != 0 {
@@ -35,8 +35,8 @@ func TestRenewalsSurviveThrottling(t *testing.T) {
 	if a.held() != 3 || b.held() != 3 || sb.Stolen != 3 || sa.Taken != 6 {
 		t.Fatalf("leases moved under throttling: a %d b %d, stats a %+v b %+v", a.held(), b.held(), sa, sb)
 	}
-	throttled := proxy.throttled.Load()
-	share := float64(throttled) / float64(proxy.total()-requestsBefore)
+	throttled := proxy.Injected.Load()
+	share := float64(throttled) / float64(proxy.Total()-requestsBefore)
 	if share < 0.15 || share > 0.25 {
 		t.Fatalf("proxy throttled %.0f%% of calls, want about 20%%", 100*share)
 	}
@@ -55,5 +55,5 @@ func TestRenewalsSurviveThrottling(t *testing.T) {
 		t.Fatalf("throttling and retries are not in the log:\n%s", logs)
 	}
 	t.Logf("throttled %d of %d calls; a: %d renewals, %d retries, %d failed rounds; b: %d renewals, %d retries, %d failed rounds",
-		throttled, proxy.total()-requestsBefore, sa.Renewals, sa.Retries, sa.RenewFailures, sb.Renewals, sb.Retries, sb.RenewFailures)
+		throttled, proxy.Total()-requestsBefore, sa.Renewals, sa.Retries, sa.RenewFailures, sb.Renewals, sb.Retries, sb.RenewFailures)
 }

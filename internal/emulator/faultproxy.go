@@ -24,8 +24,9 @@ type FaultProxy struct {
 	match    string
 	fault    Fault
 	delay    time.Duration
-	Injected atomic.Int64 // requests answered with a fault
-	Passed   atomic.Int64 // requests forwarded to the server
+	requests map[string]int64 // by operation
+	Injected atomic.Int64     // requests answered with a fault
+	Passed   atomic.Int64     // requests forwarded to the server
 }
 
 // Fault is what the proxy answers instead of forwarding.
@@ -51,7 +52,8 @@ func NewFaultProxy(tb interface {
 	if err != nil {
 		tb.Fatalf("fault proxy target %q: %v", target, err)
 	}
-	p := &FaultProxy{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), rate: rate, match: match, fault: fault}
+	p := &FaultProxy{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), rate: rate, match: match, fault: fault,
+		requests: map[string]int64{}}
 	rp := httputil.NewSingleHostReverseProxy(u)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if d := p.getDelay(); d > 0 {
@@ -91,12 +93,36 @@ func (p *FaultProxy) getDelay() time.Duration {
 	return p.delay
 }
 
-func (p *FaultProxy) shouldFail(r *http.Request) bool {
-	if p.match != "" && !strings.Contains(r.Header.Get("X-Amz-Target"), p.match) {
-		return false
-	}
+// Requests returns how many requests of each operation (the part of
+// X-Amz-Target after the dot) reached the proxy, failed or not.
+func (p *FaultProxy) Requests() map[string]int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	out := make(map[string]int64, len(p.requests))
+	for k, v := range p.requests {
+		out[k] = v
+	}
+	return out
+}
+
+// Total is the number of requests that reached the proxy.
+func (p *FaultProxy) Total() int64 {
+	var n int64
+	for _, v := range p.Requests() {
+		n += v
+	}
+	return n
+}
+
+func (p *FaultProxy) shouldFail(r *http.Request) bool {
+	target := r.Header.Get("X-Amz-Target")
+	op := target[strings.LastIndex(target, ".")+1:]
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.requests[op]++
+	if p.match != "" && !strings.Contains(target, p.match) {
+		return false
+	}
 	return p.rng.Float64() < p.rate
 }
 
