@@ -54,10 +54,11 @@ up: ## start the local servers on 127.0.0.1 (ports 18000-18002)
 down: ## stop the local servers
 	@scripts/localaws.sh down
 
-demo: build up ## create a 4-shard stream and a KCL lease table locally, then list the leases
-	@eval "$$(scripts/localaws.sh env)" && go run ./internal/demo && \
-	  echo && echo "$$ kcltool leases ls --app demo-orders" && $(BIN) leases ls --app demo-orders && \
-	  echo && echo "the local servers keep running for you to explore: eval \"\$$(scripts/localaws.sh env)\"; make down stops them"
+demo: build up ## the main job end to end: 4-shard stream, two workers, a split, a takeover, the operator views
+	@eval "$$(scripts/localaws.sh env)" && go run ./internal/demo -kcltool $(BIN); status=$$?; \
+	  scripts/localaws.sh down; \
+	  [ $$status -eq 0 ] && echo && echo "demo done; 'make up' starts the local servers again to explore, 'eval \"\$$(scripts/localaws.sh env)\"' points kcltool at them"; \
+	  exit $$status
 
 bench: install-servers ## benchmarks: figures and ratios against a peer measured in the same run
 	KCLTOOL_BENCH=1 go test -count=1 -run 'TestBench' -v ./... 2>&1 | grep -E '^(bench|---|ok|FAIL)' | grep -v -- '--- SKIP'

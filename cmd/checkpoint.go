@@ -13,7 +13,7 @@ import (
 func newCheckpointCmd(f *Factory) *cobra.Command {
 	c := &cobra.Command{
 		Use:     "checkpoint",
-		Short:   "Compare checkpoints with the stream",
+		Short:   "Compare checkpoints with the stream; reset, export and import them",
 		GroupID: "operate",
 	}
 	c.AddCommand(newCheckpointDiffCmd(f, "diff"))

@@ -14,12 +14,17 @@ func envName(flag string) string {
 	return "KCLTOOL_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
 }
 
+// typedOnly are the flags that make a command write to a lease table. They
+// are never read from the environment: a variable left set in a shell or a CI
+// job must not turn a dry run into a write.
+var typedOnly = map[string]bool{"execute": true, "force": true, "prune": true}
+
 // applyEnv fills every flag the command line did not set from its
 // KCLTOOL_<FLAG> variable. The command line always wins.
 func applyEnv(cmd *cobra.Command, getenv func(string) string) error {
 	var err error
 	visit := func(fl *pflag.Flag) {
-		if err != nil || fl.Changed || fl.Name == "help" || fl.Name == "version" {
+		if err != nil || fl.Changed || fl.Name == "help" || fl.Name == "version" || typedOnly[fl.Name] {
 			return
 		}
 		v := getenv(envName(fl.Name))
@@ -40,7 +45,7 @@ func applyEnv(cmd *cobra.Command, getenv func(string) string) error {
 // envHelp adds the environment-variable note to a command's flag usage.
 func envHelp(cmd *cobra.Command) {
 	cmd.Flags().VisitAll(func(fl *pflag.Flag) {
-		if fl.Name == "help" {
+		if fl.Name == "help" || typedOnly[fl.Name] {
 			return
 		}
 		if !strings.Contains(fl.Usage, "KCLTOOL_") {

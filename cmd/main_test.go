@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -20,10 +21,13 @@ import (
 	"github.com/kcltool/kcltool/internal/emulator"
 )
 
+// scriptRun numbers script runs within this test binary.
+var scriptRun atomic.Int64
+
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/script")
 
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){
+	testscript.Main(cleanupAfter{m}, map[string]func(){
 		"kcltool": func() { os.Exit(Main()) },
 	})
 	emulator.StopAll()
@@ -65,8 +69,9 @@ func TestScripts(t *testing.T) {
 			env.Setenv("AWS_SHARED_CREDENTIALS_FILE", os.DevNull)
 			env.Setenv("DENY_URL", deny.URL)
 			env.Setenv("FIXTURES", fixtures)
-			// A unique prefix keeps scripts' tables apart in the shared server.
-			env.Setenv("T", filepath.Base(env.WorkDir))
+			// A unique suffix keeps scripts' tables apart in the shared server,
+			// also across -count runs.
+			env.Setenv("T", fmt.Sprintf("%s-%d", filepath.Base(env.WorkDir), scriptRun.Add(1)))
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){

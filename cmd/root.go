@@ -104,6 +104,7 @@ AWS_ENDPOINT_URL_KINESIS and AWS_ENDPOINT_URL_CLOUDWATCH are honoured.`,
 
 	root.AddGroup(&cobra.Group{ID: "consume", Title: "Consuming:"}, &cobra.Group{ID: "operate", Title: "Operating:"})
 	root.AddCommand(
+		newRunCmd(f),
 		newLeasesCmd(f),
 		newCheckpointCmd(f),
 		withGroup(newCheckpointDiffCmd(f, "lag"), "operate", "Alias of 'checkpoint diff'"),

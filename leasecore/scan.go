@@ -34,8 +34,13 @@ type ScanResult struct {
 	Leases    []Lease        // sorted by lease key
 	NonLeases []NonLeaseItem // sorted by key
 	Malformed []error        // one *MalformedError per lease item that did not decode
-	Pages     int            // Scan calls that returned data
-	Retries   int            // throttled or transient pages that were retried
+	// Items holds every item exactly as read, leases, non-leases and
+	// malformed items alike, sorted by leaseKey; only with
+	// ScanOptions.KeepItems. A lossless export needs the raw items: a
+	// decoded lease re-encodes equal, but a malformed one has nothing else.
+	Items   []map[string]types.AttributeValue
+	Pages   int // Scan calls that returned data
+	Retries int // throttled or transient pages that were retried
 }
 
 // ScanOptions tunes ScanTable. The zero value scans with one segment.
@@ -52,6 +57,8 @@ type ScanOptions struct {
 	ConsistentRead bool
 	// PageSize caps the items per Scan call (DynamoDB's 1 MB page when zero).
 	PageSize int32
+	// KeepItems fills ScanResult.Items.
+	KeepItems bool
 }
 
 // SegmentsFor picks a parallel-scan segment count for a table of the given
@@ -93,11 +100,13 @@ func ScanTable(ctx context.Context, api ScanAPI, table string, opt ScanOptions) 
 		all.Leases = append(all.Leases, r.Leases...)
 		all.NonLeases = append(all.NonLeases, r.NonLeases...)
 		all.Malformed = append(all.Malformed, r.Malformed...)
+		all.Items = append(all.Items, r.Items...)
 		all.Pages += r.Pages
 		all.Retries += r.Retries
 	}
 	sort.Slice(all.Leases, func(i, j int) bool { return all.Leases[i].LeaseKey < all.Leases[j].LeaseKey })
 	sort.Slice(all.NonLeases, func(i, j int) bool { return all.NonLeases[i].Key < all.NonLeases[j].Key })
+	sort.Slice(all.Items, func(i, j int) bool { return ItemKey(all.Items[i]) < ItemKey(all.Items[j]) })
 	return all, nil
 }
 
@@ -128,6 +137,9 @@ func scanSegment(ctx context.Context, api ScanAPI, table string, seg, total int,
 		res.Pages++
 		for _, item := range out.Items {
 			res.add(item)
+		}
+		if opt.KeepItems {
+			res.Items = append(res.Items, out.Items...)
 		}
 		if len(out.LastEvaluatedKey) == 0 {
 			return res, nil

@@ -1,6 +1,11 @@
-// Package runner is the consumer side of kcltool: it turns the records of a
-// leased shard into batches, hands each batch to a handler process, and
-// decides where the shard may be checkpointed. It never writes a lease
-// itself; the lease coordinator (leasecore) owns every lease write, and the
-// runner only reports the positions that are safe to checkpoint.
+// Package runner is the consumer side of kcltool (`kcltool run`, RUN.md).
+//
+// A Worker holds leases through the lease coordinator (leasecore), runs one
+// reader per held shard (fetcher: GetRecords with KCL's pacing and restart
+// rules), shapes the records into batches (batcher) and hands each batch to a
+// handler process through a failure Policy, which decides where the shard
+// may be checkpointed. Lease writes are leasecore's and reshard's: the
+// runner checkpoints through the coordinator, conditioned on the holding it
+// read for, and calls reshard for shard sync, child leases at shard end,
+// parent gating and cleanup.
 package runner

@@ -78,7 +78,7 @@ func appendRecordJSON(b []byte, r *Record) []byte {
 	b = strconv.AppendInt(b, r.SubSequenceNumber, 10)
 	if !r.ApproximateArrivalTimestamp.IsZero() {
 		b = append(b, `,"approximateArrivalTimestamp":"`...)
-		b = r.ApproximateArrivalTimestamp.UTC().AppendFormat(b, arrivalLayout)
+		b = appendArrival(b, r.ApproximateArrivalTimestamp)
 		b = append(b, '"')
 	}
 	b = append(b, `,"shardId":`...)
@@ -152,6 +152,43 @@ func batchEnv(b Batch) []string {
 		"KCLTOOL_MILLIS_BEHIND_LATEST=" + strconv.FormatInt(b.MillisBehindLatest, 10),
 		"KCLTOOL_ATTEMPT=" + strconv.Itoa(max(b.Attempt, 1)),
 	}
+}
+
+// appendArrival appends t as arrivalLayout does, without AppendFormat's
+// layout interpretation: it runs for every record handed to a handler.
+// Years outside 0-9999 take the general path.
+func appendArrival(b []byte, t time.Time) []byte {
+	t = t.UTC()
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		return t.AppendFormat(b, arrivalLayout)
+	}
+	hour, minute, sec := t.Clock()
+	ms := t.Nanosecond() / int(time.Millisecond)
+	d := func(b []byte, v, width int) []byte {
+		for w := width - 1; w >= 0; w-- {
+			div := 1
+			for range w {
+				div *= 10
+			}
+			b = append(b, byte('0'+v/div%10))
+		}
+		return b
+	}
+	b = d(b, year, 4)
+	b = append(b, '-')
+	b = d(b, int(month), 2)
+	b = append(b, '-')
+	b = d(b, day, 2)
+	b = append(b, 'T')
+	b = d(b, hour, 2)
+	b = append(b, ':')
+	b = d(b, minute, 2)
+	b = append(b, ':')
+	b = d(b, sec, 2)
+	b = append(b, '.')
+	b = d(b, ms, 3)
+	return append(b, 'Z')
 }
 
 // formatArrival formats an arrival time for the failure file, as on stdin.

@@ -61,6 +61,9 @@ type Policy struct {
 	Log *slog.Logger
 	// Rand returns numbers in [0, 1) for jitter; nil means math/rand/v2.
 	Rand func() float64
+	// Slots, if set, is taken for each handler run, so that shards share a
+	// bound on concurrent handlers; nil means no bound.
+	Slots *Slots
 }
 
 // ProcessStats counts what one Process call did, for metrics.
@@ -109,7 +112,12 @@ func (p *Policy) Process(ctx context.Context, stop <-chan struct{}, b Batch, che
 			}
 			run := b
 			run.Records, run.Attempt = s.records, s.handed+1
+			release, err := p.Slots.acquire(ctx, stop)
+			if err != nil {
+				return st, err
+			}
 			res := p.Handler.Run(ctx, run)
+			release()
 			s.handed++
 			st.Runs++
 			st.HandlerTime += res.Duration

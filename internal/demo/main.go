@@ -1,15 +1,25 @@
-// Command demo prepares `make demo`: against the local servers it creates a
-// 4-shard stream and its KCL lease table, the way a KCL application would
-// (shard sync, then two workers sharing the leases with the lease protocol),
-// and checkpoints one shard after reading real records. It only prepares;
-// the Makefile then runs kcltool against the result.
+// Command demo is `make demo`: against the local servers it runs the main
+// job end to end. It creates a 4-shard stream, produces orders in the
+// background, runs two `kcltool run` workers with the sample handler
+// (examples/handler.sh), splits a shard, stops one worker so that the other
+// takes over, shows the operator views, and stops the workers cleanly.
 package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
+	"io"
+	"math/big"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -18,25 +28,43 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
-
-	"github.com/kcltool/kcltool/leasecore"
-	"github.com/kcltool/kcltool/reshard"
 )
 
 const app = "demo-orders"
 
+// The producer's pace: a few thousand records in all, kept small per shard
+// because the local Kinesis slows down as shards fill. Each round is one
+// PutRecords call with one order per customer: PutRecords does not promise
+// order within a call, so a customer's orders are ordered by the calls.
+const (
+	rounds        = 60
+	customers     = 40
+	perRound      = customers
+	roundInterval = 200 * time.Millisecond
+)
+
 func main() {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	bin := flag.String("kcltool", "bin/kcltool", "the kcltool binary")
+	flag.Parse()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if err := run(ctx); err != nil {
+	if err := run(ctx, *bin); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
 }
 
-func say(format string, args ...any) { fmt.Fprintf(os.Stderr, "demo: "+format+"\n", args...) }
+func say(format string, args ...any) { fmt.Printf("\n==> "+format+"\n", args...) }
 
-func run(ctx context.Context) error {
+func run(ctx context.Context, bin string) error {
+	bin, err := filepath.Abs(bin)
+	if err != nil {
+		return err
+	}
+	handler, err := filepath.Abs(filepath.Join("examples", "handler.sh"))
+	if err != nil {
+		return err
+	}
 	cfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
 		return err
@@ -45,32 +73,83 @@ func run(ctx context.Context) error {
 	if err := reset(ctx, ddb, kin); err != nil {
 		return err
 	}
+	work, err := os.MkdirTemp("", "kcltool-demo-")
+	if err != nil {
+		return err
+	}
 	say("creating stream %q with 4 shards", app)
 	if _, err := kin.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String(app), ShardCount: aws.Int32(4)}); err != nil {
 		return err
 	}
-	if err := kinesis.NewStreamExistsWaiter(kin).Wait(ctx, &kinesis.DescribeStreamInput{StreamName: aws.String(app)}, time.Minute); err != nil {
+	if err := waitActive(ctx, kin); err != nil {
 		return err
 	}
-	say("producing 200 records")
-	if err := produce(ctx, kin, 200); err != nil {
-		return err
-	}
-	say("creating lease table %q as the KCL does (PAY_PER_REQUEST, hash key leaseKey)", app)
-	if err := leasecore.EnsureTable(ctx, ddb, app, true); err != nil {
-		return err
-	}
-	rep, err := reshard.SyncShards(ctx, kin, ddb, reshard.Table{Name: app}, reshard.SyncOptions{
-		Stream: reshard.Stream{Name: app}, Initial: reshard.TrimHorizon(),
-	})
+
+	say("starting two workers: kcltool run --app %s --stream %s --exec examples/handler.sh ...", app, app)
+	fmt.Printf("    (the handler appends each order to %s)\n", filepath.Join(work, "orders.log"))
+	a, err := startWorker(ctx, bin, handler, work, "worker-a")
 	if err != nil {
 		return err
 	}
-	say("shard sync created %d leases at TRIM_HORIZON", len(rep.Created))
-	if err := shareLeases(ctx, ddb); err != nil {
+	defer a.stop()
+	b, err := startWorker(ctx, bin, handler, work, "worker-b")
+	if err != nil {
 		return err
 	}
-	return checkpointOne(ctx, ddb, kin)
+	defer b.stop()
+	if err := waitBalanced(ctx, ddb); err != nil {
+		return err
+	}
+	if err := show(ctx, bin, "leases", "ls", "--app", app); err != nil {
+		return err
+	}
+
+	say("producing %d orders from %d customers in the background (%d every %s)", rounds*perRound, customers, perRound, roundInterval)
+	produced := make(chan error, 1)
+	go func() { produced <- produce(ctx, kin) }()
+	time.Sleep(3 * time.Second)
+
+	say("splitting shardId-000000000001 in two while orders keep coming")
+	if err := split(ctx, kin, "shardId-000000000001"); err != nil {
+		return err
+	}
+	time.Sleep(2 * time.Second)
+
+	say("stopping worker-a (SIGTERM): it finishes its batches, checkpoints, releases its leases; worker-b takes them over at once")
+	if err := a.stop(); err != nil {
+		return err
+	}
+	time.Sleep(2 * time.Second)
+	if err := show(ctx, bin, "leases", "ls", "--app", app); err != nil {
+		return err
+	}
+
+	if err := <-produced; err != nil {
+		return err
+	}
+	say("all %d orders produced; waiting for worker-b to handle them", rounds*perRound)
+	handled, err := waitHandled(ctx, filepath.Join(work, "orders.log"), rounds*perRound)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("    %d orders in orders.log; %s\n", handled, orderCheck(filepath.Join(work, "orders.log")))
+
+	if err := show(ctx, bin, "leases", "ls", "--app", app); err != nil {
+		return err
+	}
+	if err := show(ctx, bin, "lag", "--app", app, "--stream", app); err != nil {
+		return err
+	}
+	if err := show(ctx, bin, "lineage", "--stream", app, "--app", app); err != nil {
+		return err
+	}
+
+	say("stopping worker-b (SIGTERM)")
+	if err := b.stop(); err != nil {
+		return err
+	}
+	fmt.Printf("    both workers exited 0; every lease is released:\n")
+	return show(ctx, bin, "leases", "ls", "--app", app)
 }
 
 // reset removes what an earlier demo left, so every run starts the same.
@@ -87,67 +166,239 @@ func reset(ctx context.Context, ddb *dynamodb.Client, kin *kinesis.Client) error
 	return kinesis.NewStreamNotExistsWaiter(kin).Wait(ctx, &kinesis.DescribeStreamInput{StreamName: aws.String(app)}, time.Minute)
 }
 
-func produce(ctx context.Context, kin *kinesis.Client, n int) error {
-	var entries []kintypes.PutRecordsRequestEntry
-	for i := range n {
-		entries = append(entries, kintypes.PutRecordsRequestEntry{
-			PartitionKey: aws.String(fmt.Sprintf("customer-%03d", i%50)),
-			Data:         fmt.Appendf(nil, `{"order":%d}`, i),
-		})
+func waitActive(ctx context.Context, kin *kinesis.Client) error {
+	for {
+		out, err := kin.DescribeStreamSummary(ctx, &kinesis.DescribeStreamSummaryInput{StreamName: aws.String(app)})
+		if err == nil && out.StreamDescriptionSummary.StreamStatus == kintypes.StreamStatusActive {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
-	_, err := kin.PutRecords(ctx, &kinesis.PutRecordsInput{StreamName: aws.String(app), Records: entries})
-	return err
 }
 
-// shareLeases runs two workers with the lease protocol until they hold two
-// leases each, then stops them without releasing, as crashed or paused
-// workers leave a table.
-func shareLeases(ctx context.Context, ddb *dynamodb.Client) error {
-	var workers []*leasecore.Coordinator
-	for _, id := range []string{"worker-a", "worker-b"} {
-		c, err := leasecore.NewCoordinator(ddb, app, leasecore.Config{WorkerID: id, FailoverTime: time.Second}, leasecore.RealClock(), leasecore.Options{})
-		if err != nil {
-			return err
+// produce puts the rounds of orders; a failed entry is retried before the
+// next round, so each customer's orders stay in order.
+func produce(ctx context.Context, kin *kinesis.Client) error {
+	order := 0
+	for range rounds {
+		var entries []kintypes.PutRecordsRequestEntry
+		for c := range customers {
+			order++
+			customer := fmt.Sprintf("customer-%03d", c)
+			entries = append(entries, kintypes.PutRecordsRequestEntry{
+				PartitionKey: aws.String(customer),
+				Data:         fmt.Appendf(nil, `{"customer":%q,"order":%d}`, customer, order),
+			})
 		}
-		if err := c.Start(ctx); err != nil {
-			return err
+		for len(entries) > 0 {
+			out, err := kin.PutRecords(ctx, &kinesis.PutRecordsInput{StreamName: aws.String(app), Records: entries})
+			if err != nil {
+				return err
+			}
+			var failed []kintypes.PutRecordsRequestEntry
+			for i, res := range out.Records {
+				if res.ErrorCode != nil {
+					failed = append(failed, entries[i])
+				}
+			}
+			entries = failed
 		}
-		workers = append(workers, c)
-		time.Sleep(300 * time.Millisecond)
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) && !(len(workers[0].Held()) == 2 && len(workers[1].Held()) == 2) {
-		time.Sleep(100 * time.Millisecond)
-	}
-	say("worker-a holds %d leases, worker-b holds %d", len(workers[0].Held()), len(workers[1].Held()))
-	for _, w := range workers {
-		if err := w.Stop(ctx, false); err != nil {
-			return err
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(roundInterval):
 		}
 	}
 	return nil
 }
 
-// checkpointOne reads shard 0 and checkpoints its last record, as a worker
-// does after processing a batch.
-func checkpointOne(ctx context.Context, ddb *dynamodb.Client, kin *kinesis.Client) error {
-	const shard = "shardId-000000000000"
-	it, err := kin.GetShardIterator(ctx, &kinesis.GetShardIteratorInput{StreamName: aws.String(app), ShardId: aws.String(shard), ShardIteratorType: kintypes.ShardIteratorTypeTrimHorizon})
+func split(ctx context.Context, kin *kinesis.Client, shard string) error {
+	out, err := kin.ListShards(ctx, &kinesis.ListShardsInput{StreamName: aws.String(app)})
 	if err != nil {
 		return err
 	}
-	out, err := kin.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: it.ShardIterator})
-	if err != nil || len(out.Records) == 0 {
-		return fmt.Errorf("read %s: %v (%d records)", shard, err, len(out.Records))
+	for _, s := range out.Shards {
+		if aws.ToString(s.ShardId) != shard {
+			continue
+		}
+		lo, _ := new(big.Int).SetString(aws.ToString(s.HashKeyRange.StartingHashKey), 10)
+		hi, _ := new(big.Int).SetString(aws.ToString(s.HashKeyRange.EndingHashKey), 10)
+		mid := new(big.Int).Rsh(new(big.Int).Add(lo, hi), 1)
+		if _, err := kin.SplitShard(ctx, &kinesis.SplitShardInput{StreamName: aws.String(app),
+			ShardToSplit: aws.String(shard), NewStartingHashKey: aws.String(mid.String())}); err != nil {
+			return err
+		}
+		return waitActive(ctx, kin)
 	}
-	l, found, err := leasecore.GetLease(ctx, ddb, app, shard, true)
-	if err != nil || !found {
-		return fmt.Errorf("lease %s: found=%v err=%v", shard, found, err)
+	return fmt.Errorf("no shard %s", shard)
+}
+
+// worker is a running `kcltool run`, its log condensed onto the terminal.
+type worker struct {
+	name string
+	cmd  *exec.Cmd
+	logs sync.WaitGroup
+	once sync.Once
+	err  error
+}
+
+func startWorker(ctx context.Context, bin, handler, dir, id string) (*worker, error) {
+	cmd := exec.CommandContext(ctx, bin, "run", "--app", app, "--stream", app, "--worker-id", id,
+		"--create-table", "--initial-position", "TRIM_HORIZON", "--exec", handler,
+		// Short timings, so that the demo shows in seconds what takes the
+		// KCL's defaults a minute.
+		"--failover-time", "3s", "--taker-interval", "1s", "--parent-poll-interval", "1s",
+		"--shard-sync-interval", "5s", "--cleanup-interval", "5s", "--log-format", "json")
+	cmd.Dir = dir
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
 	}
-	last := aws.ToString(out.Records[len(out.Records)-1].SequenceNumber)
-	if _, err := leasecore.CheckpointLease(ctx, ddb, app, l, leasecore.SequenceNumber{SequenceNumber: last}); err != nil {
-		return err
+	w := &worker{name: id, cmd: cmd}
+	if err := cmd.Start(); err != nil {
+		return nil, err
 	}
-	say("checkpointed %s after %d records", shard, len(out.Records))
-	return nil
+	w.logs.Add(1)
+	go func() {
+		defer w.logs.Done()
+		w.relay(stderr)
+	}()
+	return w, nil
+}
+
+// relay prints the log lines that tell the story, one short line each.
+func (w *worker) relay(r io.Reader) {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		var e map[string]any
+		if json.Unmarshal(sc.Bytes(), &e) != nil {
+			fmt.Printf("    [%s] %s\n", w.name, sc.Text())
+			continue
+		}
+		msg, _ := e["msg"].(string)
+		var detail []string
+		for _, k := range []string{"shard", "lease", "checkpoint", "children", "parents", "leases", "from", "reason", "err"} {
+			if v, ok := e[k]; ok {
+				detail = append(detail, fmt.Sprintf("%s=%v", k, v))
+			}
+		}
+		switch msg {
+		case "worker started", "reading shard", "stole lease", "created the child shards' leases", "shard finished: checkpointed SHARD_END",
+			"waiting for parent shards to reach SHARD_END", "parent shards finished", "lease lost", "lease released",
+			"stopping: shards stop reading, running handlers may finish", "worker stopped: every lease released",
+			"deleted the leases of finished parent shards", "handler failed":
+			fmt.Printf("    [%s] %s %s\n", w.name, msg, strings.Join(detail, " "))
+		}
+	}
+}
+
+// stop sends SIGTERM once and waits for a clean exit.
+func (w *worker) stop() error {
+	w.once.Do(func() {
+		_ = w.cmd.Process.Signal(syscall.SIGTERM)
+		w.logs.Wait()
+		if err := w.cmd.Wait(); err != nil {
+			w.err = fmt.Errorf("%s: %w", w.name, err)
+		}
+	})
+	return w.err
+}
+
+// show runs an operator command and prints it with its output.
+func show(ctx context.Context, bin string, args ...string) error {
+	fmt.Printf("\n$ kcltool %s\n", strings.Join(args, " "))
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	return cmd.Run()
+}
+
+func waitHandled(ctx context.Context, path string, want int) (int, error) {
+	deadline := time.Now().Add(40 * time.Second)
+	for {
+		n := len(readLines(path))
+		if n >= want {
+			return n, nil
+		}
+		if time.Now().After(deadline) {
+			return n, fmt.Errorf("only %d of %d orders handled after 40s", n, want)
+		}
+		select {
+		case <-ctx.Done():
+			return n, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func readLines(path string) []string {
+	b, err := os.ReadFile(path)
+	if err != nil || len(b) == 0 {
+		return nil
+	}
+	return strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+}
+
+// orderCheck says whether every customer's orders reached the handler in
+// the order they were produced, across the split and the takeover. A repeat
+// of an order already handled is a duplicate (delivery is at least once),
+// not a break of order.
+func orderCheck(path string) string {
+	last := map[string]int{}
+	seen := map[string]bool{}
+	dups := 0
+	for _, line := range readLines(path) {
+		_, data, _ := strings.Cut(line, " ")
+		var o struct {
+			Customer string `json:"customer"`
+			Order    int    `json:"order"`
+		}
+		if json.Unmarshal([]byte(data), &o) != nil {
+			return "unreadable line: " + line
+		}
+		switch {
+		case seen[data]:
+			dups++
+		case o.Order < last[o.Customer]:
+			return fmt.Sprintf("order %d of %s came after order %d", o.Order, o.Customer, last[o.Customer])
+		default:
+			seen[data] = true
+			last[o.Customer] = o.Order
+		}
+	}
+	return fmt.Sprintf("each of the %d customers' orders arrived in the order produced, across the split and the takeover (%d handled twice)", len(last), dups)
+}
+
+// waitBalanced waits until each worker holds two of the four leases: the
+// second worker steals one lease per taker run from the first.
+func waitBalanced(ctx context.Context, ddb *dynamodb.Client) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out, err := ddb.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(app), ConsistentRead: aws.Bool(true)})
+		if err == nil {
+			owners := map[string]int{}
+			for _, item := range out.Items {
+				if o, ok := item["leaseOwner"].(*ddbtypes.AttributeValueMemberS); ok {
+					owners[o.Value]++
+				}
+			}
+			if owners["worker-a"] == 2 && owners["worker-b"] == 2 {
+				// A worker notices a stolen lease at its next renewal (a
+				// third of the failover time); let that pass before data flows.
+				time.Sleep(time.Second)
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return errors.New("the workers did not share the leases within 30s")
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }

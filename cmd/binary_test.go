@@ -1,0 +1,72 @@
+package cmd
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/kcltool/kcltool/internal/emulator"
+)
+
+// The end-to-end tests of `kcltool run` drive the built binary, as users
+// do: real signals, real exit codes, kill -9. It is built once per test
+// binary, on first use, without the race detector (the runner's own tests
+// run the same code in-process under it).
+var built struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
+
+func kcltoolBinary(t *testing.T) string {
+	t.Helper()
+	built.once.Do(func() {
+		root, err := emulator.RepoRoot()
+		if err != nil {
+			built.err = err
+			return
+		}
+		built.dir, built.err = os.MkdirTemp("", "kcltool-e2e-")
+		if built.err != nil {
+			return
+		}
+		goTool, err := exec.LookPath("go")
+		if err != nil {
+			built.err = err
+			return
+		}
+		built.path = filepath.Join(built.dir, "kcltool")
+		cmd := exec.Command(goTool, "build", "-o", built.path, ".")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			built.err = &buildError{err: err, out: string(out)}
+		}
+	})
+	if built.err != nil {
+		t.Fatalf("go build kcltool: %v", built.err)
+	}
+	return built.path
+}
+
+type buildError struct {
+	err error
+	out string
+}
+
+func (e *buildError) Error() string { return e.err.Error() + "\n" + e.out }
+
+// cleanupAfter runs the tests, then removes the built binary and stops the
+// local servers (testscript.Main exits the process right after Run).
+type cleanupAfter struct{ m *testing.M }
+
+func (c cleanupAfter) Run() int {
+	code := c.m.Run()
+	if built.dir != "" {
+		_ = os.RemoveAll(built.dir)
+	}
+	emulator.StopAll()
+	return code
+}

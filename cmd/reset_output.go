@@ -1,0 +1,150 @@
+package cmd
+
+import (
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/kcltool/kcltool/leasecore"
+	"github.com/kcltool/kcltool/reset"
+)
+
+// changeJSON is the documented JSON shape of one plan row (reset/RESET.md).
+// before is null for a lease that does not exist yet, after for one that is
+// deleted or skipped. result and detail appear once the plan was applied.
+// Fields may be added, never renamed.
+type changeJSON struct {
+	LeaseKey        string        `json:"leaseKey"`
+	ShardID         string        `json:"shardId"`
+	Action          string        `json:"action"`
+	Before          *positionJSON `json:"before"`
+	After           *positionJSON `json:"after"`
+	Reason          string        `json:"reason"`
+	LeaseOwner      string        `json:"leaseOwner,omitempty"`
+	CheckpointOwner string        `json:"checkpointOwner,omitempty"`
+	LeaseCounter    *int64        `json:"leaseCounter,omitempty"`
+	Result          string        `json:"result,omitempty"`
+	Detail          string        `json:"detail,omitempty"`
+}
+
+type positionJSON struct {
+	Checkpoint        string `json:"checkpoint"`
+	SubSequenceNumber int64  `json:"subSequenceNumber"`
+}
+
+func toPositionJSON(n *leasecore.SequenceNumber) *positionJSON {
+	if n == nil {
+		return nil
+	}
+	return &positionJSON{Checkpoint: n.SequenceNumber, SubSequenceNumber: n.SubSequenceNumber}
+}
+
+func toChangeJSON(c reset.Change, r *reset.Result) changeJSON {
+	j := changeJSON{LeaseKey: c.LeaseKey, ShardID: c.ShardID, Action: string(c.Action), Before: toPositionJSON(c.Before),
+		After: toPositionJSON(c.After), Reason: c.Reason, LeaseOwner: c.Lease.LeaseOwner, CheckpointOwner: c.Lease.CheckpointOwner}
+	if c.Current != nil {
+		n := c.Lease.LeaseCounter
+		j.LeaseCounter = &n
+	}
+	if r != nil {
+		j.Result, j.Detail = string(r.Outcome), r.Detail
+	}
+	return j
+}
+
+func planRows(plan *reset.Plan, x *reset.Execution) []changeJSON {
+	out := make([]changeJSON, 0, len(plan.Changes))
+	for i, c := range plan.Changes {
+		var r *reset.Result
+		if x != nil {
+			r = &x.Results[i]
+		}
+		out = append(out, toChangeJSON(c, r))
+	}
+	return out
+}
+
+// planFileJSON is what --execute saves next to the backup.
+type planFileJSON struct {
+	Kind     string       `json:"kind"`
+	Table    string       `json:"table"`
+	Target   string       `json:"target"`
+	ReadAt   string       `json:"readAt"`
+	Warnings []string     `json:"warnings"`
+	Changes  []changeJSON `json:"changes"`
+}
+
+func writePlanFile(w io.Writer, plan *reset.Plan) error {
+	warnings := plan.Warnings
+	if warnings == nil {
+		warnings = []string{}
+	}
+	return writeJSON(w, planFileJSON{Kind: plan.Kind, Table: plan.Table, Target: plan.Target,
+		ReadAt: plan.ReadAt.UTC().Format(time.RFC3339Nano), Warnings: warnings, Changes: planRows(plan, nil)})
+}
+
+var planCSVColumns = []string{"leaseKey", "shardId", "action", "before", "beforeSubSequenceNumber", "after", "afterSubSequenceNumber", "reason", "result", "detail"}
+
+// renderPlan prints a plan, with each change's result once x is given.
+func renderPlan(io *IOStreams, format string, plan *reset.Plan, x *reset.Execution) error {
+	rows := planRows(plan, x)
+	switch format {
+	case FormatJSON:
+		return writeJSONLines(io.Out, rows)
+	case FormatCSV:
+		var out [][]string
+		for _, r := range rows {
+			b, bs := positionCells(r.Before)
+			a, as := positionCells(r.After)
+			out = append(out, []string{r.LeaseKey, r.ShardID, r.Action, b, bs, a, as, r.Reason, r.Result, r.Detail})
+		}
+		return writeCSV(io.Out, planCSVColumns, out)
+	}
+	header := []string{"LEASE", "BEFORE", "AFTER", "ACTION", "REASON"}
+	if format == FormatWide {
+		header = []string{"LEASE", "OWNER", "COUNTER", "BEFORE", "AFTER", "ACTION", "REASON"}
+	}
+	if x != nil {
+		header = append(header, "RESULT")
+	}
+	var out [][]string
+	for _, r := range rows {
+		row := []string{r.LeaseKey, positionText(r.Before, io.OutTTY), positionText(r.After, io.OutTTY), r.Action, r.Reason}
+		if format == FormatWide {
+			counter := ""
+			if r.LeaseCounter != nil {
+				counter = strconv.FormatInt(*r.LeaseCounter, 10)
+			}
+			row = []string{r.LeaseKey, r.LeaseOwner, counter, row[1], row[2], row[3], row[4]}
+		}
+		if x != nil {
+			res := r.Result
+			if r.Detail != "" && r.Result != string(reset.OutcomeUnchanged) {
+				res += ": " + r.Detail
+			}
+			row = append(row, res)
+		}
+		out = append(out, row)
+	}
+	return writeTable(io, header, out)
+}
+
+func positionCells(p *positionJSON) (string, string) {
+	if p == nil {
+		return "", ""
+	}
+	return p.Checkpoint, strconv.FormatInt(p.SubSequenceNumber, 10)
+}
+
+// positionText shows a checkpoint in a table cell, with "/sub" when the
+// sub-sequence number is not 0.
+func positionText(p *positionJSON, tty bool) string {
+	if p == nil {
+		return ""
+	}
+	s := shorten(p.Checkpoint, tty)
+	if p.SubSequenceNumber != 0 {
+		s += "/" + strconv.FormatInt(p.SubSequenceNumber, 10)
+	}
+	return s
+}

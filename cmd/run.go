@@ -1,0 +1,264 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kcltool/kcltool/runner"
+)
+
+// runOptions are the flags of `kcltool run`.
+type runOptions struct {
+	appFlags
+	Stream string
+	Exec   string
+	Argv   []string // after --
+	Format string
+
+	InitialPosition    string
+	initialPositionSet bool
+	InitialTimestamp   string
+	MaxRecords         int32
+	IdleBetweenReads   time.Duration
+
+	BatchSize   int
+	BatchWindow time.Duration
+	MaxParallel int
+
+	HandlerTimeout time.Duration
+	MaxRetries     int
+	MaxRecordAge   time.Duration
+	BisectOnError  bool
+	OnFailure      string
+	RetryBackoff   time.Duration
+
+	WorkerID           string
+	FailoverTime       time.Duration
+	TakerInterval      time.Duration
+	MaxLeasesToSteal   int
+	MaxLeasesForWorker int
+	CreateTable        bool
+
+	ShutdownGrace      time.Duration
+	ShardSyncInterval  time.Duration
+	ParentPollInterval time.Duration
+	CleanupInterval    time.Duration
+
+	LogFormat          string
+	LogLevel           string
+	MetricsAddr        string
+	CloudWatchMetrics  bool
+	CloudWatchInterval time.Duration
+}
+
+func newRunCmd(f *Factory) *cobra.Command {
+	o := &runOptions{}
+	c := &cobra.Command{
+		Use:     "run --app APP --stream STREAM (--exec 'CMD' | -- CMD [ARGS...])",
+		Short:   "Consume a stream as one worker of a fleet, running a command per batch",
+		GroupID: "consume",
+		Long: `Run one worker of a consumer fleet. It shares the stream's shards with the other
+workers of the application through the KCL lease table (the Java KCL 2.x
+protocol), reads the shards it holds, pipes each batch of records to the
+command, and checkpoints only after the command succeeds. Start the same
+command on more machines and the fleet rebalances.
+
+The command gets one process per batch: --exec runs it through sh -c (pipes
+and quoting work), -- CMD ARGS runs it directly. Records arrive on stdin as
+JSON Lines (--format raw: bare data, one per line). Exit 0 checkpoints the
+batch; a Lambda-style {"batchItemFailures":[...]} on stdout checkpoints before
+the first failed record and retries from it; anything else retries the batch
+with backoff. See the handler contract in the README for the environment
+(KCLTOOL_SHARD_ID, KCLTOOL_ATTEMPT, ...) and --max-retries, --max-record-age,
+--bisect-on-error and --on-failure for giving up on records.
+
+Records of a shard reach the command in order, one batch at a time; a child
+shard starts only after its parents are finished, so each key's order
+survives splits and merges. Delivery is at least once.
+
+SIGTERM or Ctrl-C stops gracefully: reading stops, running commands may
+finish (--shutdown-grace), their batches are checkpointed, every lease is
+released so that the other workers take over at once, and kcltool exits 0.
+A second signal exits at once with 130 (leases then expire after the
+failover time).
+
+A lease table used by a KCL 3.x application is refused: 3.x assigns leases
+through an elected leader that a 2.x-protocol worker would fight.`,
+		Example: `  kcltool run --app orders --stream orders --exec ./handler.sh
+  kcltool run --app orders --stream orders --format raw --exec 'cat >> orders.log'
+  kcltool run --app orders --stream orders --initial-position TRIM_HORIZON --create-table -- ./handler --verbose
+  kcltool run --app orders --stream orders --bisect-on-error --max-retries 3 --on-failure /var/lib/orders/failed --exec ./handler.sh`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.takeCommand(cmd, args); err != nil {
+				return err
+			}
+			o.initialPositionSet = cmd.Flags().Changed("initial-position")
+			cfg, err := o.workerConfig(f)
+			if err != nil {
+				return err
+			}
+			return runWorker(cmd.Context(), f, o, cfg)
+		},
+	}
+	o.register(c)
+	fl := c.Flags()
+	fl.StringVar(&o.Stream, "stream", "", "stream name")
+	fl.StringVar(&o.Exec, "exec", "", "handler command, run through sh -c for each batch (or give it after --)")
+	fl.StringVar(&o.Format, "format", "json", "handler input: json (JSON Lines, data in base64) or raw (bare data, one record per line)")
+
+	fl.StringVar(&o.InitialPosition, "initial-position", "LATEST", "where new leases start: TRIM_HORIZON, LATEST or AT_TIMESTAMP")
+	fl.StringVar(&o.InitialTimestamp, "initial-timestamp", "", "the AT_TIMESTAMP instant: RFC 3339 or epoch seconds (implies AT_TIMESTAMP)")
+	fl.Int32Var(&o.MaxRecords, "max-records", runner.DefaultMaxRecords, "records per GetRecords call (at most 10000)")
+	fl.DurationVar(&o.IdleBetweenReads, "idle-between-reads", runner.DefaultIdleBetweenReads, "pause after a read that found the shard's tip (never more than 5 reads/s per shard)")
+
+	fl.IntVar(&o.BatchSize, "batch-size", runner.DefaultBatchSize, "most records per handler run")
+	fl.DurationVar(&o.BatchWindow, "batch-window", 0, "how long a short batch waits for more records (0: hand over what has been read)")
+	fl.IntVar(&o.MaxParallel, "max-parallel", runner.DefaultMaxParallel, "most handler processes at once, across shards")
+
+	fl.DurationVar(&o.HandlerTimeout, "handler-timeout", 0, "kill a handler (its whole process group) that runs longer, and retry (0: no limit)")
+	fl.IntVar(&o.MaxRetries, "max-retries", runner.UnlimitedRetries, "give up on a failing batch after this many retries (-1: until it succeeds or --max-record-age passes)")
+	fl.DurationVar(&o.MaxRecordAge, "max-record-age", 0, "give up on a failing batch once its oldest record is older (0: no limit)")
+	fl.BoolVar(&o.BisectOnError, "bisect-on-error", false, "split a failing batch in halves to isolate the poison record")
+	fl.StringVar(&o.OnFailure, "on-failure", "", "write records given up on to a JSON file in this directory, then checkpoint past them")
+	fl.DurationVar(&o.RetryBackoff, "retry-backoff", time.Second, "first pause before retrying a failed batch; it doubles up to 30s, with jitter")
+
+	fl.StringVar(&o.WorkerID, "worker-id", "", "this worker's leaseOwner (default: hostname, pid and a random suffix)")
+	fl.DurationVar(&o.FailoverTime, "failover-time", 10*time.Second, "a lease not renewed for this long is taken over (KCL failoverTimeMillis; renewals every third of it)")
+	fl.DurationVar(&o.TakerInterval, "taker-interval", 0, "scan the lease table for leases to take this often (0: adaptive, at most KCL's 2 × (failover + 25ms))")
+	fl.IntVar(&o.MaxLeasesToSteal, "max-leases-to-steal", 1, "leases taken from the most loaded worker per taker run when rebalancing")
+	fl.IntVar(&o.MaxLeasesForWorker, "max-leases-for-worker", 0, "most leases this worker holds (0: no limit)")
+	fl.BoolVar(&o.CreateTable, "create-table", false, "create a missing lease table the way the KCL does (on demand, hash key leaseKey)")
+
+	fl.DurationVar(&o.ShutdownGrace, "shutdown-grace", runner.DefaultShutdownGrace, "on SIGTERM or Ctrl-C, how long running handlers may finish")
+	fl.DurationVar(&o.ShardSyncInterval, "shard-sync-interval", runner.DefaultShardSyncInterval, "how often shards without a lease are looked for (KCL shardSyncIntervalMillis)")
+	fl.DurationVar(&o.ParentPollInterval, "parent-poll-interval", runner.DefaultParentPollInterval, "how often a child shard checks whether its parents on other workers are done")
+	fl.DurationVar(&o.CleanupInterval, "cleanup-interval", runner.DefaultCleanupInterval, "how often finished parent leases are deleted once their children have started")
+
+	fl.StringVar(&o.LogFormat, "log-format", "auto", "log format on stderr: text, json, or auto (text on a terminal, json otherwise)")
+	fl.StringVar(&o.LogLevel, "log-level", "info", "least important log level: debug, info, warn or error")
+	fl.StringVar(&o.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address, at /metrics (for example :9090)")
+	fl.BoolVar(&o.CloudWatchMetrics, "cloudwatch-metrics", false, "publish KCL's CloudWatch metrics (namespace = --app, MillisBehindLatest per shard, ...)")
+	fl.DurationVar(&o.CloudWatchInterval, "cloudwatch-interval", runner.DefaultCloudWatchInterval, "how often CloudWatch metrics are published")
+
+	complete := func(name string, values ...string) {
+		_ = c.RegisterFlagCompletionFunc(name, cobra.FixedCompletions(values, cobra.ShellCompDirectiveNoFileComp))
+	}
+	complete("initial-position", "TRIM_HORIZON", "LATEST", "AT_TIMESTAMP")
+	complete("format", "json", "raw")
+	complete("log-format", "auto", "text", "json")
+	complete("log-level", "debug", "info", "warn", "error")
+	_ = c.MarkFlagDirname("on-failure")
+	return c
+}
+
+// takeCommand reads the handler command from --exec or from after --.
+func (o *runOptions) takeCommand(cmd *cobra.Command, args []string) error {
+	dash := cmd.ArgsLenAtDash()
+	if dash < 0 && len(args) > 0 {
+		return usageErrorf("unexpected argument %q: give the handler command after -- or with --exec", args[0])
+	}
+	if dash > 0 {
+		return usageErrorf("unexpected argument %q before --", args[0])
+	}
+	if dash == 0 {
+		o.Argv = args
+	}
+	switch {
+	case o.Exec != "" && len(o.Argv) > 0:
+		return usageErrorf("give the handler command either with --exec or after --, not both")
+	case o.Exec == "" && len(o.Argv) == 0:
+		return usageErrorf("no handler command: pass --exec 'CMD' or -- CMD [ARGS...] (or set KCLTOOL_EXEC)")
+	}
+	return nil
+}
+
+// runWorker runs the worker until it stops, and turns signals into its two
+// kinds of stop: the first is graceful, a second one is immediate.
+func runWorker(ctx context.Context, f *Factory, o *runOptions, cfg runner.Config) error {
+	ddb, err := f.DynamoDB(ctx)
+	if err != nil {
+		return err
+	}
+	kin, err := f.Kinesis(ctx)
+	if err != nil {
+		return err
+	}
+	if o.CloudWatchMetrics {
+		cw, err := f.CloudWatch(ctx)
+		if err != nil {
+			return err
+		}
+		cfg.CloudWatch = cw
+	}
+	log := cfg.Log
+	w, err := runner.NewWorker(cfg, ddb, kin)
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	// Signals are counted here rather than through ctx: cmd.Main's context
+	// ends at the first one, and the second must still be seen.
+	sigs, stopSignals := notifySignals()
+	defer stopSignals()
+	// The worker's own context ends only on the second signal (or when this
+	// function returns): ending it is the immediate stop.
+	hard, cancelHard := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelHard()
+	if o.MetricsAddr != "" {
+		addr, err := runner.ServeMetrics(hard, o.MetricsAddr, cfg.Metrics, log)
+		if err != nil {
+			return fmt.Errorf("--metrics-addr %s: %w", o.MetricsAddr, err)
+		}
+		log.Info("serving Prometheus metrics", "url", "http://"+addr.String()+"/metrics")
+	}
+	done := make(chan error, 1)
+	go func() { done <- w.Run(hard) }()
+
+	parentDone := ctx.Done()
+	signals := 0
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				return explainAWS(err, f.awsContext(cfg.Table, o.Stream))
+			}
+			return nil
+		case <-parentDone:
+			parentDone = nil
+			w.Shutdown()
+		case sig := <-sigs:
+			signals++
+			if signals == 1 {
+				log.Info("stopping gracefully; send the signal again to stop at once", "signal", sig.String(), "grace", cfg.ShutdownGrace)
+				w.Shutdown()
+				continue
+			}
+			cancelHard()
+			select {
+			case <-done:
+			case <-time.After(forcedStopWait):
+			}
+			return &ExitError{Code: ExitInterrupted, Err: errors.New("stopped at once on a second signal: running handlers were killed and leases were not released (they expire after the failover time)")}
+		}
+	}
+}
+
+// forcedStopWait bounds how long a second signal waits for the handlers to
+// be killed before kcltool exits anyway.
+const forcedStopWait = 2 * time.Second
+
+// stderrIsTerminal is whether logs go to a person.
+func stderrIsTerminal(f *Factory) bool {
+	if f.IO.ErrTTY {
+		return true
+	}
+	if file, ok := f.IO.ErrOut.(*os.File); ok {
+		return isTerminal(file)
+	}
+	return false
+}

@@ -1,0 +1,343 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
+	"github.com/kcltool/kcltool/internal/emulator"
+	"github.com/kcltool/kcltool/leasecore"
+)
+
+// Benchmark sizes. kinesis-local slows down as a shard fills, so the records
+// are spread over many small shards.
+const (
+	benchShards         = 20
+	benchRecordsByShard = 2000
+	benchRecordSize     = 100
+)
+
+// TestBenchRun is `make bench`'s figure for `kcltool run`: throughput and
+// CPU per 100k records of `kcltool run --exec 'cat >/dev/null'` at batch
+// sizes 1000 and 10000, next to vmware-go-kcl-v2 v1.0.0 with a no-op
+// in-process processor, all reading the same pre-filled stream from
+// TRIM_HORIZON in the same run; then put-to-handler latency at the tip. It
+// only runs with KCLTOOL_BENCH=1: speed targets live here, never in unit
+// tests.
+func TestBenchRun(t *testing.T) {
+	if os.Getenv("KCLTOOL_BENCH") == "" {
+		t.Skip("benchmark: run with KCLTOOL_BENCH=1 (make bench)")
+	}
+	for _, kv := range emulator.Env(t) {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v) // for the in-process peer's SDK config
+	}
+	bin := kcltoolBinary(t)
+	kin := emulator.Kinesis(t)
+	stream := emulator.Name(t, "bench")
+	emulator.CreateStream(t, kin, stream, benchShards)
+	started := time.Now()
+	last := fillStream(t, kin, stream)
+	total := benchShards * benchRecordsByShard
+	t.Logf("filled %d shards with %d records of %d bytes in %s", benchShards, total, benchRecordSize, time.Since(started).Round(time.Millisecond))
+
+	type result struct {
+		name string
+		secs float64
+		cpu  float64
+	}
+	var results []result
+	for round := range 2 {
+		for _, batch := range []int{1000, 10000} {
+			secs, cpu := benchKcltool(t, bin, stream, batch, last, round)
+			results = append(results, result{fmt.Sprintf("kcltool run --batch-size %d", batch), secs, cpu})
+			t.Logf("kcltool run --batch-size %d: %.2fs, %.2f CPU-s", batch, secs, cpu)
+		}
+		secs, cpu := benchPeer(t, stream, int64(total), round)
+		results = append(results, result{"vmware-go-kcl-v2 v1.0.0 (in-process no-op)", secs, cpu})
+		t.Logf("peer: %.2fs, %.2f CPU-s", secs, cpu)
+	}
+	best := map[string]result{}
+	for _, r := range results {
+		if b, ok := best[r.name]; !ok || r.cpu < b.cpu {
+			best[r.name] = r
+		}
+	}
+	peer := best["vmware-go-kcl-v2 v1.0.0 (in-process no-op)"]
+	for _, name := range []string{"kcltool run --batch-size 1000", "kcltool run --batch-size 10000", peer.name} {
+		r := best[name]
+		fmt.Printf("bench run-throughput: %s: %d records in %.2fs from start = %.0f records/s; %.3f CPU-seconds per 100k records after start-up (incl. handler processes)\n",
+			name, total, r.secs, float64(total)/r.secs, r.cpu/float64(total)*100000)
+	}
+	for _, name := range []string{"kcltool run --batch-size 1000", "kcltool run --batch-size 10000"} {
+		r := best[name]
+		fmt.Printf("bench run-cpu-ratio: %s vs peer: %.2fx CPU per record (goal <= 0.60x), %.2fx throughput\n",
+			name, r.cpu/peer.cpu, (float64(total)/r.secs)/(float64(total)/peer.secs))
+	}
+	for _, idle := range []time.Duration{time.Second, 200 * time.Millisecond} {
+		p50, p99, n := benchLatency(t, bin, kin, idle)
+		fmt.Printf("bench run-latency: --idle-between-reads %s: put-to-handler p50 %s, p99 %s over %d records\n",
+			idle, p50.Round(time.Millisecond), p99.Round(time.Millisecond), n)
+	}
+}
+
+// fillStream writes benchRecordsByShard records to every shard (explicit
+// hash keys pick the shard) and returns each shard's last sequence number.
+func fillStream(t *testing.T, kin *kinesis.Client, stream string) map[string]string {
+	t.Helper()
+	shards, err := kin.ListShards(context.Background(), &kinesis.ListShardsInput{StreamName: aws.String(stream)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload := strings.Repeat("x", benchRecordSize)
+	var mu sync.Mutex
+	last := map[string]string{}
+	var wg sync.WaitGroup
+	errs := make(chan error, len(shards.Shards))
+	for _, sh := range shards.Shards {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			hashKey := aws.ToString(sh.HashKeyRange.StartingHashKey)
+			for sent := 0; sent < benchRecordsByShard; {
+				n := min(500, benchRecordsByShard-sent)
+				entries := make([]kintypes.PutRecordsRequestEntry, n)
+				for i := range entries {
+					entries[i] = kintypes.PutRecordsRequestEntry{Data: []byte(payload), PartitionKey: aws.String(strconv.Itoa(sent + i)), ExplicitHashKey: aws.String(hashKey)}
+				}
+				out, err := kin.PutRecords(context.Background(), &kinesis.PutRecordsInput{StreamName: aws.String(stream), Records: entries})
+				if err != nil {
+					errs <- err
+					return
+				}
+				if aws.ToInt32(out.FailedRecordCount) > 0 {
+					continue // kinesis-local never fails records; AWS would
+				}
+				sent += n
+				mu.Lock()
+				last[aws.ToString(sh.ShardId)] = aws.ToString(out.Records[n-1].SequenceNumber)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	return last
+}
+
+// benchKcltool runs the binary until every shard is checkpointed at its last
+// record. It returns the wall time from start, and the CPU time that it and
+// its handlers used from the moment a tenth of the records had been handled
+// (start-up excluded) to the end, scaled to all records. The tenth is seen
+// on the metrics endpoint (scraped only until then: scrapes cost kcltool
+// CPU), the end in the lease table; CPU comes from /proc
+// (utime+stime+cutime+cstime).
+func benchKcltool(t *testing.T, bin, stream string, batch int, last map[string]string, round int) (secs, cpu float64) {
+	t.Helper()
+	app := fmt.Sprintf("%s-k%d-%d", stream, batch, round)
+	ddb := emulator.DynamoDB(t)
+	port := freePort(t)
+	cmd := exec.Command(bin, "run", "--app", app, "--stream", stream, "--create-table", "--initial-position", "TRIM_HORIZON",
+		"--batch-size", strconv.Itoa(batch), "--log-format", "json", "--metrics-addr", fmt.Sprintf("127.0.0.1:%d", port),
+		"--exec", "cat >/dev/null")
+	cmd.Env = append(os.Environ(), emulator.Env(t)...)
+	logs := &lockedBuffer{}
+	cmd.Stderr = logs
+	begin := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	}()
+	total := float64(len(last) * benchRecordsByShard)
+	from, fromCPU := -1.0, 0.0
+	for {
+		if time.Since(begin) > 3*time.Minute {
+			t.Fatalf("kcltool did not finish in 3 minutes:\n%s", logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+		if from < 0 {
+			if n := handledRecords(port); n >= total/10 {
+				from, fromCPU = n, procCPU(t, cmd.Process.Pid)
+			}
+			continue
+		}
+		res, err := leasecore.ScanTable(context.Background(), ddb, app, leasecore.ScanOptions{ConsistentRead: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := len(res.Leases) == len(last)
+		for _, l := range res.Leases {
+			done = done && l.Checkpoint.SequenceNumber == last[l.LeaseKey]
+		}
+		if done {
+			secs = time.Since(begin).Seconds()
+			cpu = (procCPU(t, cmd.Process.Pid) - fromCPU) * total / (total - from)
+			return secs, cpu
+		}
+	}
+}
+
+// handledRecords sums kcltool_shard_records_total from the metrics
+// endpoint; 0 while it does not answer.
+func handledRecords(port int) float64 {
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	n := 0.0
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "kcltool_shard_records_total{") {
+			v, _ := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+			n += v
+		}
+	}
+	return n
+}
+
+// procCPU reads a process's CPU time, its reaped children's included.
+func procCPU(t *testing.T, pid int) float64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	// Fields 14-17 of stat: utime stime cutime cstime, in clock ticks; here
+	// counted from field 3 (state) as index 0.
+	var ticks float64
+	for _, f := range fields[11:15] {
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ticks += v
+	}
+	return ticks / clockTicks
+}
+
+// clockTicks is USER_HZ, 100 on every Linux that Go supports.
+const clockTicks = 100
+
+// benchPeer runs vmware-go-kcl-v2 in this process until it counted every
+// record, and returns the wall time and this process's CPU time from a
+// tenth of the records to the end, scaled to all records (the test does
+// nothing else meanwhile).
+func benchPeer(t *testing.T, stream string, total int64, round int) (secs, cpu float64) {
+	t.Helper()
+	var count atomic.Int64
+	begin := time.Now()
+	w, err := startPeer(fmt.Sprintf("%s-peer-%d", stream, round), stream, emulator.KinesisEndpoint(t), emulator.DynamoDBEndpoint(t), &count)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Shutdown()
+	from, fromCPU := int64(-1), 0.0
+	for {
+		n := count.Load()
+		if from < 0 && n >= total/10 {
+			from, fromCPU = n, selfCPU(t)
+		}
+		if n >= total {
+			secs = time.Since(begin).Seconds()
+			return secs, (selfCPU(t) - fromCPU) * float64(total) / float64(total-from)
+		}
+		if time.Since(begin) > 3*time.Minute {
+			t.Fatalf("the peer counted %d of %d records in 3 minutes", n, total)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func selfCPU(t *testing.T) float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+// benchLatency runs kcltool at the tip of a fresh 2-shard stream while 500
+// records are put, 50 a second, each carrying its put time; the handler
+// notes when it got each batch. It returns the p50 and p99 of the
+// differences.
+func benchLatency(t *testing.T, bin string, kin *kinesis.Client, idle time.Duration) (p50, p99 time.Duration, n int) {
+	t.Helper()
+	stream := emulator.Name(t, "lat")
+	emulator.CreateStream(t, kin, stream, 2)
+	out := filepath.Join(t.TempDir(), "latency.txt")
+	cmd := exec.Command(bin, "run", "--app", stream, "--stream", stream, "--create-table", "--initial-position", "TRIM_HORIZON",
+		"--idle-between-reads", idle.String(), "--log-format", "json", "--format", "raw",
+		"--exec", `now=$(date +%s%N); sed "s/^/$now /" >> "$OUT"`)
+	cmd.Env = append(append(os.Environ(), emulator.Env(t)...), "OUT="+out)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	}()
+	ddb := emulator.DynamoDB(t)
+	eventuallyE2E(t, 30*time.Second, "the worker to hold both leases", func() bool {
+		res, err := leasecore.ScanTable(context.Background(), ddb, stream, leasecore.ScanOptions{})
+		if err != nil || len(res.Leases) != 2 {
+			return false
+		}
+		for _, l := range res.Leases {
+			if l.LeaseOwner == "" {
+				return false
+			}
+		}
+		return true
+	})
+	time.Sleep(time.Second) // past the first reads
+	const records = 500
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for i := range records {
+		<-tick.C
+		_, err := kin.PutRecord(context.Background(), &kinesis.PutRecordInput{StreamName: aws.String(stream),
+			PartitionKey: aws.String(strconv.Itoa(rand.N(1000) + i)), Data: []byte(strconv.FormatInt(time.Now().UnixNano(), 10))})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var lat []time.Duration
+	eventuallyE2E(t, 30*time.Second, "every record handled", func() bool {
+		lat = lat[:0]
+		for _, line := range lines(t, out) {
+			var got, put int64
+			if _, err := fmt.Sscan(line, &got, &put); err == nil {
+				lat = append(lat, time.Duration(got-put))
+			}
+		}
+		return len(lat) >= records
+	})
+	slices.Sort(lat)
+	return lat[len(lat)/2], lat[len(lat)*99/100], len(lat)
+}

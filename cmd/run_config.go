@@ -1,0 +1,160 @@
+package cmd
+
+import (
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kcltool/kcltool/leasecore"
+	"github.com/kcltool/kcltool/reshard"
+	"github.com/kcltool/kcltool/runner"
+)
+
+// workerConfig checks the flags and turns them into the runner's
+// configuration. Every mistake is a usage error naming the flag.
+func (o *runOptions) workerConfig(f *Factory) (runner.Config, error) {
+	var cfg runner.Config
+	table, err := o.table()
+	if err != nil {
+		return cfg, err
+	}
+	if err := requireFlag("stream", o.Stream); err != nil {
+		return cfg, err
+	}
+	format, err := runner.ParseFormat(o.Format)
+	if err != nil {
+		return cfg, usageErrorf("invalid --format %q: use json or raw", o.Format)
+	}
+	initial, err := o.initialPosition()
+	if err != nil {
+		return cfg, err
+	}
+	switch {
+	case o.MaxRecords < 1 || o.MaxRecords > runner.DefaultMaxRecords:
+		return cfg, usageErrorf("--max-records must be between 1 and %d", runner.DefaultMaxRecords)
+	case o.BatchSize < 1:
+		return cfg, usageErrorf("--batch-size must be at least 1")
+	case o.MaxParallel < 1:
+		return cfg, usageErrorf("--max-parallel must be at least 1")
+	case o.MaxRetries < runner.UnlimitedRetries:
+		return cfg, usageErrorf("--max-retries must be -1 (no limit) or more")
+	case o.MaxLeasesToSteal < 1:
+		return cfg, usageErrorf("--max-leases-to-steal must be at least 1")
+	case o.MaxLeasesForWorker < 0:
+		return cfg, usageErrorf("--max-leases-for-worker must not be negative")
+	}
+	for name, d := range map[string]time.Duration{
+		"idle-between-reads": o.IdleBetweenReads, "batch-window": o.BatchWindow, "handler-timeout": o.HandlerTimeout,
+		"max-record-age": o.MaxRecordAge, "taker-interval": o.TakerInterval, "retry-backoff": o.RetryBackoff,
+	} {
+		if d < 0 {
+			return cfg, usageErrorf("--%s must not be negative", name)
+		}
+	}
+	for name, d := range map[string]time.Duration{
+		"failover-time": o.FailoverTime, "shutdown-grace": o.ShutdownGrace, "shard-sync-interval": o.ShardSyncInterval,
+		"parent-poll-interval": o.ParentPollInterval, "cleanup-interval": o.CleanupInterval, "cloudwatch-interval": o.CloudWatchInterval,
+	} {
+		if d <= 0 {
+			return cfg, usageErrorf("--%s must be positive", name)
+		}
+	}
+	log, err := o.logger(f)
+	if err != nil {
+		return cfg, err
+	}
+	argv := o.Argv
+	if o.Exec != "" {
+		argv = runner.ShellCommand(o.Exec)
+	}
+	cfg = runner.Config{
+		App: o.App, Table: table, Stream: reshard.Stream{Name: o.Stream}, WorkerID: o.WorkerID,
+		Lease: leasecore.Config{
+			FailoverTime: o.FailoverTime, TakerInterval: o.TakerInterval,
+			MaxLeasesToStealAtOneTime: o.MaxLeasesToSteal, MaxLeasesForWorker: o.MaxLeasesForWorker,
+		},
+		CreateTable: o.CreateTable, Initial: initial,
+		MaxRecords: o.MaxRecords, IdleBetweenReads: o.IdleBetweenReads,
+		BatchSize: o.BatchSize, BatchWindow: o.BatchWindow, MaxParallel: o.MaxParallel,
+		Handler: &runner.Handler{Argv: argv, Format: format, Timeout: o.HandlerTimeout, Clock: f.Clock},
+		Backoff: runner.Backoff{Initial: o.RetryBackoff}, MaxRetries: o.MaxRetries, MaxRecordAge: o.MaxRecordAge,
+		BisectOnError: o.BisectOnError, OnFailureDir: o.OnFailure,
+		ShutdownGrace: o.ShutdownGrace, ShardSyncInterval: o.ShardSyncInterval,
+		ParentPollInterval: o.ParentPollInterval, CleanupInterval: o.CleanupInterval,
+		Metrics: runner.NewMetrics(), CloudWatchInterval: o.CloudWatchInterval,
+		Log: log, Clock: f.Clock,
+	}
+	if cfg.App == "" {
+		cfg.App = table
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, usageErrorf("%v", err)
+	}
+	return cfg, nil
+}
+
+// initialPosition reads --initial-position and --initial-timestamp; a
+// timestamp alone means AT_TIMESTAMP.
+func (o *runOptions) initialPosition() (reshard.Position, error) {
+	kind := strings.ToUpper(o.InitialPosition)
+	var ts time.Time
+	if o.InitialTimestamp != "" {
+		t, err := parseTimestamp(o.InitialTimestamp)
+		if err != nil {
+			return reshard.Position{}, usageErrorf("invalid --initial-timestamp %q: use RFC 3339 (2025-03-04T05:06:07Z) or epoch seconds", o.InitialTimestamp)
+		}
+		ts = t
+		if kind == leasecore.LATEST && !o.initialPositionSet {
+			kind = leasecore.AT_TIMESTAMP
+		}
+	}
+	switch kind {
+	case leasecore.TRIM_HORIZON, leasecore.LATEST:
+		if !ts.IsZero() {
+			return reshard.Position{}, usageErrorf("--initial-timestamp goes with --initial-position AT_TIMESTAMP, not %s", kind)
+		}
+		return reshard.Position{Kind: kind}, nil
+	case leasecore.AT_TIMESTAMP:
+		if ts.IsZero() {
+			return reshard.Position{}, usageErrorf("--initial-position AT_TIMESTAMP needs --initial-timestamp")
+		}
+		return reshard.AtTimestamp(ts), nil
+	}
+	return reshard.Position{}, usageErrorf("invalid --initial-position %q: use TRIM_HORIZON, LATEST or AT_TIMESTAMP", o.InitialPosition)
+}
+
+func parseTimestamp(s string) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	secs, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return time.Unix(0, int64(secs*float64(time.Second))).UTC(), nil
+}
+
+// logger builds the structured log on stderr: text for a person at a
+// terminal, JSON Lines for a log pipeline.
+func (o *runOptions) logger(f *Factory) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.LogLevel)); err != nil {
+		return nil, usageErrorf("invalid --log-level %q: use debug, info, warn or error", o.LogLevel)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	var w io.Writer = f.IO.ErrOut
+	switch o.LogFormat {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	case "auto":
+		if stderrIsTerminal(f) {
+			return slog.New(slog.NewTextHandler(w, opts)), nil
+		}
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, usageErrorf("invalid --log-format %q: use auto, text or json", o.LogFormat)
+}

@@ -1,0 +1,231 @@
+package reset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/kcltool/kcltool/leasecore"
+)
+
+// Outcome is what happened to one change when a plan was applied.
+type Outcome string
+
+// The outcomes of applying a change.
+const (
+	OutcomeApplied   Outcome = "applied"
+	OutcomeUnchanged Outcome = "unchanged"     // nothing to write
+	OutcomeSkipped   Outcome = "skipped"       // the lease changed since the plan: not written
+	OutcomeFailed    Outcome = "failed"        // the write failed
+	OutcomeNotRun    Outcome = "not-attempted" // an earlier write failed
+)
+
+// Result is the outcome of one change, parallel to Plan.Changes.
+type Result struct {
+	Outcome Outcome
+	Detail  string
+}
+
+// ExecOptions tunes Execute.
+type ExecOptions struct {
+	// Sample is the window in which no lease counter may move: from the
+	// plan's read to a second read (KCL's failover time, 10s, is the
+	// natural value: a live worker renews several times within it).
+	Sample time.Duration
+	// Force applies to a live application and to leases in a KCL 3.x
+	// handoff: each write is conditioned on the lease as just read.
+	Force bool
+	Clock leasecore.Clock
+	// Backup receives the whole table as last read, after the checks and
+	// before the first write; an error stops everything, nothing written.
+	Backup func(*Export) error
+	// ForceRetries bounds how often a forced write re-reads a lease that a
+	// live worker keeps renewing between the read and the write (default 5).
+	ForceRetries int
+}
+
+// Execution is the outcome of Execute.
+type Execution struct {
+	Results []Result
+	// Live is what the sample saw; with Force it names the workers that
+	// lose their leases.
+	Live Liveness
+}
+
+// Count returns how many changes had the outcome.
+func (x *Execution) Count(o Outcome) int {
+	n := 0
+	for _, r := range x.Results {
+		if r.Outcome == o {
+			n++
+		}
+	}
+	return n
+}
+
+// Execute applies a plan. Without Force it refuses (*RefusedError, before
+// any write) when a lease counter moved during the sample or a lease to
+// write is in a KCL 3.x handoff. A lease that changed since the plan is
+// reported as skipped and not written; the conditional write catches what
+// the second read did not. Writes go parents first; after a failed write
+// the rest are not attempted, so a child is never reset without its
+// recreated parent.
+func Execute(ctx context.Context, api TableAPI, p *Plan, opt ExecOptions) (*Execution, error) {
+	clock := opt.Clock
+	if clock == nil {
+		clock = leasecore.RealClock()
+	}
+	if !opt.Force {
+		var handoff []string
+		for _, c := range p.Changes {
+			if c.Action.Writes() && c.InHandoff() {
+				handoff = append(handoff, c.LeaseKey)
+			}
+		}
+		if len(handoff) > 0 {
+			return nil, &RefusedError{Handoff: handoff}
+		}
+	}
+	if err := leasecore.Sleep(ctx, clock, p.ReadAt.Add(opt.Sample).Sub(clock.Now())); err != nil {
+		return nil, err
+	}
+	second, err := leasecore.ScanTable(ctx, api, p.Table, leasecore.ScanOptions{ConsistentRead: true, KeepItems: true})
+	if err != nil {
+		return nil, fmt.Errorf("scan lease table %q: %w", p.Table, err)
+	}
+	x := &Execution{Results: make([]Result, len(p.Changes)), Live: compareReads(p.Scan, second)}
+	if x.Live.Live() && !opt.Force {
+		return nil, &RefusedError{Workers: x.Live.Workers, Moved: x.Live.Moved}
+	}
+	now := itemsByKey(second.Items)
+	for i, c := range p.Changes {
+		switch {
+		case !c.Action.Writes():
+			x.Results[i] = Result{Outcome: OutcomeUnchanged, Detail: c.Reason}
+		case !opt.Force:
+			if why := changedSince(c, now[c.LeaseKey]); why != "" {
+				x.Results[i] = Result{Outcome: OutcomeSkipped, Detail: why}
+			}
+		}
+	}
+	if opt.Backup != nil {
+		if err := opt.Backup(NewExport(p.Table, clock.Now(), second.Items)); err != nil {
+			return nil, fmt.Errorf("save the backup: %w (nothing was written)", err)
+		}
+	}
+	w := &writer{api: api, table: p.Table, force: opt.Force, retries: opt.ForceRetries}
+	if w.retries <= 0 {
+		w.retries = 5
+	}
+	failed := false
+	for i, c := range p.Changes {
+		if x.Results[i].Outcome != "" {
+			continue
+		}
+		if failed {
+			x.Results[i] = Result{Outcome: OutcomeNotRun, Detail: "an earlier write failed"}
+			continue
+		}
+		x.Results[i] = w.apply(ctx, c)
+		failed = x.Results[i].Outcome == OutcomeFailed
+	}
+	return x, nil
+}
+
+// changedSince says how the lease differs from what the plan read, "" when
+// it does not.
+func changedSince(c Change, now map[string]types.AttributeValue) string {
+	switch {
+	case c.Current == nil && now != nil:
+		return "a lease " + c.LeaseKey + " was created since the plan"
+	case c.Current == nil:
+		return ""
+	case now == nil:
+		return "the lease was deleted since the plan"
+	}
+	if diff := diffAttributes(c.Current, now); len(diff) > 0 {
+		return "the lease changed since the plan (" + listShort(diff) + ")"
+	}
+	return ""
+}
+
+// writer applies single changes.
+type writer struct {
+	api     TableAPI
+	table   string
+	force   bool
+	retries int
+}
+
+func (w *writer) apply(ctx context.Context, c Change) Result {
+	if c.Action == ActionCreate {
+		err := putItem(ctx, w.api, w.table, nil, c.Item)
+		return w.result(err, "", "a lease "+c.LeaseKey+" was created since the plan")
+	}
+	read, note := c.Current, ""
+	for attempt := 0; ; attempt++ {
+		if w.force {
+			fresh, err := getItem(ctx, w.api, w.table, c.LeaseKey)
+			if err != nil {
+				return Result{Outcome: OutcomeFailed, Detail: err.Error()}
+			}
+			if fresh == nil {
+				return Result{Outcome: OutcomeSkipped, Detail: "the lease was deleted since the plan"}
+			}
+			if !leasecore.IsLeaseItem(fresh) {
+				return Result{Outcome: OutcomeSkipped, Detail: "the item is no longer a lease"}
+			}
+			read, note = fresh, liveNote(c.Current, fresh)
+		}
+		err := w.write(ctx, c, read)
+		if errors.Is(err, errChanged) && w.force && attempt < w.retries {
+			continue // renewed between the read and the write: read again
+		}
+		return w.result(err, note, "the lease changed since the plan (the conditional write failed)")
+	}
+}
+
+func (w *writer) write(ctx context.Context, c Change, read map[string]types.AttributeValue) error {
+	switch c.Action {
+	case ActionUpdate:
+		return writeCheckpoint(ctx, w.api, w.table, read, *c.After)
+	case ActionRestore:
+		item := withCounter(c.Item, counterOf(read)+1)
+		if w.force {
+			// The holder of a live lease must lose it: restoring its own
+			// name would let it read the new counter as its own renewal.
+			delete(item, leasecore.AttrLeaseOwner)
+			delete(item, leasecore.AttrCheckpointOwner)
+		}
+		return putItem(ctx, w.api, w.table, read, item)
+	case ActionDelete:
+		return deleteLease(ctx, w.api, w.table, read)
+	}
+	return fmt.Errorf("no write for action %q", c.Action)
+}
+
+func (w *writer) result(err error, note, changed string) Result {
+	switch {
+	case err == nil:
+		return Result{Outcome: OutcomeApplied, Detail: note}
+	case errors.Is(err, errChanged):
+		return Result{Outcome: OutcomeSkipped, Detail: changed}
+	}
+	return Result{Outcome: OutcomeFailed, Detail: err.Error()}
+}
+
+// liveNote tells a forced write's result what the live application did to
+// the lease since the plan.
+func liveNote(planned, fresh map[string]types.AttributeValue) string {
+	if planned == nil || counterOf(planned) == counterOf(fresh) {
+		return ""
+	}
+	l, err := leasecore.DecodeLease(fresh)
+	if err != nil || l.LeaseOwner == "" {
+		return "renewed since the plan; written with --force"
+	}
+	return "held by " + l.LeaseOwner + " (renewed since the plan): it loses the lease"
+}

@@ -1,0 +1,78 @@
+package runner
+
+import (
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+)
+
+// batcher shapes the records of one shard into handler batches: at most
+// size records each, and a short batch waits up to window (from its first
+// record's arrival here) for more, unless the shard has ended. Records keep
+// their shard order; a batch never holds two shards because a batcher
+// serves one.
+type batcher struct {
+	size   int
+	window time.Duration
+
+	pending      []Record
+	since        time.Time // when the oldest pending record came
+	millisBehind int64     // of the page the newest pending record came with
+	end          bool      // the shard's last page has been added
+	children     []types.ChildShard
+}
+
+// add appends a page's records.
+func (b *batcher) add(p page, now time.Time) {
+	if len(p.records) > 0 {
+		if len(b.pending) == 0 {
+			// No copy: a page is never reused, and batches are cut from it.
+			b.since, b.pending = now, p.records
+		} else {
+			b.pending = append(b.pending, p.records...)
+		}
+	}
+	b.millisBehind = p.millisBehind
+	if p.end {
+		b.end, b.children = true, p.children
+	}
+}
+
+// next returns the next batch that is ready at now, if any. flush ships a
+// short batch without waiting for its window (the reader has stopped).
+func (b *batcher) next(now time.Time, flush bool) ([]Record, bool) {
+	n := len(b.pending)
+	if n == 0 {
+		return nil, false
+	}
+	if n >= b.size {
+		return b.take(b.size), true
+	}
+	if flush || b.end || b.window <= 0 || !now.Before(b.since.Add(b.window)) {
+		return b.take(n), true
+	}
+	return nil, false
+}
+
+func (b *batcher) take(n int) []Record {
+	out := b.pending[:n:n]
+	b.pending = b.pending[n:]
+	if len(b.pending) == 0 {
+		// Nothing pending: the next record starts a new window. A rest
+		// keeps the old one, since none of it is newer than that.
+		b.pending = nil
+	}
+	return out
+}
+
+// wait is how long until the pending short batch is due; ok is false when
+// nothing is pending.
+func (b *batcher) wait(now time.Time) (time.Duration, bool) {
+	if len(b.pending) == 0 {
+		return 0, false
+	}
+	return max(b.since.Add(b.window).Sub(now), 0), true
+}
+
+// done reports that the shard ended and every record was taken.
+func (b *batcher) done() bool { return b.end && len(b.pending) == 0 }

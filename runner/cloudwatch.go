@@ -1,0 +1,183 @@
+package runner
+
+import (
+	"context"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
+
+	"github.com/kcltool/kcltool/leasecore"
+)
+
+// CloudWatchAPI is the one CloudWatch call the worker makes.
+type CloudWatchAPI interface {
+	PutMetricData(ctx context.Context, params *cloudwatch.PutMetricDataInput, optFns ...func(*cloudwatch.Options)) (*cloudwatch.PutMetricDataOutput, error)
+}
+
+// KCL's metric vocabulary (compat.md §8): the namespace is the application
+// name, the Operation dimension names the task, ShardId or WorkerIdentifier
+// the subject. Publishing the same names lets a fleet move from the Java KCL
+// to kcltool without touching its dashboards and alarms.
+const (
+	opProcessTask        = "ProcessTask"
+	opRenewAllLeases     = "RenewAllLeases"
+	opTakeLeases         = "TakeLeases"
+	opApplicationTracker = "ApplicationTracker"
+
+	unitMillis = string(types.StandardUnitMilliseconds)
+	unitCount  = string(types.StandardUnitCount)
+	unitBytes  = string(types.StandardUnitBytes)
+)
+
+// putMetricDataMax is how many data a PutMetricData request carries at most
+// here; the service takes 1000, a margin keeps requests far from its 1 MB.
+const putMetricDataMax = 500
+
+type cwKey struct {
+	op, shard, worker, name, unit string
+}
+
+// cwStat aggregates the observations of one metric between two
+// publications into a statistic set, as KCL's buffered publisher does.
+type cwStat struct {
+	n, sum, min, max float64
+}
+
+// cloudWatchPublisher buffers observations and publishes them every
+// interval, and once more when the worker stops.
+type cloudWatchPublisher struct {
+	api       CloudWatchAPI
+	namespace string
+	worker    string
+	log       *slog.Logger
+	clock     leasecore.Clock
+
+	mu   sync.Mutex
+	data map[cwKey]*cwStat
+	// last lease counters published, to send differences
+	lastLost, lastTaken int64
+}
+
+func newCloudWatchPublisher(api CloudWatchAPI, namespace, worker string, clock leasecore.Clock, log *slog.Logger) *cloudWatchPublisher {
+	return &cloudWatchPublisher{api: api, namespace: namespace, worker: worker, clock: clock, log: log, data: map[cwKey]*cwStat{}}
+}
+
+func (p *cloudWatchPublisher) observe(k cwKey, v float64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.data[k]
+	if s == nil {
+		p.data[k] = &cwStat{n: 1, sum: v, min: v, max: v}
+		return
+	}
+	s.n++
+	s.sum += v
+	s.min = min(s.min, v)
+	s.max = max(s.max, v)
+}
+
+// leases adds the worker's lease figures for this period: KCL's
+// RenewAllLeases CurrentLeases and LostLeases, TakeLeases TakenLeases.
+func (p *cloudWatchPublisher) leases(st leasecore.Stats) {
+	p.mu.Lock()
+	lost, taken := st.Lost-p.lastLost, st.Taken+st.Stolen-p.lastTaken
+	p.lastLost, p.lastTaken = st.Lost, st.Taken+st.Stolen
+	p.mu.Unlock()
+	p.observe(cwKey{op: opRenewAllLeases, worker: p.worker, name: "CurrentLeases", unit: unitCount}, float64(st.Held))
+	p.observe(cwKey{op: opRenewAllLeases, worker: p.worker, name: "LostLeases", unit: unitCount}, float64(lost))
+	p.observe(cwKey{op: opTakeLeases, worker: p.worker, name: "TakenLeases", unit: unitCount}, float64(taken))
+}
+
+// flush publishes what was observed since the last flush.
+func (p *cloudWatchPublisher) flush(ctx context.Context) error {
+	p.mu.Lock()
+	data := p.data
+	p.data = map[cwKey]*cwStat{}
+	p.mu.Unlock()
+	if len(data) == 0 {
+		return nil
+	}
+	now := p.clock.Now()
+	var lag *cwStat
+	keys := make([]cwKey, 0, len(data))
+	for k, s := range data {
+		keys = append(keys, k)
+		if k.op == opProcessTask && k.name == "MillisBehindLatest" {
+			// KCL's application-wide lag: the worst shard.
+			if lag == nil {
+				c := *s
+				lag = &c
+			} else {
+				lag.n, lag.sum, lag.min, lag.max = lag.n+s.n, lag.sum+s.sum, min(lag.min, s.min), max(lag.max, s.max)
+			}
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := keys[i], keys[j]
+		if a.op != b.op {
+			return a.op < b.op
+		}
+		if a.shard != b.shard {
+			return a.shard < b.shard
+		}
+		return a.name < b.name
+	})
+	datums := make([]types.MetricDatum, 0, len(keys)+1)
+	for _, k := range keys {
+		datums = append(datums, datum(k, data[k], now))
+	}
+	if lag != nil {
+		datums = append(datums, datum(cwKey{op: opApplicationTracker, name: "MillisBehindLatest", unit: unitMillis}, lag, now))
+	}
+	for len(datums) > 0 {
+		n := min(len(datums), putMetricDataMax)
+		_, err := p.api.PutMetricData(ctx, &cloudwatch.PutMetricDataInput{Namespace: aws.String(p.namespace), MetricData: datums[:n]})
+		if err != nil {
+			return err
+		}
+		datums = datums[n:]
+	}
+	return nil
+}
+
+func datum(k cwKey, s *cwStat, at time.Time) types.MetricDatum {
+	dims := []types.Dimension{{Name: aws.String("Operation"), Value: aws.String(k.op)}}
+	if k.shard != "" {
+		dims = append(dims, types.Dimension{Name: aws.String("ShardId"), Value: aws.String(k.shard)})
+	}
+	if k.worker != "" {
+		dims = append(dims, types.Dimension{Name: aws.String("WorkerIdentifier"), Value: aws.String(k.worker)})
+	}
+	d := types.MetricDatum{MetricName: aws.String(k.name), Dimensions: dims, Timestamp: aws.Time(at), Unit: types.StandardUnit(k.unit)}
+	if s.n == 1 {
+		d.Value = aws.Float64(s.sum)
+	} else {
+		d.StatisticValues = &types.StatisticSet{SampleCount: aws.Float64(s.n), Sum: aws.Float64(s.sum), Minimum: aws.Float64(s.min), Maximum: aws.Float64(s.max)}
+	}
+	return d
+}
+
+// run publishes every interval until ctx ends. A failed publication is
+// logged and its data dropped: metrics must never hold up processing.
+func (p *cloudWatchPublisher) run(ctx context.Context, interval time.Duration, lease func() leasecore.Stats) {
+	for {
+		if leasecore.Sleep(ctx, p.clock, interval) != nil {
+			return
+		}
+		p.publish(ctx, lease)
+	}
+}
+
+func (p *cloudWatchPublisher) publish(ctx context.Context, lease func() leasecore.Stats) {
+	if lease != nil {
+		p.leases(lease())
+	}
+	if err := p.flush(ctx); err != nil && ctx.Err() == nil {
+		p.log.Warn("could not publish CloudWatch metrics", "namespace", p.namespace, "err", err)
+	}
+}

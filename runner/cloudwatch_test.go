@@ -1,0 +1,64 @@
+package runner
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+
+	"github.com/kcltool/kcltool/internal/emulator"
+)
+
+// The worker publishes KCL's metric names through the real SDK client (smithy
+// rpc-v2-cbor on the wire): namespace = application, MillisBehindLatest,
+// RecordsProcessed and processRecords.Time per shard, lease counts per
+// worker, and a last publication at stop.
+func TestCloudWatchMetricsUseKCLNames(t *testing.T) {
+	fake := emulator.NewCloudWatch(t)
+	s := newStack(t, 2)
+	out := outFile(t)
+	s.put(t, func(k string) string { return k }, keys("k", 30)...)
+	cfg := s.config(t, "w1", out)
+	cfg.CloudWatch = cloudwatch.NewFromConfig(emulator.Config(), func(o *cloudwatch.Options) { o.BaseEndpoint = aws.String(fake.URL) })
+	cfg.CloudWatchInterval = 300 * time.Millisecond
+	r := start(t, s, cfg)
+	eventually(t, 20*time.Second, "30 records", func() bool { return len(readHandled(t, out)) >= 30 })
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	records := map[string]float64{}
+	seen := map[string]bool{}
+	for _, d := range fake.Data() {
+		if d.Namespace != s.table {
+			t.Fatalf("namespace %q, want the application name %q", d.Namespace, s.table)
+		}
+		op := d.Dimensions["Operation"]
+		key := op + "/" + d.MetricName
+		seen[key] = true
+		switch op {
+		case "ProcessTask":
+			if d.Dimensions["ShardId"] == "" {
+				t.Errorf("%s without a ShardId dimension", key)
+			}
+			if d.MetricName == "RecordsProcessed" {
+				records[d.Dimensions["ShardId"]] += d.Value
+			}
+		case "RenewAllLeases", "TakeLeases":
+			if d.Dimensions["WorkerIdentifier"] != "w1" {
+				t.Errorf("%s with WorkerIdentifier %q", key, d.Dimensions["WorkerIdentifier"])
+			}
+		}
+	}
+	for _, want := range []string{"ProcessTask/MillisBehindLatest", "ProcessTask/RecordsProcessed", "ProcessTask/DataBytesProcessed",
+		"ProcessTask/RecordProcessor.processRecords.Time", "RenewAllLeases/CurrentLeases", "RenewAllLeases/LostLeases",
+		"TakeLeases/TakenLeases", "ApplicationTracker/MillisBehindLatest"} {
+		if !seen[want] {
+			t.Errorf("no %s published; got %v", want, seen)
+		}
+	}
+	if total := records["shardId-000000000000"] + records["shardId-000000000001"]; total != 30 {
+		t.Errorf("RecordsProcessed sums to %v over the shards, want 30 (%v)", total, fmt.Sprint(records))
+	}
+}

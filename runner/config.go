@@ -1,0 +1,154 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/kcltool/kcltool/leasecore"
+	"github.com/kcltool/kcltool/reshard"
+)
+
+// Defaults of the worker settings; most are KCL's.
+const (
+	// DefaultMaxRecords is GetRecords' Limit: KCL's maxRecords and the most
+	// Kinesis allows.
+	DefaultMaxRecords = 10000
+	// DefaultIdleBetweenReads is the pause after a read that found the
+	// reader at the tip of the shard.
+	DefaultIdleBetweenReads = time.Second
+	// MaxGetRecordsPerSecond is Kinesis's per-shard read call limit; the
+	// reader never exceeds it, whatever the pacing says.
+	MaxGetRecordsPerSecond = 5
+	// DefaultBatchSize bounds the records of one handler run.
+	DefaultBatchSize = 1000
+	// DefaultMaxParallel bounds the handler processes running at once.
+	DefaultMaxParallel = 16
+	// DefaultShutdownGrace is how long running handlers may finish after a
+	// stop signal.
+	DefaultShutdownGrace = 30 * time.Second
+	// DefaultShardSyncInterval is KCL's shardSyncIntervalMillis.
+	DefaultShardSyncInterval = time.Minute
+	// DefaultCleanupInterval is KCL's lease cleanup thread interval.
+	DefaultCleanupInterval = time.Minute
+	// DefaultParentPollInterval is KCL's parentShardPollIntervalMillis. A
+	// parent that finishes on this worker wakes its children at once.
+	DefaultParentPollInterval = 10 * time.Second
+	// DefaultCloudWatchInterval is how often metrics are published.
+	DefaultCloudWatchInterval = time.Minute
+)
+
+// Config is one worker of a consumer fleet.
+type Config struct {
+	App      string // KCL application name: CloudWatch namespace, KCLTOOL_APP
+	Table    string // lease table; default App
+	Stream   reshard.Stream
+	WorkerID string // default leasecore.DefaultWorkerID()
+
+	// Lease is the lease coordinator's configuration; its WorkerID is
+	// overwritten by WorkerID.
+	Lease leasecore.Config
+	// CreateTable creates a missing lease table the way KCL does.
+	CreateTable bool
+	// Initial is where new leases start (KCL default LATEST). Its Timestamp
+	// is also what AT_TIMESTAMP checkpoints are read from, as in KCL.
+	Initial reshard.Position
+
+	MaxRecords       int32
+	IdleBetweenReads time.Duration
+
+	BatchSize   int
+	BatchWindow time.Duration
+	MaxParallel int
+
+	// Handler runs the batches. Its Env is the base environment.
+	Handler *Handler
+	// The failure policy of every shard (Policy fields of the same names).
+	Backoff       Backoff
+	MaxRetries    int
+	MaxRecordAge  time.Duration
+	BisectOnError bool
+	OnFailureDir  string
+
+	ShutdownGrace      time.Duration
+	ShardSyncInterval  time.Duration
+	CleanupInterval    time.Duration
+	ParentPollInterval time.Duration
+
+	// Metrics, if set, receives per-shard and per-worker figures.
+	Metrics *Metrics
+	// CloudWatch, if set, publishes KCL's metric names every
+	// CloudWatchInterval into the namespace App.
+	CloudWatch         CloudWatchAPI
+	CloudWatchInterval time.Duration
+
+	Log   *slog.Logger
+	Clock leasecore.Clock
+}
+
+func (c Config) withDefaults() Config {
+	if c.Table == "" {
+		c.Table = c.App
+	}
+	if c.WorkerID == "" {
+		c.WorkerID = leasecore.DefaultWorkerID()
+	}
+	c.Lease.WorkerID = c.WorkerID
+	if c.Initial.Kind == "" {
+		c.Initial = reshard.Latest()
+	}
+	if c.MaxRecords <= 0 {
+		c.MaxRecords = DefaultMaxRecords
+	}
+	if c.IdleBetweenReads <= 0 {
+		c.IdleBetweenReads = DefaultIdleBetweenReads
+	}
+	if c.BatchSize <= 0 {
+		c.BatchSize = DefaultBatchSize
+	}
+	if c.MaxParallel <= 0 {
+		c.MaxParallel = DefaultMaxParallel
+	}
+	if c.ShutdownGrace <= 0 {
+		c.ShutdownGrace = DefaultShutdownGrace
+	}
+	if c.ShardSyncInterval <= 0 {
+		c.ShardSyncInterval = DefaultShardSyncInterval
+	}
+	if c.CleanupInterval <= 0 {
+		c.CleanupInterval = DefaultCleanupInterval
+	}
+	if c.ParentPollInterval <= 0 {
+		c.ParentPollInterval = DefaultParentPollInterval
+	}
+	if c.CloudWatchInterval <= 0 {
+		c.CloudWatchInterval = DefaultCloudWatchInterval
+	}
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
+	}
+	if c.Clock == nil {
+		c.Clock = leasecore.RealClock()
+	}
+	return c
+}
+
+// Validate rejects settings a worker cannot run with.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	switch {
+	case c.App == "" && c.Table == "":
+		return errors.New("no application name")
+	case c.Stream.Name == "" && c.Stream.ARN == "":
+		return errors.New("no stream")
+	case c.Handler == nil || len(c.Handler.Argv) == 0:
+		return errors.New("no handler command")
+	case c.MaxRecords > DefaultMaxRecords:
+		return fmt.Errorf("max records %d is above the %d Kinesis allows per GetRecords call", c.MaxRecords, DefaultMaxRecords)
+	}
+	if err := c.Initial.Validate(); err != nil {
+		return err
+	}
+	return c.Lease.Validate()
+}

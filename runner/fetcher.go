@@ -1,0 +1,219 @@
+package runner
+
+import (
+	"context"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
+	"github.com/kcltool/kcltool/leasecore"
+	"github.com/kcltool/kcltool/reshard"
+)
+
+// page is what one GetRecords call gave, ready for the batcher: de-aggregated
+// and with the records at or below the start checkpoint dropped.
+type page struct {
+	records      []Record
+	bytes        int64
+	raw          int // Kinesis records in the answer, before de-aggregation
+	millisBehind int64
+	// end: the shard is closed and this was its last page (no next
+	// iterator). children are the shards that continue it.
+	end      bool
+	children []types.ChildShard
+}
+
+// fetcher reads one shard with GetRecords. It remembers the last sequence
+// number it received, so that a lost or expired iterator resumes right after
+// it (AFTER_SEQUENCE_NUMBER, as KCL reconnects): everything received has been
+// handed on and will be handled or dropped with the lease.
+type fetcher struct {
+	kin        KinesisAPI
+	stream     reshard.Stream
+	shardID    string
+	maxRecords int32
+	// start is the lease's checkpoint the reader begins at; atTimestamp is
+	// the configured instant an AT_TIMESTAMP checkpoint stands for.
+	start       leasecore.SequenceNumber
+	atTimestamp time.Time
+	hashRange   HashRange
+	clock       leasecore.Clock
+	log         *slog.Logger
+	stats       *shardStats
+
+	iterator  *string
+	lastSeq   string    // last raw sequence number received
+	lastCall  time.Time // of the last GetRecords, for the per-shard call limit
+	filtering bool      // still dropping records at or below start
+	failures  int       // consecutive failed calls
+}
+
+// minCallSpacing keeps a reader under Kinesis's per-shard limit of five
+// GetRecords calls per second, whatever the pacing asks for.
+const minCallSpacing = time.Second / MaxGetRecordsPerSecond
+
+// Backoff of failing Kinesis calls: exponential from fetchBackoffBase, full
+// jitter, capped; a shard that keeps failing retries every fetchBackoffMax.
+const (
+	fetchBackoffBase = 200 * time.Millisecond
+	fetchBackoffMax  = 10 * time.Second
+	// refreshAfter: after this many failures in a row the iterator is
+	// replaced, in case it is what the server chokes on.
+	refreshAfter = 4
+)
+
+func newFetcher(kin KinesisAPI, stream reshard.Stream, shardID string, start leasecore.SequenceNumber, cfg Config, hr HashRange, stats *shardStats, log *slog.Logger) *fetcher {
+	return &fetcher{
+		kin: kin, stream: stream, shardID: shardID, maxRecords: cfg.MaxRecords,
+		start: start, atTimestamp: cfg.Initial.Timestamp, hashRange: hr,
+		clock: cfg.Clock, log: log, stats: stats,
+		// A numeric checkpoint restarts AT (not after) the sequence number,
+		// then drops what it already covers, as KCL does: this is what
+		// makes a checkpoint inside a KPL aggregate resume at the right
+		// sub-record.
+		filtering: !leasecore.IsSentinel(start.SequenceNumber),
+	}
+}
+
+// next makes GetRecords calls until one succeeds, backing off on throttling
+// and faults; it fails only when ctx ends.
+func (f *fetcher) next(ctx context.Context) (page, error) {
+	for {
+		if wait := f.lastCall.Add(minCallSpacing).Sub(f.clock.Now()); wait > 0 {
+			if err := leasecore.Sleep(ctx, f.clock, wait); err != nil {
+				return page{}, err
+			}
+		}
+		if f.iterator == nil {
+			if err := f.newIterator(ctx); err != nil {
+				if ctx.Err() != nil {
+					return page{}, ctx.Err()
+				}
+				if err := f.failed(ctx, "GetShardIterator", err); err != nil {
+					return page{}, err
+				}
+				continue
+			}
+		}
+		f.lastCall = f.clock.Now()
+		out, err := f.kin.GetRecords(ctx, &kinesis.GetRecordsInput{
+			ShardIterator: f.iterator, Limit: aws.Int32(f.maxRecords),
+		}, noSDKRetries, fastGetRecords)
+		f.stats.getRecordsCall(err)
+		switch {
+		case err == nil:
+			f.failures = 0
+			return f.page(out), nil
+		case ctx.Err() != nil:
+			return page{}, ctx.Err()
+		case isExpiredIterator(err):
+			f.log.Info("shard iterator expired; resuming after the last record received", "after", f.lastSeq)
+			f.iterator = nil
+			continue
+		}
+		if err := f.failed(ctx, "GetRecords", err); err != nil {
+			return page{}, err
+		}
+	}
+}
+
+// failed logs a failed call and waits before the next one.
+func (f *fetcher) failed(ctx context.Context, op string, err error) error {
+	f.failures++
+	level := slog.LevelWarn
+	if isThrottle(err) {
+		level = slog.LevelDebug // expected under load; counted in the metrics
+	} else if !isTransient(err) {
+		level = slog.LevelError
+	}
+	f.log.Log(ctx, level, "Kinesis call failed; retrying", "op", op, "attempt", f.failures, "err", err)
+	if f.failures%refreshAfter == 0 {
+		f.iterator = nil
+	}
+	return leasecore.Sleep(ctx, f.clock, fetchBackoff(f.failures))
+}
+
+// fetchBackoff is full jitter under an exponential ceiling: shards that were
+// throttled together spread apart.
+func fetchBackoff(failures int) time.Duration {
+	ceiling := min(fetchBackoffBase<<min(failures-1, 10), fetchBackoffMax)
+	return time.Duration(rand.Int64N(int64(ceiling))) + minCallSpacing
+}
+
+// newIterator positions the reader: after the last record received, or else
+// at the lease's checkpoint.
+func (f *fetcher) newIterator(ctx context.Context) error {
+	in := &kinesis.GetShardIteratorInput{ShardId: aws.String(f.shardID)}
+	if f.stream.ARN != "" {
+		in.StreamARN = aws.String(f.stream.ARN)
+	} else {
+		in.StreamName = aws.String(f.stream.Name)
+	}
+	switch cp := f.start.SequenceNumber; {
+	case f.lastSeq != "":
+		in.ShardIteratorType, in.StartingSequenceNumber = types.ShardIteratorTypeAfterSequenceNumber, aws.String(f.lastSeq)
+	case cp == leasecore.TRIM_HORIZON:
+		in.ShardIteratorType = types.ShardIteratorTypeTrimHorizon
+	case cp == leasecore.LATEST:
+		in.ShardIteratorType = types.ShardIteratorTypeLatest
+	case cp == leasecore.AT_TIMESTAMP && !f.atTimestamp.IsZero():
+		in.ShardIteratorType, in.Timestamp = types.ShardIteratorTypeAtTimestamp, aws.Time(f.atTimestamp)
+	case cp == leasecore.AT_TIMESTAMP:
+		// The lease does not carry the timestamp (compat.md §2): KCL would
+		// fail on a null one. Reading from the start loses nothing.
+		f.log.Warn("lease checkpoint is AT_TIMESTAMP but no --initial-timestamp is configured; reading from TRIM_HORIZON")
+		in.ShardIteratorType = types.ShardIteratorTypeTrimHorizon
+	default:
+		in.ShardIteratorType, in.StartingSequenceNumber = types.ShardIteratorTypeAtSequenceNumber, aws.String(cp)
+	}
+	out, err := f.kin.GetShardIterator(ctx, in, noSDKRetries)
+	if err != nil {
+		return err
+	}
+	f.iterator = out.ShardIterator
+	f.log.Debug("shard iterator", "type", in.ShardIteratorType, "at", aws.ToString(in.StartingSequenceNumber))
+	return nil
+}
+
+func (f *fetcher) page(out *kinesis.GetRecordsOutput) page {
+	p := page{raw: len(out.Records), millisBehind: aws.ToInt64(out.MillisBehindLatest)}
+	if n := len(out.Records); n > 0 {
+		f.lastSeq = aws.ToString(out.Records[n-1].SequenceNumber)
+	}
+	f.iterator = out.NextShardIterator
+	if f.iterator == nil {
+		p.end, p.children = true, out.ChildShards
+	}
+	records, rep := Deaggregate(FromKinesis(f.shardID, out.Records), f.hashRange)
+	for _, err := range rep.Broken {
+		f.log.Warn("broken KPL aggregate: kept the sub-records before the fault, as KCL does", "err", err)
+	}
+	if rep.OutOfRange > 0 {
+		f.log.Debug("dropped KPL aggregates with sub-records outside the shard's hash range", "aggregates", rep.OutOfRange)
+	}
+	if f.filtering && len(records) > 0 {
+		records = AfterCheckpoint(records, f.start)
+		// Records come in order: once one is past the checkpoint, all
+		// later ones are.
+		f.filtering = len(records) == 0
+	}
+	for i := range records {
+		p.bytes += int64(len(records[i].Data))
+	}
+	p.records = records
+	return p
+}
+
+// pause is how long to wait before the next read after p: none while the
+// reader is behind the tip or got a full page (the rate limit still
+// applies), the idle time otherwise.
+func (f *fetcher) pause(p page, idle time.Duration) time.Duration {
+	if p.millisBehind > 0 || p.raw >= int(f.maxRecords) {
+		return 0
+	}
+	return idle
+}

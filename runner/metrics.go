@@ -1,0 +1,181 @@
+package runner
+
+import (
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kcltool/kcltool/leasecore"
+)
+
+// Metrics collects a worker's figures: per shard (reads, records, batches,
+// handler runs and their durations, failures, lag) and per worker (leases).
+// The Prometheus endpoint reads them (WritePrometheus), and so does the
+// CloudWatch publisher, under KCL's metric names.
+type Metrics struct {
+	mu     sync.Mutex
+	app    string
+	stream string
+	worker string
+	shards map[string]*shardStats
+	// lease returns the coordinator's counters; nil until the worker runs.
+	lease func() leasecore.Stats
+	slots *Slots
+	// cw, when set, also receives every observation.
+	cw atomic.Pointer[cloudWatchPublisher]
+}
+
+// NewMetrics returns an empty collection.
+func NewMetrics() *Metrics { return &Metrics{shards: map[string]*shardStats{}} }
+
+func (m *Metrics) bind(app, stream, worker string, lease func() leasecore.Stats, slots *Slots) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.app, m.stream, m.worker, m.lease, m.slots = app, stream, worker, lease, slots
+}
+
+// shard returns the figures of one shard, creating them on first use, and
+// marks the shard as read by this worker.
+func (m *Metrics) shard(id string) *shardStats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.shards[id]
+	if s == nil {
+		s = &shardStats{m: m, id: id, hist: newHistogram(handlerBuckets)}
+		m.shards[id] = s
+	}
+	s.held.Store(true)
+	return s
+}
+
+// shardStats are one shard's figures. The counters stay after the lease
+// moves on (Prometheus counters must not go back); the lag gauge is only
+// reported while this worker reads the shard.
+type shardStats struct {
+	m            *Metrics
+	id           string
+	held         atomic.Bool
+	millisBehind atomic.Int64
+	getRecords   atomic.Int64
+	throttled    atomic.Int64
+	records      atomic.Int64
+	bytes        atomic.Int64
+	batches      atomic.Int64
+	runs         atomic.Int64
+	failures     atomic.Int64
+	retries      atomic.Int64
+	skipped      atomic.Int64
+	checkpoints  atomic.Int64
+	hist         *histogram
+}
+
+func (s *shardStats) release() { s.held.Store(false) }
+
+func (s *shardStats) getRecordsCall(err error) {
+	s.getRecords.Add(1)
+	if err != nil && isThrottle(err) {
+		s.throttled.Add(1)
+	}
+}
+
+func (s *shardStats) read(p page) {
+	s.millisBehind.Store(p.millisBehind)
+	if cw := s.m.cw.Load(); cw != nil {
+		cw.observe(cwKey{op: opProcessTask, shard: s.id, name: "MillisBehindLatest", unit: unitMillis}, float64(p.millisBehind))
+	}
+}
+
+func (s *shardStats) handlerRun(res Result) {
+	s.runs.Add(1)
+	if res.Outcome != Succeeded {
+		s.failures.Add(1)
+	}
+	s.hist.observe(res.Duration.Seconds())
+	if cw := s.m.cw.Load(); cw != nil {
+		ms := float64(res.Duration) / float64(time.Millisecond)
+		cw.observe(cwKey{op: opProcessTask, shard: s.id, name: "RecordProcessor.processRecords.Time", unit: unitMillis}, ms)
+		ok := 0.0
+		if res.Outcome == Succeeded {
+			ok = 1
+		}
+		cw.observe(cwKey{op: opProcessTask, shard: s.id, name: "Success", unit: unitCount}, ok)
+	}
+}
+
+// batchDone counts a batch whose records have all been handled or given up
+// on. Retries are the runs beyond one per part of the batch (a bisection
+// makes two parts of one).
+func (s *shardStats) batchDone(records []Record, st ProcessStats) {
+	var bytes int64
+	for i := range records {
+		bytes += int64(len(records[i].Data))
+	}
+	s.batches.Add(1)
+	s.records.Add(int64(len(records)))
+	s.bytes.Add(bytes)
+	s.skipped.Add(int64(st.Skipped))
+	if r := st.Runs - 1 - st.Bisections; r > 0 {
+		s.retries.Add(int64(r))
+	}
+	if cw := s.m.cw.Load(); cw != nil {
+		cw.observe(cwKey{op: opProcessTask, shard: s.id, name: "RecordsProcessed", unit: unitCount}, float64(len(records)))
+		cw.observe(cwKey{op: opProcessTask, shard: s.id, name: "DataBytesProcessed", unit: unitBytes}, float64(bytes))
+	}
+}
+
+func (s *shardStats) checkpointed() { s.checkpoints.Add(1) }
+
+// snapshot copies the shards, sorted, for a consistent exposition.
+func (m *Metrics) snapshot() (app, stream, worker string, shards []*shardStats, lease leasecore.Stats, running int, haveLease bool) {
+	m.mu.Lock()
+	app, stream, worker = m.app, m.stream, m.worker
+	for _, s := range m.shards {
+		shards = append(shards, s)
+	}
+	leaseFn, slots := m.lease, m.slots
+	m.mu.Unlock()
+	sort.Slice(shards, func(i, j int) bool { return shards[i].id < shards[j].id })
+	if leaseFn != nil {
+		lease, haveLease = leaseFn(), true
+	}
+	return app, stream, worker, shards, lease, slots.InUse(), haveLease
+}
+
+// handlerBuckets are the handler duration histogram's upper bounds, in
+// seconds: from a fast in-memory handler to one that calls slow services.
+var handlerBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300}
+
+type histogram struct {
+	mu     sync.Mutex
+	bounds []float64
+	counts []uint64 // per bucket, not cumulative; the last is +Inf
+	sum    float64
+	n      uint64
+}
+
+func newHistogram(bounds []float64) *histogram {
+	return &histogram{bounds: bounds, counts: make([]uint64, len(bounds)+1)}
+}
+
+func (h *histogram) observe(v float64) {
+	i := sort.SearchFloat64s(h.bounds, v)
+	h.mu.Lock()
+	h.counts[i]++
+	h.sum += v
+	h.n++
+	h.mu.Unlock()
+}
+
+// cumulative returns the Prometheus bucket counts (cumulative, +Inf last).
+func (h *histogram) cumulative() (counts []uint64, sum float64, n uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	counts = make([]uint64, len(h.counts))
+	var acc uint64
+	for i, c := range h.counts {
+		acc += c
+		counts[i] = acc
+	}
+	return counts, h.sum, h.n
+}

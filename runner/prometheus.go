@@ -1,0 +1,167 @@
+package runner
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The Prometheus text exposition format (version 0.0.4) is written by hand:
+// a few dozen lines, against a client library that would be the binary's
+// largest dependency.
+
+// WritePrometheus writes every metric in the Prometheus text format.
+func (m *Metrics) WritePrometheus(w io.Writer) error {
+	app, stream, worker, shards, lease, running, haveLease := m.snapshot()
+	bw := bufio.NewWriter(w)
+	p := &promWriter{w: bw}
+
+	wl := []string{"app", app, "worker", worker}
+	if haveLease {
+		p.family("kcltool_worker_leases_held", "gauge", "Leases this worker holds now.")
+		p.sample("kcltool_worker_leases_held", wl, float64(lease.Held))
+		p.family("kcltool_worker_leases_taken_total", "counter", "Leases taken because they were expired or unowned.")
+		p.sample("kcltool_worker_leases_taken_total", wl, float64(lease.Taken))
+		p.family("kcltool_worker_leases_stolen_total", "counter", "Leases stolen from the most loaded worker to balance the fleet.")
+		p.sample("kcltool_worker_leases_stolen_total", wl, float64(lease.Stolen))
+		p.family("kcltool_worker_leases_lost_total", "counter", "Leases lost: taken by another worker, or not renewed within the failover time.")
+		p.sample("kcltool_worker_leases_lost_total", wl, float64(lease.Lost))
+		p.family("kcltool_worker_leases_released_total", "counter", "Leases given up on graceful shutdown.")
+		p.sample("kcltool_worker_leases_released_total", wl, float64(lease.Released))
+		p.family("kcltool_worker_lease_renewals_total", "counter", "Successful lease renewals.")
+		p.sample("kcltool_worker_lease_renewals_total", wl, float64(lease.Renewals))
+		p.family("kcltool_worker_dynamodb_throttled_total", "counter", "Lease table calls answered with a throttling error (retried).")
+		p.sample("kcltool_worker_dynamodb_throttled_total", wl, float64(lease.Throttled))
+	}
+	p.family("kcltool_worker_handlers_running", "gauge", "Handler processes running now (bounded by --max-parallel).")
+	p.sample("kcltool_worker_handlers_running", wl, float64(running))
+
+	type counter struct {
+		name, help string
+		get        func(*shardStats) int64
+	}
+	counters := []counter{
+		{"kcltool_shard_records_total", "Records handled (after KPL de-aggregation), counted when their batch is done.", func(s *shardStats) int64 { return s.records.Load() }},
+		{"kcltool_shard_bytes_total", "Data bytes of the handled records.", func(s *shardStats) int64 { return s.bytes.Load() }},
+		{"kcltool_shard_batches_total", "Batches done: handled, or given up on into --on-failure.", func(s *shardStats) int64 { return s.batches.Load() }},
+		{"kcltool_shard_handler_runs_total", "Handler processes run.", func(s *shardStats) int64 { return s.runs.Load() }},
+		{"kcltool_shard_handler_failures_total", "Handler runs that failed, timed out or reported failed items.", func(s *shardStats) int64 { return s.failures.Load() }},
+		{"kcltool_shard_handler_retries_total", "Handler runs that retried records already handed to a handler.", func(s *shardStats) int64 { return s.retries.Load() }},
+		{"kcltool_shard_records_skipped_total", "Records given up on and written to --on-failure.", func(s *shardStats) int64 { return s.skipped.Load() }},
+		{"kcltool_shard_checkpoints_total", "Checkpoints written.", func(s *shardStats) int64 { return s.checkpoints.Load() }},
+		{"kcltool_shard_getrecords_total", "GetRecords calls.", func(s *shardStats) int64 { return s.getRecords.Load() }},
+		{"kcltool_shard_getrecords_throttled_total", "GetRecords calls answered with a throttling error.", func(s *shardStats) int64 { return s.throttled.Load() }},
+	}
+	labels := func(s *shardStats) []string { return []string{"app", app, "stream", stream, "shard", s.id} }
+
+	p.family("kcltool_shard_millis_behind_latest", "gauge", "How far the shard's reader is behind the tip of the stream, from the last GetRecords (shards this worker reads now).")
+	for _, s := range shards {
+		if s.held.Load() {
+			p.sample("kcltool_shard_millis_behind_latest", labels(s), float64(s.millisBehind.Load()))
+		}
+	}
+	for _, c := range counters {
+		p.family(c.name, "counter", c.help)
+		for _, s := range shards {
+			p.sample(c.name, labels(s), float64(c.get(s)))
+		}
+	}
+	const hist = "kcltool_shard_handler_duration_seconds"
+	p.family(hist, "histogram", "Handler run time.")
+	for _, s := range shards {
+		counts, sum, n := s.hist.cumulative()
+		for i, c := range counts {
+			le := "+Inf"
+			if i < len(handlerBuckets) {
+				le = strconv.FormatFloat(handlerBuckets[i], 'g', -1, 64)
+			}
+			p.sample(hist+"_bucket", append(labels(s), "le", le), float64(c))
+		}
+		p.sample(hist+"_sum", labels(s), sum)
+		p.sample(hist+"_count", labels(s), float64(n))
+	}
+	return bw.Flush()
+}
+
+// promWriter appends into one buffer: a scrape writes a few lines per shard
+// and metric, and must stay cheap next to the work it reports on.
+type promWriter struct {
+	w   *bufio.Writer
+	buf []byte
+}
+
+func (p *promWriter) family(name, typ, help string) {
+	p.buf = append(p.buf[:0], "# HELP "...)
+	p.buf = append(p.buf, name...)
+	p.buf = append(p.buf, ' ')
+	p.buf = append(p.buf, help...)
+	p.buf = append(p.buf, "\n# TYPE "...)
+	p.buf = append(p.buf, name...)
+	p.buf = append(p.buf, ' ')
+	p.buf = append(p.buf, typ...)
+	p.buf = append(p.buf, '\n')
+	p.w.Write(p.buf)
+}
+
+// sample writes one line; labels alternate name, value.
+func (p *promWriter) sample(name string, labels []string, v float64) {
+	b := append(p.buf[:0], name...)
+	b = append(b, '{')
+	for i := 0; i+1 < len(labels); i += 2 {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, labels[i]...)
+		b = append(b, '=', '"')
+		if strings.ContainsAny(labels[i+1], "\\\"\n") {
+			b = append(b, labelEscaper.Replace(labels[i+1])...)
+		} else {
+			b = append(b, labels[i+1]...)
+		}
+		b = append(b, '"')
+	}
+	b = append(b, '}', ' ')
+	b = strconv.AppendFloat(b, v, 'g', -1, 64)
+	b = append(b, '\n')
+	p.buf = b
+	p.w.Write(b)
+}
+
+var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+
+// ServeMetrics listens on addr and serves /metrics until ctx ends. It
+// returns once listening, with the address (addr may use port 0), so that a
+// port in use fails the start instead of a log line later.
+func ServeMetrics(ctx context.Context, addr string, m *Metrics, log *slog.Logger) (net.Addr, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		if err := m.WritePrometheus(w); err != nil {
+			log.Debug("metrics scrape", "err", err)
+		}
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics endpoint stopped", "err", err)
+		}
+	}()
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	return ln.Addr(), nil
+}

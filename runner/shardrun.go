@@ -1,0 +1,412 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
+	"github.com/kcltool/kcltool/leasecore"
+	"github.com/kcltool/kcltool/reshard"
+)
+
+// shardRun processes one shard for one holding (tenure) of its lease: wait
+// for the parents, read, batch, hand to the handler, checkpoint, and at the
+// end of a closed shard create the children's leases and checkpoint
+// SHARD_END. Its context ends when the lease is lost; then nothing more is
+// checkpointed.
+type shardRun struct {
+	w       *Worker
+	lease   leasecore.Lease // as gained
+	key     string
+	shardID string
+	tenure  uint64
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	// prev is the previous run of the same lease, which must be gone before
+	// this one reads: two handlers of one shard at once would break its
+	// order.
+	prev  <-chan struct{}
+	done  chan struct{}
+	stats *shardStats
+	log   *slog.Logger
+}
+
+func newShardRun(w *Worker, l leasecore.Lease, tenure uint64, prev <-chan struct{}) *shardRun {
+	r := &shardRun{
+		w: w, lease: l, key: l.LeaseKey, shardID: l.ShardIDOrKey(), tenure: tenure, prev: prev,
+		done: make(chan struct{}),
+	}
+	r.ctx, r.cancel = context.WithCancelCause(w.runCtx)
+	r.stats = w.metrics.shard(r.shardID)
+	r.log = w.log.With("shard", r.shardID)
+	return r
+}
+
+func (r *shardRun) run() {
+	defer close(r.done)
+	defer r.cancel(nil)
+	if r.prev != nil {
+		select {
+		case <-r.prev:
+		case <-r.ctx.Done():
+			return
+		}
+	}
+	start := r.lease.Checkpoint
+	if start.IsShardEnd() {
+		// KCL keeps a finished lease (owned and renewed) until the cleanup
+		// deletes it; releasing it would only make the next taker run pick
+		// it up again.
+		r.log.Debug("lease is at SHARD_END: nothing to read")
+		return
+	}
+	if !r.waitForParents() {
+		return
+	}
+	for attempt := 1; ; attempt++ {
+		r.log.Info("reading shard", "checkpoint", start.SequenceNumber, "subSequence", start.SubSequenceNumber)
+		err := r.read(start)
+		if err == nil || r.over(err) {
+			return
+		}
+		delay := Backoff{}.Delay(attempt, rand.Float64)
+		r.log.Error("shard processing failed; restarting from the lease's checkpoint", "err", err, "in", delay)
+		if r.sleep(delay) != nil {
+			return
+		}
+		l, found, err := leasecore.GetLease(r.ctx, r.w.ddb, r.w.cfg.Table, r.key, true)
+		switch {
+		case err != nil:
+			r.log.Warn("could not read the lease back; restarting from the last known checkpoint", "err", err)
+		case !found:
+			r.log.Warn("lease deleted; stopping the shard")
+			return
+		default:
+			start = l.Checkpoint
+		}
+		if start.IsShardEnd() {
+			return
+		}
+	}
+}
+
+// over reports an error that ends the run for good: the lease is lost, the
+// worker stops.
+func (r *shardRun) over(err error) bool {
+	return r.ctx.Err() != nil || errors.Is(err, ErrStopped) || errors.Is(err, leasecore.ErrLeaseLost) || r.stopping()
+}
+
+func (r *shardRun) stopping() bool {
+	select {
+	case <-r.w.stopRuns:
+		return true
+	default:
+		return false
+	}
+}
+
+// sleep waits d, or fails when the run ends or the worker stops.
+func (r *shardRun) sleep(d time.Duration) error {
+	t := r.w.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return nil
+	case <-r.w.stopRuns:
+		return ErrStopped
+	case <-r.ctx.Done():
+		return context.Cause(r.ctx)
+	}
+}
+
+// waitForParents is KCL's BlockOnParentShardTask: a child is read only once
+// every parent lease is at SHARD_END or gone, so that each key's records
+// stay in order across a split or merge. The worker holds the child lease
+// meanwhile. A parent this worker finishes wakes the wait at once; others
+// are polled.
+func (r *shardRun) waitForParents() bool {
+	if len(r.lease.ParentShardIDs) == 0 {
+		return true
+	}
+	waited := false
+	for {
+		wake := r.w.finished.wait()
+		blocking, err := reshard.ParentsDone(r.ctx, r.w.ddb, r.w.table, r.lease)
+		switch {
+		case r.ctx.Err() != nil:
+			return false
+		case err != nil:
+			r.log.Warn("could not read the parent leases; trying again", "err", err)
+		case len(blocking) == 0:
+			if waited {
+				r.log.Info("parent shards finished")
+			}
+			return true
+		case !waited:
+			waited = true
+			r.log.Info("waiting for parent shards to reach SHARD_END", "parents", blocking)
+		}
+		t := r.w.clock.NewTimer(r.w.cfg.ParentPollInterval)
+		select {
+		case <-t.C():
+		case <-wake:
+			t.Stop()
+		case <-r.w.stopRuns:
+			t.Stop()
+			return false
+		case <-r.ctx.Done():
+			t.Stop()
+			return false
+		}
+	}
+}
+
+// read runs the shard from start until it ends, the run is stopped, or a
+// checkpoint fails. A fetcher goroutine reads ahead (one page) while the
+// handler runs.
+func (r *shardRun) read(start leasecore.SequenceNumber) error {
+	cfg := r.w.cfg
+	hr, err := NewHashRange(r.lease.StartingHashKey, r.lease.EndingHashKey)
+	if err != nil {
+		r.log.Warn("lease hash range unreadable; KPL aggregates are not filtered by range", "err", err)
+	}
+	f := newFetcher(r.w.kin, cfg.Stream, r.shardID, start, cfg, hr, r.stats, r.log)
+	fetchCtx, stopFetch := context.WithCancel(r.ctx)
+	pages := make(chan page, 1)
+	fetched := make(chan struct{})
+	go func() {
+		defer close(fetched)
+		defer close(pages)
+		r.fetch(fetchCtx, f, pages)
+	}()
+	defer func() {
+		stopFetch()
+		<-fetched
+	}()
+
+	policy := r.policy()
+	b := &batcher{size: cfg.BatchSize, window: cfg.BatchWindow}
+	fetching := true
+	for {
+		now := r.w.clock.Now()
+		fetching = r.drain(pages, b, now, fetching)
+		if batch, ok := b.next(now, !fetching); ok {
+			if err := r.handle(policy, batch, b.millisBehind); err != nil {
+				return err
+			}
+			continue
+		}
+		if b.done() {
+			return r.shardEnd(b.children)
+		}
+		if !fetching {
+			// The fetcher only stops early when the run stops.
+			if err := context.Cause(r.ctx); err != nil {
+				return err
+			}
+			return ErrStopped
+		}
+		var due <-chan time.Time
+		var t leasecore.Timer
+		if d, ok := b.wait(now); ok {
+			t = r.w.clock.NewTimer(d)
+			due = t.C()
+		}
+		select {
+		case p, ok := <-pages:
+			if ok {
+				b.add(p, r.w.clock.Now())
+			} else {
+				fetching = false
+			}
+		case <-due:
+		case <-r.w.stopRuns:
+			return ErrStopped
+		case <-r.ctx.Done():
+			return context.Cause(r.ctx)
+		}
+		if t != nil {
+			t.Stop()
+		}
+	}
+}
+
+// drain adds the pages that are ready without waiting, so that a batch
+// takes everything already read.
+func (r *shardRun) drain(pages <-chan page, b *batcher, now time.Time, fetching bool) bool {
+	for fetching {
+		select {
+		case p, ok := <-pages:
+			if !ok {
+				return false
+			}
+			b.add(p, now)
+		default:
+			return true
+		}
+	}
+	return false
+}
+
+// fetch reads pages until the shard ends or the run stops, pacing itself:
+// at once while behind the tip or after a full page, after the idle time
+// otherwise.
+func (r *shardRun) fetch(ctx context.Context, f *fetcher, pages chan<- page) {
+	for {
+		if r.stopping() {
+			return
+		}
+		p, err := f.next(ctx)
+		if err != nil {
+			return
+		}
+		r.stats.read(p)
+		select {
+		case pages <- p:
+		case <-ctx.Done():
+			return
+		case <-r.w.stopRuns:
+			return
+		}
+		if p.end {
+			return
+		}
+		if d := f.pause(p, r.w.cfg.IdleBetweenReads); d > 0 {
+			t := r.w.clock.NewTimer(d)
+			select {
+			case <-t.C():
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-r.w.stopRuns:
+				t.Stop()
+				return
+			}
+		}
+	}
+}
+
+func (r *shardRun) policy() *Policy {
+	cfg := r.w.cfg
+	return &Policy{
+		Handler: meteredHandler{h: cfg.Handler, stats: r.stats}, Clock: r.w.clock,
+		Backoff: cfg.Backoff, MaxRetries: cfg.MaxRetries, MaxRecordAge: cfg.MaxRecordAge,
+		BisectOnError: cfg.BisectOnError, OnFailureDir: cfg.OnFailureDir,
+		Log: r.log, Slots: r.w.slots,
+	}
+}
+
+// handle runs one batch to completion through the failure policy.
+func (r *shardRun) handle(p *Policy, records []Record, millisBehind int64) error {
+	cfg := r.w.cfg
+	b := Batch{
+		App: cfg.App, Stream: streamLabel(cfg.Stream), ShardID: r.shardID, WorkerID: cfg.WorkerID,
+		MillisBehindLatest: millisBehind, Records: records,
+	}
+	st, err := p.Process(r.ctx, r.w.stopRuns, b, r.checkpoint)
+	if err != nil {
+		return err
+	}
+	r.stats.batchDone(records, st)
+	return nil
+}
+
+// checkpoint writes the lease's checkpoint for this holding only: once the
+// lease is lost, or lost and taken again, it fails with ErrLeaseLost.
+func (r *shardRun) checkpoint(ctx context.Context, at leasecore.SequenceNumber) error {
+	if err := r.w.coord.CheckpointTenure(ctx, r.key, r.tenure, at); err != nil {
+		return err
+	}
+	r.stats.checkpointed()
+	return nil
+}
+
+// shardEnd finishes a closed shard whose records have all been handled:
+// first the children's leases and the parent's childShardIds, then the
+// SHARD_END checkpoint (reshard/doc.go says why in that order), then the
+// children waiting on this worker are woken and the taker looks for them.
+func (r *shardRun) shardEnd(children []types.ChildShard) error {
+	if len(children) == 0 {
+		children = r.childrenFromListing()
+	}
+	for attempt := 1; ; attempt++ {
+		res, err := reshard.OnShardEnd(r.ctx, r.w.ddb, r.w.table, r.lease, children)
+		if err == nil {
+			if len(res.Created) > 0 {
+				keys := make([]string, len(res.Created))
+				for i, l := range res.Created {
+					keys[i] = l.LeaseKey
+				}
+				r.log.Info("created the child shards' leases", "children", keys)
+			}
+			break
+		}
+		if r.ctx.Err() != nil {
+			return context.Cause(r.ctx)
+		}
+		if errors.Is(err, reshard.ErrMergeDeferred) {
+			// The other parent's lease is missing; shard sync creates it.
+			r.log.Info("merge child deferred until the other parent has a lease", "err", err)
+			r.w.requestSync()
+		} else {
+			r.log.Warn("could not create the child shards' leases; retrying", "err", err)
+		}
+		if err := r.sleep(min(r.w.cfg.ParentPollInterval, fetchBackoff(attempt)+time.Second)); err != nil {
+			return err
+		}
+	}
+	if err := r.checkpoint(r.ctx, leasecore.SequenceNumber{SequenceNumber: leasecore.SHARD_END}); err != nil {
+		return err
+	}
+	ids := make([]string, len(children))
+	for i, c := range children {
+		ids[i] = aws.ToString(c.ShardId)
+	}
+	r.log.Info("shard finished: checkpointed SHARD_END", "children", ids)
+	r.w.finished.notify()
+	r.w.coord.Kick()
+	return nil
+}
+
+// childrenFromListing finds a closed shard's children in the shard listing,
+// for the rare end of shard that came without ChildShards.
+func (r *shardRun) childrenFromListing() []types.ChildShard {
+	shards, err := reshard.ListShards(r.ctx, r.w.kin, r.w.cfg.Stream, reshard.ListOptions{Retry: r.w.table.Retry})
+	if err != nil {
+		r.log.Warn("shard ended without child shards, and the shard listing failed", "err", err)
+		return nil
+	}
+	g, err := reshard.NewGraph(shards)
+	if err != nil {
+		r.log.Warn("shard ended without child shards, and the shard listing is unusable", "err", err)
+		return nil
+	}
+	var out []types.ChildShard
+	for _, id := range g.Children(r.shardID) {
+		n, _ := g.Node(id)
+		out = append(out, types.ChildShard{
+			ShardId: aws.String(id), ParentShards: n.ParentShardIDs(),
+			HashKeyRange: &types.HashKeyRange{StartingHashKey: aws.String(n.HashRange.Start.String()), EndingHashKey: aws.String(n.HashRange.End.String())},
+		})
+	}
+	return out
+}
+
+// meteredHandler counts every handler run and its duration.
+type meteredHandler struct {
+	h     BatchHandler
+	stats *shardStats
+}
+
+func (m meteredHandler) Run(ctx context.Context, b Batch) Result {
+	res := m.h.Run(ctx, b)
+	if ctx.Err() == nil {
+		m.stats.handlerRun(res)
+	}
+	return res
+}

@@ -1,0 +1,355 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/kcltool/kcltool/leasecore"
+	"github.com/kcltool/kcltool/reshard"
+)
+
+// Worker is one member of a consumer fleet: it holds leases with the KCL 2.x
+// protocol (leasecore.Coordinator), reads the shards of the leases it holds,
+// one reader each, and hands their records to the handler in batches,
+// checkpointing after each success. Start the same worker on more machines
+// and the fleet rebalances.
+type Worker struct {
+	cfg     Config
+	ddb     DynamoDBAPI
+	kin     KinesisAPI
+	log     *slog.Logger
+	clock   leasecore.Clock
+	table   reshard.Table
+	metrics *Metrics
+	slots   *Slots
+	cw      *cloudWatchPublisher
+	coord   *leasecore.Coordinator
+
+	mu       sync.Mutex
+	runs     map[string]*shardRun // by lease key: the latest run of each held lease
+	stopping bool
+	runsWG   sync.WaitGroup
+
+	// runCtx is the parent of every shard run; cancelling it kills running
+	// handlers without another checkpoint (a crash, a lapsed grace).
+	runCtx     context.Context
+	cancelRuns context.CancelCauseFunc
+
+	shutdownOnce sync.Once
+	shutdown     chan struct{} // Shutdown was called
+	// stopRuns closes when the graceful stop begins: readers stop, running
+	// handlers finish, nothing new starts.
+	stopRuns chan struct{}
+	syncNow  chan struct{}
+	finished broadcast // a shard read by this worker reached SHARD_END
+}
+
+// Errors that end shard runs, as their context's cause.
+var (
+	errGraceExpired = errors.New("shutdown grace expired")
+	errHardStop     = errors.New("worker stopped at once")
+	errLeaseGone    = errors.New("lease lost or released")
+)
+
+// NewWorker checks the configuration; it makes no calls.
+func NewWorker(cfg Config, ddb DynamoDBAPI, kin KinesisAPI) (*Worker, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	w := &Worker{
+		cfg: cfg, ddb: ddb, kin: kin, clock: cfg.Clock,
+		log:      cfg.Log.With("worker", cfg.WorkerID),
+		table:    reshard.Table{Name: cfg.Table, Retry: reshard.Retry{Clock: cfg.Clock}},
+		metrics:  cfg.Metrics,
+		slots:    NewSlots(cfg.MaxParallel),
+		runs:     map[string]*shardRun{},
+		shutdown: make(chan struct{}), stopRuns: make(chan struct{}), syncNow: make(chan struct{}, 1),
+	}
+	if w.metrics == nil {
+		w.metrics = NewMetrics()
+	}
+	if cfg.CloudWatch != nil {
+		w.cw = newCloudWatchPublisher(cfg.CloudWatch, cfg.App, cfg.WorkerID, cfg.Clock, w.log)
+	}
+	return w, nil
+}
+
+// WorkerID is the leaseOwner this worker writes.
+func (w *Worker) WorkerID() string { return w.cfg.WorkerID }
+
+// Shutdown asks Run for a graceful stop: readers stop, running handlers may
+// finish within the shutdown grace and are checkpointed, then every lease is
+// released so that the other workers take the shards at once. It returns at
+// once; Run returns when the stop is done. Calling it again does nothing.
+func (w *Worker) Shutdown() {
+	w.shutdownOnce.Do(func() { close(w.shutdown) })
+}
+
+// Run sets up the lease table, runs the worker until Shutdown, and returns
+// nil after a graceful stop. Cancelling ctx stops at once, as a crash would
+// as far as the table can tell: handlers are killed, nothing more is
+// checkpointed and the leases expire after the failover time; Run then
+// returns ctx's error. Errors before the worker starts (no table, a KCL 3.x
+// table, no stream) are returned as they are.
+func (w *Worker) Run(ctx context.Context) error {
+	cfg := w.cfg
+	if err := leasecore.EnsureTable(ctx, w.ddb, cfg.Table, cfg.CreateTable); err != nil {
+		return err
+	}
+	// A 2.x-protocol worker would fight a 3.x leader for every lease.
+	if err := leasecore.CheckNotKCL3(ctx, w.ddb, cfg.Table); err != nil {
+		return err
+	}
+	if err := w.syncShards(ctx); err != nil {
+		if ctx.Err() != nil || errorCode(err) == "ResourceNotFoundException" {
+			return err
+		}
+		// Leases may already exist; the periodic sync tries again.
+		w.log.Warn("initial shard sync failed; retrying periodically", "err", err)
+	}
+	coord, err := leasecore.NewCoordinator(w.ddb, cfg.Table, cfg.Lease, w.clock, leasecore.Options{Logger: cfg.Log, OnEvent: w.onEvent})
+	if err != nil {
+		return err
+	}
+	w.coord = coord
+	w.metrics.bind(cfg.App, streamLabel(cfg.Stream), cfg.WorkerID, coord.Stats, w.slots)
+	w.runCtx, w.cancelRuns = context.WithCancelCause(ctx)
+	loopsCtx, stopLoops := context.WithCancel(ctx)
+	var loops sync.WaitGroup
+	loops.Add(2)
+	go func() { defer loops.Done(); w.syncLoop(loopsCtx) }()
+	go func() { defer loops.Done(); w.cleanupLoop(loopsCtx) }()
+	cwCtx, stopCW := context.WithCancel(ctx)
+	var cwDone sync.WaitGroup
+	if w.cw != nil {
+		w.metrics.cw.Store(w.cw)
+		cwDone.Add(1)
+		go func() { defer cwDone.Done(); w.cw.run(cwCtx, cfg.CloudWatchInterval, coord.Stats) }()
+	}
+	defer func() { stopLoops(); stopCW(); loops.Wait(); cwDone.Wait() }()
+	if err := coord.Start(ctx); err != nil {
+		return err
+	}
+	w.log.Info("worker started", "app", cfg.App, "table", cfg.Table, "stream", streamLabel(cfg.Stream),
+		"initialPosition", cfg.Initial.Kind, "failover", coord.Config().FailoverTime, "batchSize", cfg.BatchSize, "maxParallel", cfg.MaxParallel)
+
+	select {
+	case <-ctx.Done():
+		return w.stopNow(ctx)
+	case <-w.shutdown:
+	}
+	stopLoops()
+	return w.stopGracefully(ctx, stopCW, &cwDone)
+}
+
+// stopNow is the crash-like stop: kill everything, release nothing.
+func (w *Worker) stopNow(ctx context.Context) error {
+	w.mu.Lock()
+	w.stopping = true
+	w.mu.Unlock()
+	w.cancelRuns(errHardStop)
+	w.runsWG.Wait()
+	_ = w.coord.Stop(context.WithoutCancel(ctx), false)
+	w.log.Warn("worker stopped at once: running handlers killed, leases not released (they expire after the failover time)")
+	return ctx.Err()
+}
+
+// stopGracefully lets running handlers finish within the grace, then
+// releases every lease and publishes the last metrics.
+func (w *Worker) stopGracefully(ctx context.Context, stopCW context.CancelFunc, cwDone *sync.WaitGroup) error {
+	w.mu.Lock()
+	w.stopping = true
+	running := len(w.runs)
+	w.mu.Unlock()
+	close(w.stopRuns)
+	w.log.Info("stopping: shards stop reading, running handlers may finish", "shards", running, "grace", w.cfg.ShutdownGrace)
+	done := make(chan struct{})
+	go func() { w.runsWG.Wait(); close(done) }()
+	grace := w.clock.NewTimer(w.cfg.ShutdownGrace)
+	select {
+	case <-done:
+		grace.Stop()
+	case <-grace.C():
+		w.log.Warn("shutdown grace expired: killing the handlers still running; their batches are not checkpointed and will be handled again")
+		w.cancelRuns(errGraceExpired)
+		<-done
+	case <-ctx.Done():
+		grace.Stop()
+		return w.stopNow(ctx)
+	}
+	// Bounded: a lease table that cannot be reached must not keep the
+	// process alive; leases not released expire after the failover time.
+	rctx, cancel := context.WithTimeout(ctx, releaseTimeout)
+	defer cancel()
+	if err := w.coord.Stop(rctx, true); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		w.log.Warn("could not release every lease; the rest expire after the failover time", "err", err)
+	}
+	stopCW()
+	cwDone.Wait()
+	if w.cw != nil {
+		w.cw.publish(rctx, w.coord.Stats)
+	}
+	w.cancelRuns(errHardStop) // nothing runs any more; frees the context
+	w.log.Info("worker stopped: every lease released")
+	return nil
+}
+
+// releaseTimeout bounds releasing the leases and the last metrics at stop.
+const releaseTimeout = 10 * time.Second
+
+// onEvent starts a shard run for each lease gained and ends it when the
+// lease is lost or released. The coordinator calls it from one goroutine,
+// in order.
+func (w *Worker) onEvent(e leasecore.LeaseEvent) {
+	key := e.Lease.LeaseKey
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch e.Kind {
+	case leasecore.LeaseGained:
+		if w.stopping {
+			return // released with the others when the stop completes
+		}
+		var prev <-chan struct{}
+		if old := w.runs[key]; old != nil {
+			old.cancel(errLeaseGone)
+			prev = old.done
+		}
+		r := newShardRun(w, e.Lease, e.Tenure, prev)
+		w.runs[key] = r
+		w.runsWG.Add(1)
+		go func() {
+			defer w.runsWG.Done()
+			r.run()
+		}()
+	case leasecore.LeaseLost, leasecore.LeaseReleased:
+		r := w.runs[key]
+		if r == nil || r.tenure != e.Tenure {
+			return
+		}
+		delete(w.runs, key)
+		// At once: a handler still running for a lost lease is killed, and
+		// its batch is never checkpointed (the new holder handles it again).
+		r.cancel(fmt.Errorf("%w: %s", errLeaseGone, e.Kind))
+		r.stats.release()
+		if e.Kind != leasecore.LeaseLost {
+			return
+		}
+		select {
+		case <-r.done:
+			// Nothing was running: a finished shard's lease that the
+			// cleanup deleted, or one lost while idle.
+			r.log.Info("lease gone; the shard was not being read", "err", e.Err)
+		default:
+			r.log.Warn("lease lost: stopped the shard", "err", e.Err)
+		}
+	}
+}
+
+// syncLoop runs KCL's periodic shard sync, so that shards nobody holds a
+// lease for (new streams' shards, a reshard the fleet missed) get leases.
+func (w *Worker) syncLoop(ctx context.Context) {
+	for {
+		t := w.clock.NewTimer(w.cfg.ShardSyncInterval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		case <-w.syncNow:
+			t.Stop()
+		}
+		if err := w.syncShards(ctx); err != nil && ctx.Err() == nil {
+			w.log.Info("shard sync failed; trying again later", "err", err)
+		}
+	}
+}
+
+// requestSync makes the sync loop run now.
+func (w *Worker) requestSync() {
+	select {
+	case w.syncNow <- struct{}{}:
+	default:
+	}
+}
+
+func (w *Worker) syncShards(ctx context.Context) error {
+	rep, err := reshard.SyncShards(ctx, w.kin, w.ddb, w.table, reshard.SyncOptions{
+		Stream: w.cfg.Stream, Initial: w.cfg.Initial, Retry: w.table.Retry,
+	})
+	if err != nil {
+		return err
+	}
+	if len(rep.Created) > 0 {
+		keys := make([]string, len(rep.Created))
+		for i, l := range rep.Created {
+			keys[i] = l.LeaseKey
+		}
+		w.log.Info("shard sync created leases", "leases", keys, "checkpoint", rep.Created[0].Checkpoint.SequenceNumber)
+		if w.coord != nil {
+			w.coord.Kick()
+		}
+	}
+	for _, o := range rep.Orphans {
+		w.log.Debug("lease of a shard the stream no longer lists", "orphan", o)
+	}
+	return nil
+}
+
+// cleanupLoop deletes finished parent leases once their children have
+// started (KCL's LeaseCleanupManager), so that the table does not grow with
+// every reshard.
+func (w *Worker) cleanupLoop(ctx context.Context) {
+	for {
+		if leasecore.Sleep(ctx, w.clock, w.cfg.CleanupInterval) != nil {
+			return
+		}
+		rep, err := reshard.Cleanup(ctx, w.ddb, w.table, w.cfg.Stream, nil)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			w.log.Info("lease cleanup failed; trying again later", "err", err)
+		case len(rep.Deleted) > 0:
+			w.log.Info("deleted the leases of finished parent shards", "leases", rep.Deleted)
+		}
+	}
+}
+
+// broadcast wakes every waiter once per notify.
+type broadcast struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+// wait returns a channel that closes at the next notify. Take it before
+// checking the condition, so that a notify in between is not missed.
+func (b *broadcast) wait() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ch == nil {
+		b.ch = make(chan struct{})
+	}
+	return b.ch
+}
+
+func (b *broadcast) notify() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ch != nil {
+		close(b.ch)
+		b.ch = nil
+	}
+}
+
+func streamLabel(s reshard.Stream) string {
+	if s.Name != "" {
+		return s.Name
+	}
+	return s.ARN
+}

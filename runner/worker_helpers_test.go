@@ -1,0 +1,209 @@
+package runner
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
+	"github.com/kcltool/kcltool/internal/emulator"
+	"github.com/kcltool/kcltool/leasecore"
+	"github.com/kcltool/kcltool/reshard"
+)
+
+// stack is a stream and a lease table on the local servers.
+type stack struct {
+	ddb    *dynamodb.Client
+	kin    *kinesis.Client
+	stream string
+	table  string
+}
+
+func newStack(t *testing.T, shards int32) stack {
+	t.Helper()
+	s := stack{ddb: emulator.DynamoDB(t), kin: emulator.Kinesis(t), stream: emulator.Name(t, "s"), table: emulator.Name(t, "app")}
+	emulator.CreateStream(t, s.kin, s.stream, shards)
+	return s
+}
+
+// put writes one record per key, in one PutRecords call, and returns the
+// sequence numbers by key.
+func (s stack) put(t *testing.T, data func(key string) string, keys ...string) map[string]string {
+	t.Helper()
+	entries := make([]kintypes.PutRecordsRequestEntry, len(keys))
+	for i, k := range keys {
+		entries[i] = kintypes.PutRecordsRequestEntry{PartitionKey: aws.String(k), Data: []byte(data(k))}
+	}
+	out, err := s.kin.PutRecords(context.Background(), &kinesis.PutRecordsInput{StreamName: aws.String(s.stream), Records: entries})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if aws.ToInt32(out.FailedRecordCount) != 0 {
+		t.Fatalf("%d records failed", aws.ToInt32(out.FailedRecordCount))
+	}
+	seqs := map[string]string{}
+	for i, r := range out.Records {
+		seqs[keys[i]] = aws.ToString(r.SequenceNumber)
+	}
+	return seqs
+}
+
+// config is a worker with test timings: failover in seconds, reads paced
+// at the per-shard limit, a handler that appends its stdin to out.
+func (s stack) config(t *testing.T, id, out string, argv ...string) Config {
+	t.Helper()
+	if len(argv) == 0 {
+		argv = ShellCommand(`cat >> "$OUT"`)
+	}
+	return Config{
+		App: s.table, Stream: reshard.Stream{Name: s.stream}, WorkerID: id, CreateTable: true,
+		Lease:   leasecore.Config{FailoverTime: 1500 * time.Millisecond, TakerInterval: 300 * time.Millisecond},
+		Initial: reshard.TrimHorizon(), IdleBetweenReads: 100 * time.Millisecond,
+		BatchSize: 50, Handler: &Handler{Argv: argv, Env: append(os.Environ(), "OUT="+out)},
+		Backoff:           Backoff{Initial: 50 * time.Millisecond, Max: 200 * time.Millisecond},
+		ShutdownGrace:     5 * time.Second,
+		ShardSyncInterval: time.Second, CleanupInterval: time.Second, ParentPollInterval: 200 * time.Millisecond,
+		Log: testLogger(t, id),
+	}
+}
+
+// testLogger writes the worker's log into the test's output.
+func testLogger(t *testing.T, id string) *slog.Logger {
+	return slog.New(slog.NewTextHandler(tlogWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})).With("test_worker", id)
+}
+
+type tlogWriter struct{ t *testing.T }
+
+func (w tlogWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// running is a worker started by a test.
+type running struct {
+	w    *Worker
+	done chan error
+	kill context.CancelFunc
+}
+
+func start(t *testing.T, s stack, cfg Config) *running {
+	t.Helper()
+	w, err := NewWorker(cfg, s.ddb, s.kin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{w: w, done: make(chan error, 1), kill: cancel}
+	go func() { r.done <- w.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-r.done
+	})
+	return r
+}
+
+// stop stops the worker gracefully and returns Run's result.
+func (r *running) stop(t *testing.T) error {
+	t.Helper()
+	r.w.Shutdown()
+	select {
+	case err := <-r.done:
+		r.done <- err // for the cleanup
+		return err
+	case <-time.After(30 * time.Second):
+		t.Fatal("worker did not stop within 30s")
+		return nil
+	}
+}
+
+// handled is a record as the handler wrote it (JSON Lines).
+type handled struct {
+	Data           string `json:"data"`
+	PartitionKey   string `json:"partitionKey"`
+	SequenceNumber string `json:"sequenceNumber"`
+	SubSequence    int64  `json:"subSequenceNumber"`
+	ShardID        string `json:"shardId"`
+}
+
+func (h handled) text() string {
+	b, _ := base64.StdEncoding.DecodeString(h.Data)
+	return string(b)
+}
+
+func readHandled(t *testing.T, path string) []handled {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []handled
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if len(line) == 0 || line[0] != '{' {
+			continue
+		}
+		var h handled
+		if err := json.Unmarshal(line, &h); err != nil {
+			t.Fatalf("handler output line %q: %v", line, err)
+		}
+		out = append(out, h)
+	}
+	return out
+}
+
+// eventually polls cond until it holds or the timeout passes.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func leases(t *testing.T, s stack) map[string]leasecore.Lease {
+	t.Helper()
+	res, err := leasecore.ScanTable(context.Background(), s.ddb, s.table, leasecore.ScanOptions{ConsistentRead: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Malformed) > 0 || len(res.NonLeases) > 0 {
+		t.Fatalf("lease table holds malformed items %v or non-lease items %v", res.Malformed, res.NonLeases)
+	}
+	m := map[string]leasecore.Lease{}
+	for _, l := range res.Leases {
+		m[l.LeaseKey] = l
+	}
+	return m
+}
+
+func keys(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s%03d", prefix, i)
+	}
+	return out
+}
+
+// outFile is a handler output file in the test's directory.
+func outFile(t *testing.T) string { return filepath.Join(t.TempDir(), "out.jsonl") }
