@@ -9,7 +9,7 @@ import (
 	"github.com/kcltool/kcltool/reset"
 )
 
-// changeJSON is the documented JSON shape of one plan row (reset/RESET.md).
+// changeJSON is the documented JSON shape of one plan row (README, "checkpoint reset").
 // before is null for a lease that does not exist yet, after for one that is
 // deleted or skipped. result and detail appear once the plan was applied.
 // Fields may be added, never renamed.

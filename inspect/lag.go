@@ -93,6 +93,12 @@ func CheckpointDiff(ctx context.Context, kin StreamAPI, ddb TableAPI, table stri
 	if err != nil {
 		return nil, fmt.Errorf("scan lease table %q: %w", table, err)
 	}
+	return diffLeases(ctx, kin, table, scan, opt)
+}
+
+// diffLeases is CheckpointDiff over a table read already: doctor joins its
+// last sample with the stream instead of scanning once more.
+func diffLeases(ctx context.Context, kin StreamAPI, table string, scan leasecore.ScanResult, opt LagOptions) (*Lag, error) {
 	streams, err := streamsOf(scan.Leases, opt.Stream)
 	if err != nil {
 		return nil, err
@@ -267,11 +273,16 @@ func probeLag(ctx context.Context, kin StreamAPI, rows []LagRow, conc int, clock
 // Any unread record makes the shard at least 1 ms behind: MillisBehindLatest
 // alone reads 0 when the unread records arrived within the same moment.
 func probe(ctx context.Context, kin StreamAPI, r *LagRow, clock leasecore.Clock) (behind int64, read bool, err error) {
-	it, err := kin.GetShardIterator(ctx, &kinesis.GetShardIteratorInput{
+	in := &kinesis.GetShardIteratorInput{
 		StreamName: aws.String(r.Stream), ShardId: aws.String(r.ShardID),
 		ShardIteratorType:      types.ShardIteratorTypeAfterSequenceNumber,
 		StartingSequenceNumber: aws.String(r.Lease.Checkpoint.SequenceNumber),
-	})
+	}
+	if r.Lease.Checkpoint.SequenceNumber == leasecore.TRIM_HORIZON {
+		// A worker that never checkpointed starts at the oldest record.
+		in.ShardIteratorType, in.StartingSequenceNumber = types.ShardIteratorTypeTrimHorizon, nil
+	}
+	it, err := kin.GetShardIterator(ctx, in)
 	if err != nil {
 		return 0, false, err
 	}

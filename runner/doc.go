@@ -1,4 +1,4 @@
-// Package runner is the consumer side of kcltool (`kcltool run`, RUN.md).
+// Package runner is the consumer side of kcltool (`kcltool run`; see the README).
 //
 // A Worker holds leases through the lease coordinator (leasecore), runs one
 // reader per held shard (fetcher: GetRecords with KCL's pacing and restart

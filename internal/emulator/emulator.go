@@ -73,15 +73,11 @@ func ensureInstalled(root string) error {
 	if _, err := exec.LookPath("npm"); err != nil {
 		return errors.New("emulator: npm is not installed: it installs the pinned local servers from package-lock.json (or run `make up` once)")
 	}
-	lock, err := os.OpenFile(filepath.Join(os.TempDir(), "kcltool-npm-install.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	unlock, err := lockFile(filepath.Join(os.TempDir(), "kcltool-npm-install.lock"))
 	if err != nil {
 		return err
 	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return err
-	}
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) //nolint:errcheck // unlock on close anyway
+	defer unlock()
 	if ready() {
 		return nil
 	}
@@ -91,6 +87,20 @@ func ensureInstalled(root string) error {
 		return fmt.Errorf("emulator: npm ci failed: %v\n%s", err, out)
 	}
 	return nil
+}
+
+// lockFile takes an exclusive lock shared by every process on the machine;
+// closing the file releases it.
+func lockFile(path string) (unlock func(), err error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { f.Close() }, nil
 }
 
 // freePort asks the kernel for an unused loopback port.
@@ -143,6 +153,15 @@ func launch(name string) (*server, error) {
 	if err := ensureInstalled(root); err != nil {
 		return nil, err
 	}
+	// Test binaries of several packages start servers at once. Between
+	// freePort closing its probe and node binding the port, another binary
+	// could be handed the same port, bind nothing, and talk to our server.
+	// One lock across that window, shared by every binary, closes the gap.
+	unlock, err := lockFile(filepath.Join(os.TempDir(), "kcltool-emulator-ports.lock"))
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	port, err := freePort()
 	if err != nil {
 		return nil, err

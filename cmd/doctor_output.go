@@ -1,0 +1,236 @@
+package cmd
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kcltool/kcltool/inspect"
+)
+
+// doctorJSON is the documented JSON shape of a doctor report.
+type doctorJSON struct {
+	App                string        `json:"app"`
+	Table              string        `json:"table"`
+	Stream             string        `json:"stream,omitempty"`
+	Started            time.Time     `json:"started"`
+	Ended              time.Time     `json:"ended"`
+	WindowMillis       int64         `json:"windowMillis"`
+	FailoverTimeMillis int64         `json:"failoverTimeMillis"`
+	Reads              int           `json:"reads"`
+	Leases             int           `json:"leases"`
+	Workers            int           `json:"workers"`
+	KCL3               bool          `json:"kcl3"`
+	Worst              string        `json:"worst"`
+	FailOn             string        `json:"failOn"`
+	Failed             bool          `json:"failed"`
+	Findings           []findingJSON `json:"findings"`
+	Cost               costJSON      `json:"cost"`
+}
+
+type findingJSON struct {
+	ID       string       `json:"id"`
+	Severity string       `json:"severity"`
+	Summary  string       `json:"summary"`
+	Evidence evidenceJSON `json:"evidence"`
+	Cause    string       `json:"cause"`
+	Fix      string       `json:"fix"`
+}
+
+type evidenceJSON struct {
+	Lines   []string           `json:"lines"`
+	Values  map[string]float64 `json:"values"`
+	Shards  []string           `json:"shards"`
+	Workers []string           `json:"workers"`
+}
+
+type costJSON struct {
+	DynamoDB struct {
+		Scans             int     `json:"scans"`
+		Pages             int     `json:"pages"`
+		LegacyScans       int     `json:"legacyScans"`
+		DescribeTable     int     `json:"describeTable"`
+		ReadCapacityUnits float64 `json:"readCapacityUnits"`
+	} `json:"dynamodb"`
+	Kinesis struct {
+		GetRecords            int `json:"getRecords"`
+		ListShards            int `json:"listShards"`
+		DescribeStreamSummary int `json:"describeStreamSummary"`
+	} `json:"kinesis"`
+	CloudWatch struct {
+		GetMetricData int `json:"getMetricData"`
+		Metrics       int `json:"metrics"`
+	} `json:"cloudwatch"`
+}
+
+func orEmpty(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func severityName(s inspect.Severity) string {
+	if s > inspect.SeverityCritical {
+		return "never"
+	}
+	if s < 0 {
+		return "none"
+	}
+	return s.String()
+}
+
+func reportJSON(rep *inspect.Report, failOn inspect.Severity) doctorJSON {
+	j := doctorJSON{
+		App: rep.App, Table: rep.Table, Stream: rep.Stream, Started: rep.Started.UTC(), Ended: rep.Ended.UTC(),
+		WindowMillis: rep.Window.Milliseconds(), FailoverTimeMillis: rep.FailoverTime.Milliseconds(),
+		Reads: rep.Reads, Leases: rep.Leases, Workers: rep.Workers, KCL3: rep.KCL3,
+		Worst: severityName(rep.Worst()), FailOn: severityName(failOn), Failed: len(rep.AtLeast(failOn)) > 0,
+		Findings: make([]findingJSON, 0, len(rep.Findings)),
+	}
+	for _, f := range rep.Findings {
+		values := f.Evidence.Values
+		if values == nil {
+			values = map[string]float64{}
+		}
+		j.Findings = append(j.Findings, findingJSON{
+			ID: f.ID, Severity: f.Severity.String(), Summary: f.Summary, Cause: f.Cause, Fix: f.Fix,
+			Evidence: evidenceJSON{Lines: orEmpty(f.Evidence.Lines), Values: values, Shards: orEmpty(f.Evidence.Shards), Workers: orEmpty(f.Evidence.Workers)},
+		})
+	}
+	c := rep.Cost
+	j.Cost.DynamoDB.Scans, j.Cost.DynamoDB.Pages, j.Cost.DynamoDB.LegacyScans = c.Scans, c.Pages, c.LegacyScans
+	j.Cost.DynamoDB.DescribeTable, j.Cost.DynamoDB.ReadCapacityUnits = c.DescribeTable, c.ReadCapacityUnits
+	j.Cost.Kinesis.GetRecords, j.Cost.Kinesis.ListShards, j.Cost.Kinesis.DescribeStreamSummary = c.GetRecords, c.ListShards, c.DescribeStream
+	j.Cost.CloudWatch.GetMetricData, j.Cost.CloudWatch.Metrics = c.GetMetricData, c.Metrics
+	return j
+}
+
+// renderDoctor writes a report in the chosen format.
+func renderDoctor(f *Factory, format string, rep *inspect.Report, failOn inspect.Severity) error {
+	io := f.IO
+	switch format {
+	case FormatJSON:
+		return writeJSON(io.Out, reportJSON(rep, failOn))
+	case FormatCSV:
+		var recs [][]string
+		for _, fd := range rep.Findings {
+			recs = append(recs, []string{fd.ID, fd.Severity.String(), fd.Summary, strings.Join(fd.Evidence.Shards, ";"),
+				strings.Join(fd.Evidence.Workers, ";"), fd.Cause, fd.Fix})
+		}
+		return writeCSV(io.Out, []string{"id", "severity", "summary", "shards", "workers", "cause", "fix"}, recs)
+	}
+	return renderDoctorTable(f, format == FormatWide, rep, failOn)
+}
+
+// renderDoctorTable: the findings as a table, worst first, then the
+// evidence, cause and fix of each finding that needs action (of every
+// finding with -o wide), then what the run read and cost.
+func renderDoctorTable(f *Factory, wide bool, rep *inspect.Report, failOn inspect.Severity) error {
+	io := f.IO
+	st := io.Styles()
+	header := fmt.Sprintf("%s: %s, %s, %s (reads %s apart over %s, %s to %s)", rep.Table, plural(rep.Leases, "lease"),
+		plural(rep.Workers, "worker"), plural(rep.Reads, "read"), rep.FailoverTime, rep.Window.Round(time.Millisecond),
+		stamp(rep.Started, io.OutTTY), stamp(rep.Ended, io.OutTTY))
+	fmt.Fprintln(io.Out, st.Dim.Render(header))
+	fmt.Fprintln(io.Out)
+	if len(rep.Findings) == 0 {
+		fmt.Fprintln(io.Out, st.Good.Render("no findings"))
+	} else {
+		var rows [][]string
+		for _, fd := range rep.Findings {
+			rows = append(rows, []string{fd.Severity.String(), fd.ID, fd.Summary})
+		}
+		if err := writeTable(io, []string{"SEVERITY", "ID", "SUMMARY"}, rows); err != nil {
+			return err
+		}
+	}
+	for _, fd := range rep.Findings {
+		if !wide && fd.Severity < inspect.SeverityWarn {
+			continue
+		}
+		fmt.Fprintln(io.Out)
+		style := st.Warn
+		switch fd.Severity {
+		case inspect.SeverityCritical:
+			style = st.Bad
+		case inspect.SeverityInfo:
+			style = st.Dim
+		}
+		fmt.Fprintln(io.Out, style.Render(fd.Severity.String()+" "+fd.ID)+": "+fd.Summary)
+		for _, l := range fd.Evidence.Lines {
+			fmt.Fprintln(io.Out, "  - "+l)
+		}
+		if wide && len(fd.Evidence.Values) > 0 {
+			fmt.Fprintln(io.Out, "  values: "+formatValues(fd.Evidence.Values))
+		}
+		fmt.Fprintln(io.Out, "  cause: "+fd.Cause)
+		fmt.Fprintln(io.Out, "  fix:   "+fd.Fix)
+	}
+	fmt.Fprintln(io.Out)
+	fmt.Fprintln(io.Out, st.Dim.Render("cost: "+costLine(rep.Cost)))
+	fmt.Fprintln(io.Out, verdictLine(st, rep, failOn))
+	return nil
+}
+
+func stamp(t time.Time, tty bool) string {
+	if tty {
+		return t.Local().Format("15:04:05")
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func formatValues(v map[string]float64) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func costLine(c inspect.ReadCost) string {
+	parts := []string{fmt.Sprintf("%s (%s, %s read capacity)", plural(c.Scans, "lease-table scan"), plural(c.Pages, "page"),
+		strconv.FormatFloat(c.ReadCapacityUnits, 'f', -1, 64)), plural(c.DescribeTable, "DescribeTable")}
+	if c.LegacyScans > 0 {
+		parts = append(parts, plural(c.LegacyScans, "KCL 3.x side-table scan"))
+	}
+	if c.GetRecords+c.ListShards > 0 {
+		parts = append(parts, fmt.Sprintf("%s, %s", plural(c.ListShards, "ListShards"), plural(c.GetRecords, "GetRecords probe")))
+	}
+	if c.DescribeStream > 0 {
+		parts = append(parts, plural(c.DescribeStream, "DescribeStreamSummary"))
+	}
+	if c.GetMetricData > 0 {
+		parts = append(parts, fmt.Sprintf("%s (%s)", plural(c.GetMetricData, "GetMetricData"), plural(c.Metrics, "metric")))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func verdictLine(st Styles, rep *inspect.Report, failOn inspect.Severity) string {
+	counts := map[inspect.Severity]int{}
+	for _, f := range rep.Findings {
+		counts[f.Severity]++
+	}
+	line := fmt.Sprintf("%d critical, %d warn, %d info", counts[inspect.SeverityCritical], counts[inspect.SeverityWarn], counts[inspect.SeverityInfo])
+	if failOn <= inspect.SeverityCritical && len(rep.AtLeast(failOn)) > 0 {
+		return st.Bad.Render(line + fmt.Sprintf(" (exit 3: --fail-on %s)", failOn))
+	}
+	return line
+}
+
+// liveView redraws the report in place on a terminal; elsewhere reports
+// follow one another (one JSON document per line with -o json).
+type liveView struct {
+	io     *IOStreams
+	frames int
+}
+
+func (l *liveView) show(render func() error, format string) error {
+	l.frames++
+	switch {
+	case l.io.OutTTY && format != FormatJSON && format != FormatCSV:
+		fmt.Fprint(l.io.Out, "\x1b[H\x1b[2J") // home, clear screen
+	case l.frames > 1 && format != FormatJSON:
+		fmt.Fprintln(l.io.Out)
+	}
+	return render()
+}

@@ -1,0 +1,249 @@
+package inspect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+
+	"github.com/kcltool/kcltool/leasecore"
+	"github.com/kcltool/kcltool/reshard"
+)
+
+// DoctorStreamAPI is the part of the Kinesis client doctor uses: the lag
+// probe's calls, and the stream summary that says whether shard-level
+// metrics are enabled.
+type DoctorStreamAPI interface {
+	StreamAPI
+	DescribeStreamSummary(ctx context.Context, params *kinesis.DescribeStreamSummaryInput, optFns ...func(*kinesis.Options)) (*kinesis.DescribeStreamSummaryOutput, error)
+}
+
+// MetricsAPI is the one CloudWatch call doctor makes.
+type MetricsAPI interface {
+	GetMetricData(ctx context.Context, params *cloudwatch.GetMetricDataInput, optFns ...func(*cloudwatch.Options)) (*cloudwatch.GetMetricDataOutput, error)
+}
+
+// DoctorAPIs are the clients doctor reads through. It never writes.
+type DoctorAPIs struct {
+	DynamoDB TableAPI
+	// Kinesis is needed for the lag probe; nil skips the stream checks.
+	Kinesis DoctorStreamAPI
+	// CloudWatch is nil when CloudWatch is not to be read.
+	CloudWatch MetricsAPI
+}
+
+// KCL defaults doctor judges by (compat.md §3–§5).
+const (
+	DefaultDoctorWindow   = 60 * time.Second
+	DefaultHandoffTimeout = 30 * time.Second
+	DefaultMaxBehind      = time.Minute
+	DefaultMetricsWindow  = 5 * time.Minute
+	// workerMetricsFreshness: the 3.x leader counts a worker as active only
+	// if its worker-metrics item is newer than 2 × the 30s reporting period.
+	workerMetricsFreshness = 60 * time.Second
+	// leaderHeartbeat is the 3.x leader lock's heartbeat period: each one
+	// writes a new recordVersionNumber.
+	leaderHeartbeat = 30 * time.Second
+)
+
+// DoctorOptions say what to examine and by which rules.
+type DoctorOptions struct {
+	// App is the KCL application name: the CloudWatch namespace of KCL's
+	// own metrics and the prefix of KCL 3.0–3.4's extra tables.
+	App string
+	// Table is the lease table (KCL's default: the application name).
+	Table string
+	// Stream is the stream of a single-stream table; without it the stream
+	// checks are skipped. Multi-stream tables name their streams themselves.
+	Stream string
+	// Window is how long the table is sampled (default 60s).
+	Window time.Duration
+	// FailoverTime is the application's KCL failoverTimeMillis (default
+	// 10s): the spacing of the reads and the expiry rule.
+	FailoverTime time.Duration
+	// HandoffTimeout is KCL 3.x's gracefulLeaseHandoffTimeoutMillis (30s).
+	HandoffTimeout time.Duration
+	// MaxBehind is how far behind a shard may be before it is a finding (1m).
+	MaxBehind time.Duration
+	// MetricsWindow is how far back CloudWatch is read (5m, at least Window).
+	MetricsWindow time.Duration
+	// CloudWatchSkipped explains why CloudWatch is not read when the
+	// CloudWatch client is nil ("--no-cloudwatch").
+	CloudWatchSkipped string
+	// Concurrency bounds the lag probes in flight (16).
+	Concurrency int
+	// Retry applies to ListShards.
+	Retry reshard.Retry
+	// Clock times the reads and ages; the real clock when nil.
+	Clock leasecore.Clock
+	// Progress, when set, hears of each read: done of total in the window.
+	Progress func(done, total int)
+}
+
+func (o DoctorOptions) withDefaults() DoctorOptions {
+	if o.Table == "" {
+		o.Table = o.App
+	}
+	if o.App == "" {
+		o.App = o.Table
+	}
+	if o.Window <= 0 {
+		o.Window = DefaultDoctorWindow
+	}
+	if o.FailoverTime <= 0 {
+		o.FailoverTime = leasecore.DefaultFailoverTime
+	}
+	if o.HandoffTimeout <= 0 {
+		o.HandoffTimeout = DefaultHandoffTimeout
+	}
+	if o.MaxBehind <= 0 {
+		o.MaxBehind = DefaultMaxBehind
+	}
+	if o.MetricsWindow <= 0 {
+		o.MetricsWindow = DefaultMetricsWindow
+	}
+	o.MetricsWindow = max(o.MetricsWindow, o.Window)
+	if o.Concurrency <= 0 {
+		o.Concurrency = 16
+	}
+	if o.Clock == nil {
+		o.Clock = leasecore.RealClock()
+	}
+	return o
+}
+
+// Doctor examines one KCL application: it samples the lease table over a
+// window and joins what it saw with the stream and CloudWatch.
+type Doctor struct {
+	opt      DoctorOptions
+	clock    leasecore.Clock
+	meter    *meter
+	table    meteredTable
+	kin      DoctorStreamAPI // metered; nil without Kinesis
+	metrics  MetricsAPI      // metered; nil without CloudWatch
+	segments int
+	desc     *ddbtypes.TableDescription
+	noLegacy bool // KCL 3.0–3.4's side tables were looked for and are absent
+
+	// A watch reuses the stream probe for a window and CloudWatch for a
+	// minute (its resolution), so that a live view costs about what one run
+	// per window would.
+	watching bool
+	lagAt    time.Time
+	lag      *Lag
+	cwAt     time.Time
+	cw       *metricSet
+	cwFailed string
+}
+
+// NewDoctor checks the options and describes the lease table: a missing
+// table fails here, before any sampling.
+func NewDoctor(ctx context.Context, apis DoctorAPIs, opt DoctorOptions) (*Doctor, error) {
+	opt = opt.withDefaults()
+	if opt.Table == "" {
+		return nil, errors.New("no lease table: set App or Table")
+	}
+	if opt.Window < opt.FailoverTime {
+		return nil, fmt.Errorf("window %s is shorter than the failover time %s: telling an expired lease needs two reads a failover time apart", opt.Window, opt.FailoverTime)
+	}
+	m := &meter{}
+	d := &Doctor{opt: opt, clock: opt.Clock, meter: m, table: meteredTable{api: apis.DynamoDB, m: m}}
+	if apis.Kinesis != nil {
+		d.kin = meteredStream{api: apis.Kinesis, m: m}
+	}
+	if apis.CloudWatch != nil {
+		d.metrics = meteredMetrics{api: apis.CloudWatch, m: m}
+	}
+	out, err := d.table.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(opt.Table)})
+	if err != nil {
+		return nil, err
+	}
+	d.desc = out.Table
+	d.segments = leasecore.SegmentsFor(aws.ToInt64(out.Table.TableSizeBytes))
+	return d, nil
+}
+
+// Run samples one window and reports what it found.
+func (d *Doctor) Run(ctx context.Context) (*Report, error) {
+	samples, err := d.sampleWindow(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return d.diagnose(ctx, samples)
+}
+
+// Watch samples without end, one read per failover time, and reports on the
+// last window after every read once a window is full. It returns when ctx
+// ends or report returns an error.
+func (d *Doctor) Watch(ctx context.Context, report func(*Report) error) error {
+	d.watching = true
+	first, err := d.sampleWindow(ctx)
+	if err != nil {
+		return err
+	}
+	samples := first
+	for {
+		r, err := d.diagnose(ctx, samples)
+		if err != nil {
+			return err
+		}
+		if err := report(r); err != nil {
+			return err
+		}
+		next := samples[len(samples)-1].at.Add(d.opt.FailoverTime)
+		if err := leasecore.Sleep(ctx, d.clock, next.Sub(d.clock.Now())); err != nil {
+			return err
+		}
+		s, err := d.takeSample(ctx)
+		if err != nil {
+			return err
+		}
+		samples = append(samples, s)
+		if keep := d.samplesPerWindow(); len(samples) > keep {
+			samples = samples[len(samples)-keep:]
+		}
+	}
+}
+
+// Report is what one doctor run found.
+type Report struct {
+	App, Table, Stream string
+	Window             time.Duration // between the first and the last read
+	FailoverTime       time.Duration
+	Started, Ended     time.Time
+	// Reads is how many times the lease table was read.
+	Reads int
+	// Leases and Workers count the last read's leases and distinct owners.
+	Leases, Workers int
+	// KCL3 is set when the table holds KCL 3.x entities.
+	KCL3     bool
+	Findings []Finding
+	// Cost is what the run spent, in requests and read capacity.
+	Cost ReadCost
+}
+
+// Worst is the highest severity found, or -1 without findings.
+func (r *Report) Worst() Severity {
+	worst := Severity(-1)
+	for _, f := range r.Findings {
+		worst = max(worst, f.Severity)
+	}
+	return worst
+}
+
+// AtLeast returns the findings of severity s or worse.
+func (r *Report) AtLeast(s Severity) []Finding {
+	var out []Finding
+	for _, f := range r.Findings {
+		if f.Severity >= s {
+			out = append(out, f)
+		}
+	}
+	return out
+}

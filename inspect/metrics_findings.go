@@ -1,0 +1,297 @@
+package inspect
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// throttles are the lease table's throttling figures from CloudWatch.
+type throttles struct {
+	byOp                    map[string]float64 // ThrottledRequests per operation
+	readEvents, writeEvents float64            // the table's
+	indexRead, indexWrite   map[string]float64 // per GSI
+}
+
+// total counts throttled requests; the *ThrottleEvents metrics count the
+// same throttling per request unit, so they stand in only when
+// ThrottledRequests has no data.
+func (t throttles) total() float64 {
+	n := 0.0
+	for _, v := range t.byOp {
+		n += v
+	}
+	if n > 0 {
+		return n
+	}
+	n = t.readEvents + t.writeEvents
+	for _, v := range t.indexRead {
+		n += v
+	}
+	for _, v := range t.indexWrite {
+		n += v
+	}
+	return n
+}
+
+// writes counts throttled writes: on a lease table, lost renewals. As in
+// total, the events stand in only without ThrottledRequests data.
+func (t throttles) writes() float64 {
+	if n := t.byOp["UpdateItem"] + t.byOp["PutItem"] + t.byOp["DeleteItem"]; n > 0 {
+		return n
+	}
+	n := t.writeEvents
+	for _, v := range t.indexWrite {
+		n += v
+	}
+	return n
+}
+
+func (g *diagnosis) tableThrottles() throttles {
+	t := throttles{byOp: map[string]float64{}, indexRead: map[string]float64{}, indexWrite: map[string]float64{}}
+	if g.metrics == nil {
+		return t
+	}
+	for _, op := range leaseTableOps {
+		if v := g.metrics.sum(mDDBThrottled, op); v > 0 {
+			t.byOp[op] = v
+		}
+	}
+	t.readEvents, t.writeEvents = g.metrics.sum(mDDBReadThrot, ""), g.metrics.sum(mDDBWriteThrot, "")
+	subjects, _ := g.metrics.series(mDDBReadThrot)
+	for _, s := range subjects {
+		if s == "" {
+			continue
+		}
+		if v := g.metrics.sum(mDDBReadThrot, s); v > 0 {
+			t.indexRead[s] = v
+		}
+		if v := g.metrics.sum(mDDBWriteThrot, s); v > 0 {
+			t.indexWrite[s] = v
+		}
+	}
+	return t
+}
+
+// checkThrottling reports lease-table throttling seen by CloudWatch, with
+// the capacity that would stop it.
+func (g *diagnosis) checkThrottling() {
+	t := g.tableThrottles()
+	if t.total() == 0 {
+		return
+	}
+	var parts, lines []string
+	for _, op := range sortedKeys(t.byOp) {
+		parts = append(parts, fmt.Sprintf("%s %.0f", op, t.byOp[op]))
+	}
+	if t.readEvents > 0 || t.writeEvents > 0 {
+		lines = append(lines, fmt.Sprintf("table: %.0f read and %.0f write throttle events", t.readEvents, t.writeEvents))
+	}
+	for _, idx := range sortedKeys(t.indexRead) {
+		lines = append(lines, fmt.Sprintf("index %s: %.0f read throttle events", idx, t.indexRead[idx]))
+	}
+	for _, idx := range sortedKeys(t.indexWrite) {
+		lines = append(lines, fmt.Sprintf("index %s: %.0f write throttle events (a throttled index throttles the table's writes)", idx, t.indexWrite[idx]))
+	}
+	if len(parts) > 0 {
+		lines = append([]string{"throttled requests: " + strings.Join(parts, ", ")}, lines...)
+	}
+	w := g.writeNeed()
+	workers := len(g.view.liveOwners())
+	summary := fmt.Sprintf("lease table throttled %s in %s", times(t.total()), roundDur(g.opt.MetricsWindow))
+	if len(parts) > 0 {
+		summary += " (" + strings.Join(parts, ", ") + ")"
+	}
+	verb := " renew "
+	if workers == 1 {
+		verb = " renews "
+	}
+	summary += " while " + plural(workers, "worker") + verb + plural(w.held, "lease")
+	mode, wcu := provisioned(g.d.desc)
+	fix := fmt.Sprintf("switch the lease table to on-demand or raise its WCU to at least %d (now %d; the fleet needs about %.1f writes/s)", w.recommend(), wcu, w.need())
+	if wcu == 0 {
+		fix = "the table is on demand: look for a hot partition or a maximum on-demand throughput limit, and cut read pressure (fewer parallel scan segments, fewer workers scanning)"
+	}
+	if len(t.indexWrite) > 0 {
+		fix += "; raise the write capacity of the throttled index too"
+	}
+	sev := SeverityWarn
+	cause := "reads of the lease table are throttled: takers' scans (every worker scans the whole table) compete with the renewals' capacity"
+	if t.writes() > 0 {
+		sev = SeverityCritical
+		cause = "renewals and checkpoints are writes: throttled ones expire leases of live workers, which the others take, so leases move back and forth and records are processed twice"
+	}
+	g.add(Finding{
+		ID: FindTableThrottled, Severity: sev, Summary: summary,
+		Evidence: Evidence{Lines: lines, Values: map[string]float64{
+			"throttled": t.total(), "throttledWrites": t.writes(), "leasesHeld": float64(w.held), "liveWorkers": float64(workers),
+			"recommendedWCU": float64(w.recommend()),
+		}},
+		Cause: cause + fmt.Sprintf(" (billing mode %s)", mode),
+		Fix:   fix,
+	})
+}
+
+// checkIteratorAge reports Kinesis iterator ages above --max-behind.
+func (g *diagnosis) checkIteratorAge() {
+	subjects, values := g.metrics.series(mIteratorAge)
+	if len(subjects) == 0 {
+		return
+	}
+	perShard := strings.Contains(subjects[0], "/")
+	type age struct {
+		subject string
+		max     time.Duration
+	}
+	var over []age
+	for i, s := range subjects {
+		if m := time.Duration(maxOf(values[i])) * time.Millisecond; m > g.opt.MaxBehind {
+			over = append(over, age{s, m})
+		}
+	}
+	if len(over) == 0 {
+		return
+	}
+	sort.Slice(over, func(i, j int) bool { return over[i].max > over[j].max })
+	var lines, shards []string
+	for _, a := range over {
+		lines = append(lines, fmt.Sprintf("%s: iterator age up to %s", a.subject, roundDur(a.max)))
+		if _, shard, ok := strings.Cut(a.subject, "/"); ok {
+			shards = append(shards, shard)
+		}
+	}
+	f := Finding{
+		ID: FindIteratorAge, Severity: SeverityWarn,
+		Summary:  fmt.Sprintf("Kinesis iterator age up to %s (over %s) on %s", roundDur(over[0].max), g.opt.MaxBehind, listShort(subjectsOf(over, func(a age) string { return a.subject }))),
+		Evidence: Evidence{Lines: lines, Shards: shards, Values: map[string]float64{"maxIteratorAgeMillis": float64(over[0].max.Milliseconds())}},
+		Cause:    "per-shard iterator age (enhanced monitoring): the named shards' readers fall behind",
+		Fix:      "see shard-lag and stuck-shard for this application's own position; scale the handler or fix the slow shard",
+	}
+	if !perShard {
+		f.Cause = "stream-level iterator age is the oldest reader of any consumer of the stream, other applications included, and hides which shard lags; enable shard-level IteratorAgeMilliseconds (enhanced monitoring) to see per shard"
+		f.Fix = "compare with this application's own lag (shard-lag, kcl-lag); if it is another consumer, look there"
+	}
+	g.add(f)
+}
+
+func subjectsOf[T any](items []T, name func(T) string) []string {
+	out := make([]string, len(items))
+	for i, it := range items {
+		out[i] = name(it)
+	}
+	return out
+}
+
+// checkKCLMetrics reads KCL's own churn and lag metrics.
+func (g *diagnosis) checkKCLMetrics() {
+	if g.metrics == nil {
+		return
+	}
+	if !g.metrics.hasData(mKCLLost, mKCLTaken, mKCLReassigned, mKCLShardLag, mKCLAppLag) {
+		g.add(Finding{
+			ID: FindKCLMetricsAbsent, Severity: SeverityInfo,
+			Summary:  fmt.Sprintf("no KCL metrics in CloudWatch namespace %q in the last %s", g.opt.App, roundDur(g.opt.MetricsWindow)),
+			Evidence: Evidence{Lines: []string{"looked for LostLeases, TakenLeases, NumOfLeasesReassignment, MillisBehindLatest"}},
+			Cause:    "the application publishes no metrics (metricsLevel NONE, or kcltool run without --cloudwatch-metrics), or under another namespace than the application name",
+			Fix:      "pass --app with the KCL application name (the namespace); enable metrics to let doctor use them",
+		})
+		return
+	}
+	g.checkLeaseMoveMetrics()
+	g.checkKCLLag()
+}
+
+// workerSums adds a lease metric per worker; KCL publishes either per
+// worker or, with narrowed dimensions, per operation only, so the larger of
+// the two totals counts.
+func (g *diagnosis) workerSums(use string) (total float64, perWorker map[string]float64) {
+	perWorker = map[string]float64{}
+	subjects, _ := g.metrics.series(use)
+	sumWorkers := 0.0
+	for _, s := range subjects {
+		if s == "" {
+			continue
+		}
+		if v := g.metrics.sum(use, s); v > 0 {
+			perWorker[s] = v
+			sumWorkers += v
+		}
+	}
+	return max(sumWorkers, g.metrics.sum(use, "")), perWorker
+}
+
+func (g *diagnosis) checkLeaseMoveMetrics() {
+	lost, lostBy := g.workerSums(mKCLLost)
+	taken, takenBy := g.workerSums(mKCLTaken)
+	reassigned, _ := g.workerSums(mKCLReassigned)
+	if lost+taken+reassigned == 0 {
+		return
+	}
+	leases := len(g.last.leases)
+	var lines []string
+	for _, w := range sortedKeys(lostBy) {
+		lines = append(lines, fmt.Sprintf("%s lost %.0f", w, lostBy[w]))
+	}
+	for _, w := range sortedKeys(takenBy) {
+		lines = append(lines, fmt.Sprintf("%s took %.0f", w, takenBy[w]))
+	}
+	f := Finding{
+		ID: FindKCLLeaseMoves, Severity: SeverityInfo,
+		Summary: fmt.Sprintf("KCL metrics over %s: LostLeases %.0f, TakenLeases %.0f, NumOfLeasesReassignment %.0f (%s in the table)",
+			roundDur(g.opt.MetricsWindow), lost, taken, reassigned, plural(leases, "lease")),
+		Evidence: Evidence{Lines: lines, Workers: uniqueSorted(append(sortedKeys(lostBy), sortedKeys(takenBy)...)), Values: map[string]float64{
+			"lostLeases": lost, "takenLeases": taken, "leasesReassigned": reassigned, "leases": float64(leases),
+		}},
+		Cause: "leases move when workers join or leave, and when renewals fail",
+		Fix:   "nothing while the numbers stay below the lease count",
+	}
+	if lost > float64(leases) || reassigned > float64(leases) {
+		f.Severity = SeverityWarn
+		f.Cause = "more leases were lost or reassigned than the table holds: on average every lease changed hands in the period, which deploys alone rarely explain. " + g.renewFailureCause()
+		f.Fix = "look for lease-table throttling and workers that restart in a loop; raise the failover time if renewals are slow"
+	}
+	g.add(f)
+}
+
+// checkKCLLag reads MillisBehindLatest per shard and application-wide.
+func (g *diagnosis) checkKCLLag() {
+	type lag struct {
+		shard string
+		max   time.Duration
+	}
+	var over []lag
+	subjects, values := g.metrics.series(mKCLShardLag)
+	for i, s := range subjects {
+		if m := time.Duration(maxOf(values[i])) * time.Millisecond; m > g.opt.MaxBehind {
+			over = append(over, lag{s, m})
+		}
+	}
+	app := time.Duration(maxOf(g.metrics.valuesOf(mKCLAppLag, ""))) * time.Millisecond
+	if len(over) == 0 && app <= g.opt.MaxBehind {
+		return
+	}
+	sort.Slice(over, func(i, j int) bool { return over[i].max > over[j].max })
+	var lines, shards []string
+	for _, l := range over {
+		lines = append(lines, fmt.Sprintf("%s: MillisBehindLatest up to %s", l.shard, roundDur(l.max)))
+		shards = append(shards, l.shard)
+	}
+	if app > 0 {
+		lines = append(lines, fmt.Sprintf("application-wide: up to %s", roundDur(app)))
+	}
+	worst := app
+	if len(over) > 0 {
+		worst = max(worst, over[0].max)
+	}
+	summary := fmt.Sprintf("KCL MillisBehindLatest up to %s (over %s)", roundDur(worst), g.opt.MaxBehind)
+	if len(over) > 0 {
+		summary += " on " + listShort(shards)
+	}
+	g.add(Finding{
+		ID: FindKCLLag, Severity: SeverityWarn, Summary: summary,
+		Evidence: Evidence{Lines: lines, Shards: shards, Values: map[string]float64{"maxMillisBehind": float64(worst.Milliseconds()), "laggingShards": float64(len(over))}},
+		Cause:    "the application's record processors fall behind on these shards (KCL's own measure, per shard and for the whole application)",
+		Fix:      "see stuck-shard and shard-lag; scale the processing of the lagging shards",
+	})
+}

@@ -1,0 +1,66 @@
+package inspect
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/kcltool/kcltool/leasecore"
+	"github.com/kcltool/kcltool/reshard"
+)
+
+// sample is one full read of the lease table.
+type sample struct {
+	at        time.Time // when the scan started, on the doctor's clock
+	leases    []leasecore.Lease
+	byKey     map[string]leasecore.Lease
+	nonLeases []leasecore.NonLeaseItem
+	malformed []error
+}
+
+// takeSample scans the lease table once.
+func (d *Doctor) takeSample(ctx context.Context) (sample, error) {
+	at := d.clock.Now()
+	res, err := leasecore.ScanTable(ctx, d.table, d.opt.Table, leasecore.ScanOptions{Segments: d.segments})
+	if err != nil {
+		return sample{}, fmt.Errorf("scan lease table %q: %w", d.opt.Table, err)
+	}
+	d.meter.note(func(c *ReadCost) { c.Scans++ })
+	return sample{at: at, leases: res.Leases, byKey: reshard.ByKey(res.Leases), nonLeases: res.NonLeases, malformed: res.Malformed}, nil
+}
+
+// sampleWindow reads the table every failover time until the window is
+// covered: never more than one Scan per failover time, since the failover
+// time is also the shortest span over which an unchanged counter means
+// anything (compat.md §4: expiry needs two reads that far apart).
+func (d *Doctor) sampleWindow(ctx context.Context) ([]sample, error) {
+	n := d.samplesPerWindow()
+	var out []sample
+	for i := range n {
+		if i > 0 {
+			// On schedule, but never sooner than a failover time after the
+			// previous read, however long that read took.
+			next := out[0].at.Add(time.Duration(i) * d.opt.FailoverTime)
+			if last := out[len(out)-1].at.Add(d.opt.FailoverTime); last.After(next) {
+				next = last
+			}
+			if err := leasecore.Sleep(ctx, d.clock, next.Sub(d.clock.Now())); err != nil {
+				return nil, err
+			}
+		}
+		s, err := d.takeSample(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+		if d.opt.Progress != nil {
+			d.opt.Progress(i+1, n)
+		}
+	}
+	return out, nil
+}
+
+// samplesPerWindow: the first read plus one per failover time in the window.
+func (d *Doctor) samplesPerWindow() int {
+	return int(d.opt.Window/d.opt.FailoverTime) + 1
+}

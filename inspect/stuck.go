@@ -1,0 +1,197 @@
+package inspect
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/kcltool/kcltool/leasecore"
+)
+
+// checkStuck finds the poison-record pattern: the lease is renewed all
+// window long, so its worker is alive and holds it, but the checkpoint never
+// moves while the shard has records after it.
+func (g *diagnosis) checkStuck() {
+	if g.lag == nil || len(g.view.samples) < 2 {
+		return
+	}
+	window := g.view.window()
+	sev := SeverityWarn
+	var lines, shards, workers []string
+	worst := int64(0)
+	for _, r := range g.stuckRows() {
+		h := g.view.history(r.Lease.LeaseKey)
+		behind := time.Duration(*r.MillisBehindLatest) * time.Millisecond
+		// A first unprocessed record older than the window was there all
+		// along: the worker had the whole window and did not get past it.
+		if behind >= window {
+			sev = SeverityCritical
+		}
+		worst = max(worst, *r.MillisBehindLatest)
+		owner := actualOwner(*r.Lease)
+		shards, workers = append(shards, r.Lease.LeaseKey), append(workers, owner)
+		line := fmt.Sprintf("%s: checkpoint %s unchanged over %d reads (%s) while %s renewed it %d times; the first record after it is %s old",
+			r.ShardID, shortSeq(r.Lease.Checkpoint), len(h.obs), roundDur(window), owner, h.renewals, roundDur(behind))
+		if n := r.Lease.OwnerSwitchesSinceCheckpoint; n > 0 {
+			line += fmt.Sprintf("; %d owner switches since the last checkpoint", n)
+		}
+		lines = append(lines, line)
+	}
+	if len(shards) == 0 {
+		return
+	}
+	g.add(Finding{
+		ID: FindStuckShard, Severity: sev,
+		Summary: fmt.Sprintf("%s stuck: leases renewed, checkpoints not moving for %s, records waiting: %s",
+			plural(len(shards), "shard"), roundDur(window), listShort(shards)),
+		Evidence: Evidence{Lines: lines, Shards: shards, Workers: uniqueSorted(workers), Values: map[string]float64{
+			"stuckShards": float64(len(shards)), "maxMillisBehind": float64(worst), "windowMillis": float64(window.Milliseconds()),
+		}},
+		Cause: "the record processor keeps failing or hanging on the records right after the checkpoint — typically a poison record retried forever — so the worker holds the shard but never checkpoints past it; a handler slower than the window looks the same",
+		Fix: "find the failing record in the worker's logs (the shard and checkpoint above); fix the handler, or let it give up on the record: kcltool run --max-retries N or --max-record-age D with --bisect-on-error and --on-failure DIR; " +
+			"in a Java KCL processor, catch the exception in processRecords, park the record and checkpoint past it",
+	})
+}
+
+// stuckRows are the stream rows whose lease was renewed by one live owner
+// in every read, kept its checkpoint throughout, and has records after it.
+func (g *diagnosis) stuckRows() []*LagRow {
+	var out []*LagRow
+	n := len(g.view.samples)
+	for i := range g.lag.Rows {
+		r := &g.lag.Rows[i]
+		if r.Lease == nil || r.MillisBehindLatest == nil || *r.MillisBehindLatest <= 0 {
+			continue
+		}
+		switch r.State {
+		case LagBlocked, LagDrained, LagOrphanLease, LagMissingLease:
+			continue
+		}
+		h := g.view.history(r.Lease.LeaseKey)
+		if h == nil || !h.presentThroughout(n) || h.checkpointMoved() || h.renewals == 0 || len(h.moves) > 0 {
+			continue
+		}
+		if o := g.view.owners[actualOwner(*r.Lease)]; o == nil || !o.alive() {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// checkShardLag reports shards further behind than --max-behind, measured
+// by the probe; stuck and blocked shards have their own findings.
+func (g *diagnosis) checkShardLag() {
+	if g.lag == nil {
+		return
+	}
+	stuck := map[string]bool{}
+	for _, r := range g.stuckRows() {
+		stuck[r.ShardID] = true
+	}
+	type lagging struct {
+		id     string
+		behind time.Duration
+	}
+	var over []lagging
+	var sum time.Duration
+	measured := 0
+	for _, r := range g.lag.Rows {
+		if r.MillisBehindLatest == nil || r.State == LagBlocked || r.State == LagClosedUndrained {
+			continue
+		}
+		b := time.Duration(*r.MillisBehindLatest) * time.Millisecond
+		sum += b
+		measured++
+		if b > g.opt.MaxBehind && !stuck[r.ShardID] {
+			over = append(over, lagging{r.ShardID, b})
+		}
+	}
+	if len(over) == 0 {
+		return
+	}
+	sort.Slice(over, func(i, j int) bool { return over[i].behind > over[j].behind })
+	mean := sum / time.Duration(measured)
+	var lines, shards []string
+	for _, l := range over {
+		lines = append(lines, fmt.Sprintf("%s: %s behind", l.id, roundDur(l.behind)))
+		shards = append(shards, l.id)
+	}
+	cause := "the consumers of these shards cannot keep up: more records than the handler processes, or a slow handler"
+	if mean <= g.opt.MaxBehind {
+		cause = fmt.Sprintf("one part of the stream lags while the average over %s (%s) looks fine: a hot shard (uneven partition keys) or a slow record on that shard; stream-wide averages and alarms hide it", plural(measured, "shard"), roundDur(mean))
+	}
+	g.add(Finding{
+		ID: FindShardLag, Severity: SeverityWarn,
+		Summary:  fmt.Sprintf("%s more than %s behind, worst %s by %s", plural(len(over), "shard"), g.opt.MaxBehind, over[0].id, roundDur(over[0].behind)),
+		Evidence: Evidence{Lines: lines, Shards: shards, Values: map[string]float64{"laggingShards": float64(len(over)), "maxMillisBehind": float64(over[0].behind.Milliseconds()), "meanMillisBehind": float64(mean.Milliseconds())}},
+		Cause:    cause,
+		Fix:      "spread hot partition keys, scale the handler (kcltool run --max-parallel, bigger batches), or split the hot shard; check the worker's logs for retries on that shard",
+	})
+}
+
+// checkStreamLeases reports shards nobody reads and leases of shards that
+// do not exist.
+func (g *diagnosis) checkStreamLeases() {
+	if g.lag == nil {
+		return
+	}
+	var missing, orphans []string
+	for _, r := range g.lag.Rows {
+		switch r.State {
+		case LagMissingLease:
+			if !g.parentStillRunning(r) {
+				missing = append(missing, r.ShardID)
+			}
+		case LagOrphanLease:
+			orphans = append(orphans, r.ShardID)
+		}
+	}
+	if len(missing) > 0 {
+		g.add(Finding{
+			ID: FindMissingLease, Severity: SeverityWarn,
+			Summary:  fmt.Sprintf("%s without a lease: no worker reads %s", plural(len(missing), "shard"), listShort(missing)),
+			Evidence: Evidence{Lines: missing, Shards: missing, Values: map[string]float64{"shards": float64(len(missing))}},
+			Cause:    "shard sync has not created the leases yet (KCL: every shardSyncIntervalMillis, 60s by default), the leases were deleted by hand, or the parent's SHARD_END step failed before creating them",
+			Fix:      "wait one shard-sync interval, or restart a worker (shard sync runs at start); if they stay missing, check the workers' logs for shard-sync errors",
+		})
+	}
+	if len(orphans) > 0 {
+		g.add(Finding{
+			ID: FindOrphanLease, Severity: SeverityInfo,
+			Summary:  fmt.Sprintf("%s for shards the stream does not have: %s", plural(len(orphans), "lease"), listShort(orphans)),
+			Evidence: Evidence{Lines: orphans, Shards: orphans, Values: map[string]float64{"leases": float64(len(orphans))}},
+			Cause:    "the shard was trimmed past the retention period, or the stream was deleted and created again under the same name",
+			Fix:      "leases of trimmed shards are cleaned up by the workers; after a recreated stream, reset the checkpoints (kcltool checkpoint reset) or start from a new lease table",
+		})
+	}
+}
+
+// parentStillRunning: KCL creates an open child's lease only when its
+// parent reaches SHARD_END, so a child of a parent still being read lacks
+// one by design.
+func (g *diagnosis) parentStillRunning(r LagRow) bool {
+	if r.Shard == nil {
+		return false
+	}
+	for _, p := range r.Shard.ParentShardIDs() {
+		for _, row := range g.lag.Rows {
+			if row.Stream == r.Stream && row.ShardID == p && row.Lease != nil && !row.Lease.Checkpoint.IsShardEnd() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// shortSeq prints a checkpoint with the middle of a long sequence number cut.
+func shortSeq(n leasecore.SequenceNumber) string {
+	s := n.SequenceNumber
+	if len(s) > 20 {
+		s = s[:8] + "…" + s[len(s)-8:]
+	}
+	if n.SubSequenceNumber > 0 {
+		s += fmt.Sprintf("/%d", n.SubSequenceNumber)
+	}
+	return s
+}
