@@ -269,6 +269,18 @@ func (c *Coordinator) expiredLocally(hl *heldLease, op string, now time.Time) er
 		Reason: fmt.Sprintf("not renewed for %s (failover time %s)", now.Sub(hl.renewedAt).Round(time.Millisecond), c.cfg.FailoverTime)}
 }
 
+// Release gives up one held lease, as Stop(release) does for all: owner
+// removed, counter bumped, so that nobody waits out the failover time. The
+// runner releases a shard's lease once it has checkpointed SHARD_END. A lease
+// not held is left alone.
+func (c *Coordinator) Release(ctx context.Context, key string) error {
+	hl := c.lookup(key)
+	if hl == nil {
+		return nil
+	}
+	return c.releaseOne(ctx, hl)
+}
+
 func (c *Coordinator) releaseAll(ctx context.Context) error {
 	var wg sync.WaitGroup
 	var mu sync.Mutex

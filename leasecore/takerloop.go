@@ -95,6 +95,12 @@ func (c *Coordinator) reportThrottling() {
 func (c *Coordinator) views(now time.Time) []leaseView {
 	views := make([]leaseView, 0, len(c.seen))
 	for key, o := range c.seen {
+		if o.lease.Checkpoint.IsShardEnd() {
+			// A finished lease needs no worker: it is neither taken nor
+			// counted toward the fair share, and waits for the cleanup. (The
+			// KCL counts and takes it, which only moves idle leases around.)
+			continue
+		}
 		v := leaseView{Lease: o.lease}
 		switch {
 		case o.lease.LeaseOwner == c.cfg.WorkerID && c.IsHeld(key):

@@ -59,10 +59,9 @@ func (r *shardRun) run() {
 	}
 	start := r.lease.Checkpoint
 	if start.IsShardEnd() {
-		// KCL keeps a finished lease (owned and renewed) until the cleanup
-		// deletes it; releasing it would only make the next taker run pick
-		// it up again.
-		r.log.Debug("lease is at SHARD_END: nothing to read")
+		// A finished lease held from an earlier run: nothing to read, so give
+		// it up; takers leave finished leases alone until the cleanup.
+		r.release()
 		return
 	}
 	if !r.waitForParents() {
@@ -369,8 +368,21 @@ func (r *shardRun) shardEnd(children []types.ChildShard) error {
 	}
 	r.log.Info("shard finished: checkpointed SHARD_END", "children", ids)
 	r.w.finished.notify()
+	r.release()
 	r.w.coord.Kick()
 	return nil
+}
+
+// release gives up the lease of a finished shard, so that it holds no
+// worker's share: takers skip leases at SHARD_END, and the cleanup deletes
+// it once the children have started. The release outlives the shard's
+// context, which the release itself ends.
+func (r *shardRun) release() {
+	if err := r.w.coord.Release(context.WithoutCancel(r.ctx), r.key); err != nil {
+		r.log.Warn("could not release the finished lease; it expires instead", "err", err)
+		return
+	}
+	r.log.Info("released the finished lease")
 }
 
 // childrenFromListing finds a closed shard's children in the shard listing,
