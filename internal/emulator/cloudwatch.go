@@ -64,17 +64,7 @@ func (c *CloudWatch) Calls() int {
 }
 
 func (c *CloudWatch) serve(w http.ResponseWriter, r *http.Request) {
-	var in io.Reader = r.Body
-	// The SDK gzips PutMetricData bodies (request compression).
-	if r.Header.Get("Content-Encoding") == "gzip" {
-		zr, err := gzip.NewReader(r.Body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		in = zr
-	}
-	body, err := io.ReadAll(in)
+	body, err := requestBody(r)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
@@ -158,4 +148,18 @@ func decodePut(v cbor.Value) ([]Datum, error) {
 		out = append(out, d)
 	}
 	return out, nil
+}
+
+// requestBody reads a request's body; the SDK gzips PutMetricData bodies
+// (request compression).
+func requestBody(r *http.Request) ([]byte, error) {
+	var in io.Reader = r.Body
+	if r.Header.Get("Content-Encoding") == "gzip" {
+		zr, err := gzip.NewReader(r.Body)
+		if err != nil {
+			return nil, err
+		}
+		in = zr
+	}
+	return io.ReadAll(in)
 }

@@ -1,9 +1,7 @@
 package emulator
 
 import (
-	"compress/gzip"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -71,16 +69,7 @@ func (s *MetricStore) Calls(op string) int {
 
 func (s *MetricStore) serve(w http.ResponseWriter, r *http.Request) {
 	op := path.Base(r.URL.Path)
-	var in io.Reader = r.Body
-	if r.Header.Get("Content-Encoding") == "gzip" {
-		zr, err := gzip.NewReader(r.Body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		in = zr
-	}
-	body, err := io.ReadAll(in)
+	body, err := requestBody(r)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
