@@ -44,12 +44,14 @@ func applyEnv(cmd *cobra.Command, getenv func(string) string) error {
 
 // envHelp adds the environment-variable note to a command's flag usage.
 func envHelp(cmd *cobra.Command) {
-	cmd.Flags().VisitAll(func(fl *pflag.Flag) {
+	note := func(fl *pflag.Flag) {
 		if fl.Name == "help" || typedOnly[fl.Name] {
 			return
 		}
 		if !strings.Contains(fl.Usage, "KCLTOOL_") {
 			fl.Usage += " [$" + envName(fl.Name) + "]"
 		}
-	})
+	}
+	cmd.Flags().VisitAll(note)
+	cmd.PersistentFlags().VisitAll(note)
 }
