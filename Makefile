@@ -60,5 +60,9 @@ demo: build up ## the main job end to end: 4-shard stream, two workers, a split,
 	  [ $$status -eq 0 ] && echo && echo "demo done; 'make up' starts the local servers again to explore, 'eval \"\$$(scripts/localaws.sh env)\"' points kcltool at them"; \
 	  exit $$status
 
+# One package at a time (-p 1): benchmarks running side by side would measure
+# each other. pipefail keeps a failing benchmark's exit status.
+bench: SHELL := /bin/bash
+bench: .SHELLFLAGS := -o pipefail -c
 bench: install-servers ## benchmarks: figures and ratios against a peer measured in the same run
-	KCLTOOL_BENCH=1 go test -count=1 -run 'TestBench' -v ./... 2>&1 | grep -E '^(bench|---|ok|FAIL)' | grep -v -- '--- SKIP'
+	KCLTOOL_BENCH=1 go test -p 1 -count=1 -timeout 30m -run 'TestBench' -v ./... 2>&1 | grep -E '^(bench|---|ok|FAIL)' | grep -v -- '--- SKIP'
