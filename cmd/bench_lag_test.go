@@ -34,6 +34,10 @@ func TestBenchCheckpointDiff(t *testing.T) {
 	kin, ddb := emulator.Kinesis(t), emulator.DynamoDB(t)
 	stream, table := emulator.Name(t, "lagbench"), emulator.Name(t, "lagbench")
 	emulator.CreateStream(t, kin, stream, shards)
+	// Other benchmarks in this binary share the server and its shard limit.
+	t.Cleanup(func() {
+		_, _ = kin.DeleteStream(context.Background(), &kinesis.DeleteStreamInput{StreamName: aws.String(stream)})
+	})
 	emulator.CreateLeaseTable(t, ddb, table)
 	seqs := putOnePerShard(t, kin, stream, shards)
 	for id, seq := range seqs {

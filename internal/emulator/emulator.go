@@ -185,7 +185,7 @@ func launch(name string) (*server, error) {
 			"KINESIS_MOCK_CERT_PATH="+filepath.Join(root, "node_modules", "kinesis-local", "server.json"),
 			"CREATE_STREAM_DURATION=20ms", "DELETE_STREAM_DURATION=20ms",
 			"SPLIT_SHARD_DURATION=20ms", "MERGE_SHARDS_DURATION=20ms",
-			"UPDATE_SHARD_COUNT_DURATION=20ms", "SHARD_LIMIT=500", "LOG_LEVEL=ERROR")
+			"UPDATE_SHARD_COUNT_DURATION=20ms", "SHARD_LIMIT=2000", "LOG_LEVEL=ERROR")
 	default:
 		return nil, fmt.Errorf("emulator: unknown server %q", name)
 	}
