@@ -35,8 +35,9 @@ func TestBenchCheckpointDiff(t *testing.T) {
 	stream, table := emulator.Name(t, "lagbench"), emulator.Name(t, "lagbench")
 	emulator.CreateStream(t, kin, stream, shards)
 	// Other benchmarks in this binary share the server and its shard limit.
+	direct := kin // kin is pointed at a proxy below, closed before this cleanup runs
 	t.Cleanup(func() {
-		_, _ = kin.DeleteStream(context.Background(), &kinesis.DeleteStreamInput{StreamName: aws.String(stream)})
+		_, _ = direct.DeleteStream(context.Background(), &kinesis.DeleteStreamInput{StreamName: aws.String(stream)})
 	})
 	emulator.CreateLeaseTable(t, ddb, table)
 	seqs := putOnePerShard(t, kin, stream, shards)
