@@ -122,13 +122,17 @@ func deriveRows(leases []leasecore.Lease, before map[string]leasecore.Lease) []L
 		row.State = stateOf(row)
 		rows = append(rows, row)
 	}
-	sort.SliceStable(rows, func(i, j int) bool {
-		a, b := rows[i], rows[j]
+	less := func(a, b *LeaseRow) bool {
 		if a.StreamName != b.StreamName {
 			return a.StreamName < b.StreamName
 		}
 		return a.ShardIDOrKey() < b.ShardIDOrKey()
-	})
+	}
+	// Scans return leases by key, which is shard order for single-stream
+	// tables: check before moving 10,000 large rows around.
+	if !sort.SliceIsSorted(rows, func(i, j int) bool { return less(&rows[i], &rows[j]) }) {
+		sort.SliceStable(rows, func(i, j int) bool { return less(&rows[i], &rows[j]) })
+	}
 	return rows
 }
 
