@@ -103,15 +103,11 @@ func lagStateList() string {
 }
 
 func runCheckpointDiff(cmd *cobra.Command, f *Factory, o *checkpointDiffOptions) error {
-	table, err := o.table()
+	table, ddb, err := o.open(cmd, f)
 	if err != nil {
 		return err
 	}
 	ctx := cmd.Context()
-	ddb, err := f.DynamoDB(ctx)
-	if err != nil {
-		return err
-	}
 	kin, err := f.Kinesis(ctx)
 	if err != nil {
 		return err

@@ -48,15 +48,11 @@ as complete, and its first three columns are what checkpoint reset
 }
 
 func runCheckpointExport(cmd *cobra.Command, f *Factory, o *exportOptions) error {
-	table, err := o.table()
+	table, ddb, err := o.open(cmd, f)
 	if err != nil {
 		return err
 	}
 	ctx := cmd.Context()
-	ddb, err := f.DynamoDB(ctx)
-	if err != nil {
-		return err
-	}
 	e, err := reset.ExportTable(ctx, ddb, table, f.Clock)
 	if err != nil {
 		return explainAWS(err, f.awsContext(table, ""))

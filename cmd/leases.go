@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/spf13/cobra"
 
 	"github.com/kcltool/kcltool/inspect"
@@ -38,6 +39,16 @@ func (a *appFlags) table() (string, error) {
 		return "", err
 	}
 	return a.App, nil
+}
+
+// open resolves the lease table and the DynamoDB client that reads it.
+func (a *appFlags) open(cmd *cobra.Command, f *Factory) (string, *dynamodb.Client, error) {
+	table, err := a.table()
+	if err != nil {
+		return "", nil, err
+	}
+	ddb, err := f.DynamoDB(cmd.Context())
+	return table, ddb, err
 }
 
 type leasesLsOptions struct {
@@ -94,15 +105,11 @@ reported on stderr and skipped; it never aborts the listing.`,
 }
 
 func runLeasesLs(cmd *cobra.Command, f *Factory, o *leasesLsOptions) error {
-	table, err := o.table()
+	table, ddb, err := o.open(cmd, f)
 	if err != nil {
 		return err
 	}
 	ctx := cmd.Context()
-	ddb, err := f.DynamoDB(ctx)
-	if err != nil {
-		return err
-	}
 	if o.Sample > 0 {
 		fmt.Fprintf(f.IO.ErrOut, "kcltool: sampling lease table %q for %s...\n", table, o.Sample)
 	}

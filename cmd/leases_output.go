@@ -161,7 +161,7 @@ func writeLeaseSummary(io *IOStreams, l *inspect.Listing) error {
 func renderNonLeases(io *IOStreams, format string, l *inspect.Listing) error {
 	switch format {
 	case FormatJSON:
-		return writeJSON(io.Out, l.NonLeases)
+		return writeJSONLines(io.Out, l.NonLeases)
 	}
 	rows := make([][]string, 0, len(l.NonLeases))
 	for _, n := range l.NonLeases {

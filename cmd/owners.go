@@ -39,15 +39,11 @@ items (last update age and CPU series) the leader balances by.`,
 			if err := checkOutput(o.Output); err != nil {
 				return err
 			}
-			table, err := o.table()
+			table, ddb, err := o.open(cmd, f)
 			if err != nil {
 				return err
 			}
 			ctx := cmd.Context()
-			ddb, err := f.DynamoDB(ctx)
-			if err != nil {
-				return err
-			}
 			if o.Sample > 0 {
 				fmt.Fprintf(f.IO.ErrOut, "kcltool: sampling lease table %q for %s...\n", table, o.Sample)
 			}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -211,5 +210,3 @@ func runArgs(s e2eStack, id string, extra ...string) []string {
 		"--parent-poll-interval", "500ms", "--shard-sync-interval", "2s", "--cleanup-interval", "2s",
 		"--log-format", "json", "--log-level", "debug"}, extra...)
 }
-
-func contains(s, sub string) bool { return strings.Contains(s, sub) }

@@ -31,19 +31,6 @@ type ReadCost struct {
 	GetMetricData, Metrics int
 }
 
-func (c *ReadCost) add(o ReadCost) {
-	c.Scans += o.Scans
-	c.Pages += o.Pages
-	c.LegacyScans += o.LegacyScans
-	c.DescribeTable += o.DescribeTable
-	c.ReadCapacityUnits += o.ReadCapacityUnits
-	c.GetRecords += o.GetRecords
-	c.ListShards += o.ListShards
-	c.DescribeStream += o.DescribeStream
-	c.GetMetricData += o.GetMetricData
-	c.Metrics += o.Metrics
-}
-
 // meter counts the requests that pass through it. The metered clients wrap
 // the caller's, so the count is of requests sent, retries included.
 type meter struct {

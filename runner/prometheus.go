@@ -25,23 +25,15 @@ func (m *Metrics) WritePrometheus(w io.Writer) error {
 
 	wl := []string{"app", app, "worker", worker}
 	if haveLease {
-		p.family("kcltool_worker_leases_held", "gauge", "Leases this worker holds now.")
-		p.sample("kcltool_worker_leases_held", wl, float64(lease.Held))
-		p.family("kcltool_worker_leases_taken_total", "counter", "Leases taken because they were expired or unowned.")
-		p.sample("kcltool_worker_leases_taken_total", wl, float64(lease.Taken))
-		p.family("kcltool_worker_leases_stolen_total", "counter", "Leases stolen from the most loaded worker to balance the fleet.")
-		p.sample("kcltool_worker_leases_stolen_total", wl, float64(lease.Stolen))
-		p.family("kcltool_worker_leases_lost_total", "counter", "Leases lost: taken by another worker, or not renewed within the failover time.")
-		p.sample("kcltool_worker_leases_lost_total", wl, float64(lease.Lost))
-		p.family("kcltool_worker_leases_released_total", "counter", "Leases given up on graceful shutdown.")
-		p.sample("kcltool_worker_leases_released_total", wl, float64(lease.Released))
-		p.family("kcltool_worker_lease_renewals_total", "counter", "Successful lease renewals.")
-		p.sample("kcltool_worker_lease_renewals_total", wl, float64(lease.Renewals))
-		p.family("kcltool_worker_dynamodb_throttled_total", "counter", "Lease table calls answered with a throttling error (retried).")
-		p.sample("kcltool_worker_dynamodb_throttled_total", wl, float64(lease.Throttled))
+		p.single("kcltool_worker_leases_held", "gauge", "Leases this worker holds now.", wl, float64(lease.Held))
+		p.single("kcltool_worker_leases_taken_total", "counter", "Leases taken because they were expired or unowned.", wl, float64(lease.Taken))
+		p.single("kcltool_worker_leases_stolen_total", "counter", "Leases stolen from the most loaded worker to balance the fleet.", wl, float64(lease.Stolen))
+		p.single("kcltool_worker_leases_lost_total", "counter", "Leases lost: taken by another worker, or not renewed within the failover time.", wl, float64(lease.Lost))
+		p.single("kcltool_worker_leases_released_total", "counter", "Leases given up: finished shards, and all of them on graceful shutdown.", wl, float64(lease.Released))
+		p.single("kcltool_worker_lease_renewals_total", "counter", "Successful lease renewals.", wl, float64(lease.Renewals))
+		p.single("kcltool_worker_dynamodb_throttled_total", "counter", "Lease table calls answered with a throttling error (retried).", wl, float64(lease.Throttled))
 	}
-	p.family("kcltool_worker_handlers_running", "gauge", "Handler processes running now (bounded by --max-parallel).")
-	p.sample("kcltool_worker_handlers_running", wl, float64(running))
+	p.single("kcltool_worker_handlers_running", "gauge", "Handler processes running now (bounded by --max-parallel).", wl, float64(running))
 
 	type counter struct {
 		name, help string
@@ -108,6 +100,12 @@ func (p *promWriter) family(name, typ, help string) {
 	p.buf = append(p.buf, typ...)
 	p.buf = append(p.buf, '\n')
 	p.w.Write(p.buf)
+}
+
+// single writes a metric family that has one sample.
+func (p *promWriter) single(name, typ, help string, labels []string, v float64) {
+	p.family(name, typ, help)
+	p.sample(name, labels, v)
 }
 
 // sample writes one line; labels alternate name, value.
