@@ -81,7 +81,7 @@ and cron.`,
 	c.Flags().StringVar(&o.Stream, "stream", "", "stream name (in a multi-stream lease table: only this stream)")
 	c.Flags().StringSliceVar(&o.FailOn, "fail-on", nil, "exit 3 when a row is in one of these states (comma-separated)")
 	c.Flags().DurationVar(&o.MaxBehind, "max-behind", 0, "exit 3 when a shard is further behind than this")
-	c.Flags().IntVar(&o.Concurrency, "concurrency", 16, "shards probed at once")
+	c.Flags().IntVar(&o.Concurrency, "concurrency", inspect.DefaultProbeConcurrency, "shards probed at once")
 	return c
 }
 

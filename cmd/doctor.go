@@ -90,7 +90,7 @@ report (in "cost" with -o json).`,
 	fl.BoolVar(&o.NoCloudWatch, "no-cloudwatch", false, "do not read CloudWatch; its checks are reported as skipped")
 	fl.StringVar(&o.FailOn, "fail-on", "warn", "exit 3 when a finding is at least this severe: info, warn, critical, or never")
 	fl.BoolVar(&o.Watch, "watch", false, "keep watching: redraw the report on the last window after every read (Ctrl-C stops)")
-	fl.IntVar(&o.Concurrency, "concurrency", 16, "shards probed at once")
+	fl.IntVar(&o.Concurrency, "concurrency", inspect.DefaultProbeConcurrency, "shards probed at once")
 	_ = c.RegisterFlagCompletionFunc("fail-on", cobra.FixedCompletions([]string{"info", "warn", "critical", "never"}, cobra.ShellCompDirectiveNoFileComp))
 	return c
 }

@@ -76,7 +76,8 @@ type DoctorOptions struct {
 	// CloudWatchSkipped explains why CloudWatch is not read when the
 	// CloudWatch client is nil ("--no-cloudwatch").
 	CloudWatchSkipped string
-	// Concurrency bounds the lag probes in flight (16).
+	// Concurrency bounds the lag probes in flight (DefaultProbeConcurrency
+	// when 0).
 	Concurrency int
 	// Retry applies to ListShards.
 	Retry reshard.Retry
@@ -110,7 +111,7 @@ func (o DoctorOptions) withDefaults() DoctorOptions {
 	}
 	o.MetricsWindow = max(o.MetricsWindow, o.Window)
 	if o.Concurrency <= 0 {
-		o.Concurrency = 16
+		o.Concurrency = DefaultProbeConcurrency
 	}
 	if o.Clock == nil {
 		o.Clock = leasecore.RealClock()
