@@ -87,7 +87,14 @@ func TestBenchCheckpointDiff(t *testing.T) {
 			reads.Add(1)
 		}
 	}
+	before := kinProxy.Requests()
 	diff()
+	after := kinProxy.Requests()
+	if got := after["GetRecords"] - before["GetRecords"]; got > shards {
+		t.Fatalf("checkpoint diff made %d GetRecords calls for %d shards: a shard was read twice", got, shards)
+	}
+	fmt.Printf("bench checkpoint-diff: one run made %d GetShardIterator and %d GetRecords calls for %d shards\n",
+		after["GetShardIterator"]-before["GetShardIterator"], after["GetRecords"]-before["GetRecords"], shards)
 	for _, rtt := range []time.Duration{0, 20 * time.Millisecond} {
 		kinProxy.SetDelay(rtt)
 		ddbProxy.SetDelay(rtt)
