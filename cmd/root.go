@@ -24,6 +24,7 @@ func Main() int {
 
 // Run executes one kcltool command line and prints any error to stderr.
 func Run(ctx context.Context, f *Factory, args []string) int {
+	defer tuneGC()()
 	root := NewRootCmd(f)
 	root.SetArgs(joinOptionalValues(args))
 	err := root.ExecuteContext(ctx)

@@ -195,6 +195,7 @@ func benchKcltool(t *testing.T, bin, stream string, batch int, last map[string]s
 		if done {
 			secs = time.Since(begin).Seconds()
 			cpu = (procCPU(t, cmd.Process.Pid) - fromCPU) * total / (total - from)
+			fmt.Printf("bench run-memory: kcltool run --batch-size %d, round %d: peak RSS %s\n", batch, round+1, peakRSS(cmd.Process.Pid))
 			return secs, cpu
 		}
 	}
@@ -239,6 +240,20 @@ func procCPU(t *testing.T, pid int) float64 {
 		ticks += v
 	}
 	return ticks / clockTicks
+}
+
+// peakRSS reads a process's VmHWM from /proc.
+func peakRSS(pid int) string {
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return "unknown"
+	}
+	for _, line := range strings.Split(string(st), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown"
 }
 
 // clockTicks is USER_HZ, 100 on every Linux that Go supports.
