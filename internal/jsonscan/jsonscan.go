@@ -1,0 +1,283 @@
+// Package jsonscan is the small part of a JSON parser that kcltool's fast
+// answer decoders need (GetRecords pages in runner, Scan pages in
+// leasecore). The SDK's schema-driven decoders allocate for every field of
+// every record or item; these decoders read an answer in one pass into the
+// SDK's own output types. Any error from a Scanner means only "not a shape
+// this decoder handles": the caller then hands the same bytes to the SDK, so
+// the result is the SDK's either way.
+package jsonscan
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"unsafe"
+)
+
+// ErrUnhandled is returned for malformed JSON and for anything the fast
+// decoders leave to the SDK.
+var ErrUnhandled = errors.New("json answer: left to the SDK's decoder")
+
+// Scanner reads one JSON document. Every method skips leading white space.
+type Scanner struct {
+	b    []byte
+	text string // b as a string
+	i    int
+}
+
+// New scans body. Strings without escapes are returned as substrings of
+// one string sharing body's bytes, so body must not change afterwards:
+// callers pass a buffer read for this answer alone.
+func New(body []byte) *Scanner {
+	return &Scanner{b: body, text: unsafe.String(unsafe.SliceData(body), len(body))}
+}
+
+// Rest is the unread part of the document.
+func (s *Scanner) Rest() []byte { return s.b[s.i:] }
+
+// End reports whether only white space is left.
+func (s *Scanner) End() bool {
+	s.ws()
+	return s.i == len(s.b)
+}
+
+func (s *Scanner) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// Peek returns the next byte that is not white space, or 0 at the end.
+func (s *Scanner) Peek() byte {
+	s.ws()
+	if s.i < len(s.b) {
+		return s.b[s.i]
+	}
+	return 0
+}
+
+// Null consumes a null if one comes next.
+func (s *Scanner) Null() bool {
+	if s.Peek() == 'n' && bytes.HasPrefix(s.b[s.i:], []byte("null")) {
+		s.i += 4
+		return true
+	}
+	return false
+}
+
+// Object calls member for each key, positioned at its value. Keys that
+// hold escapes are left to the SDK.
+func (s *Scanner) Object(member func(key []byte) error) error {
+	if s.Peek() != '{' {
+		return ErrUnhandled
+	}
+	s.i++
+	if s.Peek() == '}' {
+		s.i++
+		return nil
+	}
+	for {
+		key, esc, err := s.RawString()
+		if err != nil || esc {
+			return ErrUnhandled
+		}
+		if s.Peek() != ':' {
+			return ErrUnhandled
+		}
+		s.i++
+		if err := member(key); err != nil {
+			return err
+		}
+		switch s.Peek() {
+		case ',':
+			s.i++
+		case '}':
+			s.i++
+			return nil
+		default:
+			return ErrUnhandled
+		}
+	}
+}
+
+// Array calls elem for each element, positioned at it.
+func (s *Scanner) Array(elem func() error) error {
+	if s.Peek() != '[' {
+		return ErrUnhandled
+	}
+	s.i++
+	if s.Peek() == ']' {
+		s.i++
+		return nil
+	}
+	for {
+		if err := elem(); err != nil {
+			return err
+		}
+		switch s.Peek() {
+		case ',':
+			s.i++
+		case ']':
+			s.i++
+			return nil
+		default:
+			return ErrUnhandled
+		}
+	}
+}
+
+// Base64String returns the bytes between the quotes of a string that may
+// only hold base64, such as record data, most of an answer's bytes. It stops
+// at the first quote without looking at what comes before: an escape or a
+// control character is no base64, so the caller's base64 decoder rejects
+// the value.
+func (s *Scanner) Base64String() ([]byte, error) {
+	if s.Peek() != '"' {
+		return nil, ErrUnhandled
+	}
+	start := s.i + 1
+	end := bytes.IndexByte(s.b[start:], '"')
+	if end < 0 {
+		return nil, ErrUnhandled
+	}
+	s.i = start + end + 1
+	return s.b[start : start+end], nil
+}
+
+// RawString returns a string's bytes between the quotes, and whether it
+// holds escapes.
+func (s *Scanner) RawString() (raw []byte, escaped bool, err error) {
+	if s.Peek() != '"' {
+		return nil, false, ErrUnhandled
+	}
+	start := s.i + 1
+	// Most strings hold neither escapes nor control characters: find the
+	// closing quote with IndexByte and check the bytes before it once.
+	if end := bytes.IndexByte(s.b[start:], '"'); end >= 0 && plain(s.b[start:start+end]) {
+		s.i = start + end + 1
+		return s.b[start : start+end], false, nil
+	}
+	for j := start; j < len(s.b); j++ {
+		switch c := s.b[j]; {
+		case c == '"':
+			s.i = j + 1
+			return s.b[start:j], escaped, nil
+		case c == '\\':
+			escaped = true
+			j++
+		case c < 0x20:
+			return nil, false, ErrUnhandled
+		}
+	}
+	return nil, false, ErrUnhandled
+}
+
+// plain reports whether b holds neither a backslash nor a control
+// character, so that it is a JSON string's content as it is.
+func plain(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// String returns a string value: a substring of the body, or decoded by
+// encoding/json when it holds escapes.
+func (s *Scanner) String() (string, error) {
+	raw, esc, err := s.RawString()
+	if err != nil {
+		return "", err
+	}
+	from := s.i - 1 - len(raw)
+	if !esc {
+		return s.text[from : s.i-1], nil
+	}
+	var v string
+	if err := json.Unmarshal(s.b[from-1:s.i], &v); err != nil {
+		return "", ErrUnhandled
+	}
+	return v, nil
+}
+
+// Number returns the bytes of a number.
+func (s *Scanner) Number() []byte {
+	s.ws()
+	start := s.i
+	for s.i < len(s.b) {
+		switch c := s.b[s.i]; {
+		case c >= '0' && c <= '9', c == '-', c == '+', c == '.', c == 'e', c == 'E':
+			s.i++
+			continue
+		}
+		break
+	}
+	return s.b[start:s.i]
+}
+
+// Int reads an integer.
+func (s *Scanner) Int() (int64, error) {
+	n, err := strconv.ParseInt(string(s.Number()), 10, 64)
+	if err != nil {
+		return 0, ErrUnhandled
+	}
+	return n, nil
+}
+
+// Float reads a number as a float64.
+func (s *Scanner) Float() (float64, error) {
+	f, err := strconv.ParseFloat(string(s.Number()), 64)
+	if err != nil {
+		return 0, ErrUnhandled
+	}
+	return f, nil
+}
+
+// Bool reads true or false.
+func (s *Scanner) Bool() (bool, error) {
+	switch s.Peek() {
+	case 't':
+		return true, s.literal("true")
+	case 'f':
+		return false, s.literal("false")
+	}
+	return false, ErrUnhandled
+}
+
+// Skip passes over any value.
+func (s *Scanner) Skip() error {
+	switch s.Peek() {
+	case '{':
+		return s.Object(func([]byte) error { return s.Skip() })
+	case '[':
+		return s.Array(s.Skip)
+	case '"':
+		_, _, err := s.RawString()
+		return err
+	case 't':
+		return s.literal("true")
+	case 'f':
+		return s.literal("false")
+	case 'n':
+		return s.literal("null")
+	}
+	if len(s.Number()) == 0 {
+		return ErrUnhandled
+	}
+	return nil
+}
+
+func (s *Scanner) literal(word string) error {
+	if !bytes.HasPrefix(s.b[s.i:], []byte(word)) {
+		return ErrUnhandled
+	}
+	s.i += len(word)
+	return nil
+}
