@@ -121,7 +121,7 @@ func scanSegment(ctx context.Context, api ScanAPI, table string, seg, total int,
 	}
 	attempt := 0
 	for {
-		out, err := api.Scan(ctx, in)
+		out, err := api.Scan(ctx, in, fastScan)
 		if err != nil {
 			if !Retryable(err) || attempt >= opt.MaxRetries {
 				return res, err
