@@ -2,23 +2,19 @@ package leasecore
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
-	"io"
 	"math"
 	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/smithy-go"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/kcltool/kcltool/internal/jsonscan"
 )
 
 // Reading a lease table is mostly decoding Scan answers: the SDK's
 // schema-driven decoder spends more CPU on a page than everything kcltool
-// does with its leases afterwards. scanProtocol decodes the usual answer
+// does with its leases afterwards. fastScan decodes the usual answer
 // (Items, Count, ScannedCount, LastEvaluatedKey) itself, in one pass, into
 // the SDK's own output type. Anything else (ConsumedCapacity, an error
 // answer, an attribute type it does not know, malformed JSON) goes to the
@@ -28,34 +24,13 @@ import (
 // fastScan is a per-call option for Scan.
 func fastScan(o *dynamodb.Options) {
 	if o.Protocol != nil {
-		o.Protocol = scanProtocol{o.Protocol}
+		o.Protocol = jsonscan.Protocol[dynamodb.ScanOutput, *dynamodb.ScanOutput]{
+			ClientProtocol: o.Protocol, Decode: decodeScan, Fallbacks: &sdkDecodedScans}
 	}
 }
-
-type scanProtocol struct{ smithyhttp.ClientProtocol }
 
 // sdkDecodedScans counts the answers left to the SDK's decoder, for tests.
 var sdkDecodedScans atomic.Int64
-
-func (p scanProtocol) DeserializeResponse(ctx context.Context, schema *smithy.OperationSchema, reg *smithy.TypeRegistry,
-	resp *smithyhttp.Response, out smithy.Deserializable) error {
-	o, ok := out.(*dynamodb.ScanOutput)
-	if !ok || resp.StatusCode < 200 || resp.StatusCode >= 300 {
-		return p.ClientProtocol.DeserializeResponse(ctx, schema, reg, resp, out)
-	}
-	buf := bytes.NewBuffer(make([]byte, 0, max(resp.ContentLength, 0)+bytes.MinRead))
-	if _, err := buf.ReadFrom(resp.Body); err != nil {
-		return &smithy.DeserializationError{Err: err}
-	}
-	body := buf.Bytes()
-	if decodeScan(body, o) == nil {
-		return nil
-	}
-	sdkDecodedScans.Add(1)
-	*o = dynamodb.ScanOutput{}
-	resp.Body = io.NopCloser(bytes.NewReader(body))
-	return p.ClientProtocol.DeserializeResponse(ctx, schema, reg, resp, out)
-}
 
 // decodeScan fills o from a Scan answer, or fails and leaves it to the SDK.
 func decodeScan(body []byte, o *dynamodb.ScanOutput) error {

@@ -2,24 +2,19 @@ package runner
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
-	"errors"
-	"io"
 	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
-	"github.com/aws/smithy-go"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/kcltool/kcltool/internal/jsonscan"
 )
 
 // Decoding GetRecords answers is most of a consumer's CPU: the SDK's
 // schema-driven JSON decoder allocates for every field of every record and
-// converts each arrival time through a big.Float. getRecordsProtocol decodes
+// converts each arrival time through a big.Float. fastGetRecords decodes
 // the answer itself, in one pass with a handful of allocations per page,
 // into the SDK's own output type. Anything it does not expect (the
 // ChildShards at the end of a shard, an error answer, malformed JSON) goes
@@ -29,40 +24,16 @@ import (
 // fastGetRecords is a per-call option for GetRecords.
 func fastGetRecords(o *kinesis.Options) {
 	if o.Protocol != nil {
-		o.Protocol = getRecordsProtocol{o.Protocol}
+		o.Protocol = jsonscan.Protocol[kinesis.GetRecordsOutput, *kinesis.GetRecordsOutput]{
+			ClientProtocol: o.Protocol, Decode: decodeGetRecords, Fallbacks: &sdkDecoded}
 	}
 }
-
-type getRecordsProtocol struct{ smithyhttp.ClientProtocol }
 
 // sdkDecoded counts the answers left to the SDK's decoder, for tests.
 var sdkDecoded atomic.Int64
 
-// errNotFast sends an answer to the SDK's decoder.
-var errNotFast = errors.New("not for the fast path")
-
-func (p getRecordsProtocol) DeserializeResponse(ctx context.Context, schema *smithy.OperationSchema, reg *smithy.TypeRegistry,
-	resp *smithyhttp.Response, out smithy.Deserializable) error {
-	o, ok := out.(*kinesis.GetRecordsOutput)
-	if !ok || resp.StatusCode < 200 || resp.StatusCode >= 300 {
-		return p.ClientProtocol.DeserializeResponse(ctx, schema, reg, resp, out)
-	}
-	buf := bytes.NewBuffer(make([]byte, 0, max(resp.ContentLength, 0)+bytes.MinRead))
-	if _, err := buf.ReadFrom(resp.Body); err != nil {
-		return &smithy.DeserializationError{Err: err}
-	}
-	body := buf.Bytes()
-	if err := decodeGetRecords(body, o); err == nil {
-		return nil
-	}
-	sdkDecoded.Add(1)
-	*o = kinesis.GetRecordsOutput{}
-	resp.Body = io.NopCloser(bytes.NewReader(body))
-	return p.ClientProtocol.DeserializeResponse(ctx, schema, reg, resp, out)
-}
-
-// decodeGetRecords fills o from a GetRecords answer, or fails with
-// errNotFast (or a syntax error) and leaves the rest to the SDK.
+// decodeGetRecords fills o from a GetRecords answer, or fails and leaves it
+// to the SDK.
 func decodeGetRecords(body []byte, o *kinesis.GetRecordsOutput) error {
 	// Partition keys and sequence numbers without escapes are substrings
 	// of the body, no allocation each; body was read for this answer alone,
@@ -88,14 +59,14 @@ func decodeGetRecords(body []byte, o *kinesis.GetRecordsOutput) error {
 				return nil
 			}
 			// Only at the end of a shard: rare, and the SDK knows the shape.
-			return errNotFast
+			return jsonscan.ErrUnhandled
 		}
 		return s.Skip()
 	}); err != nil {
 		return err
 	}
 	if !s.End() {
-		return errNotFast
+		return jsonscan.ErrUnhandled
 	}
 	return nil
 }
@@ -122,15 +93,15 @@ func records(s *jsonscan.Scanner, o *kinesis.GetRecordsOutput) error {
 			case "Data":
 				raw, err := s.Base64String()
 				if err != nil {
-					return errNotFast
+					return jsonscan.ErrUnhandled
 				}
 				at := len(data)
 				if cap(data)-at < base64.StdEncoding.DecodedLen(len(raw)) {
-					return errNotFast
+					return jsonscan.ErrUnhandled
 				}
 				m, err := base64.StdEncoding.Decode(data[at:cap(data)], raw)
 				if err != nil {
-					return errNotFast
+					return jsonscan.ErrUnhandled
 				}
 				data = data[:at+m]
 				r.Data = data[at : at+m : at+m]
@@ -143,7 +114,7 @@ func records(s *jsonscan.Scanner, o *kinesis.GetRecordsOutput) error {
 					return err
 				}
 				if len(strs) == cap(strs) {
-					return errNotFast
+					return jsonscan.ErrUnhandled
 				}
 				strs = append(strs, v)
 				if key[0] == 'P' {
@@ -157,7 +128,7 @@ func records(s *jsonscan.Scanner, o *kinesis.GetRecordsOutput) error {
 				}
 				f, err := s.Float()
 				if err != nil || len(times) == cap(times) {
-					return errNotFast
+					return jsonscan.ErrUnhandled
 				}
 				// As the SDK's smithytime.ParseEpochSeconds: milliseconds,
 				// truncated; float64 multiplication rounds exactly as its
