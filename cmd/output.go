@@ -55,8 +55,18 @@ func writeJSONLines[T any](w io.Writer, items []T) error {
 		return bw.Flush()
 	}
 	bw.WriteString("[\n")
-	for i, it := range items {
-		b, err := json.Marshal(it)
+	// Items that append themselves share one buffer; the rest go through
+	// reflection, so any type can still be listed.
+	var buf []byte
+	for i := range items {
+		var b []byte
+		var err error
+		if a, ok := any(&items[i]).(jsonAppender); ok {
+			buf, err = a.appendJSON(buf[:0])
+			b = buf
+		} else {
+			b, err = json.Marshal(items[i])
+		}
 		if err != nil {
 			return err
 		}

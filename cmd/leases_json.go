@@ -1,0 +1,142 @@
+package cmd
+
+import (
+	"encoding/json"
+	"strconv"
+)
+
+// jsonAppender is implemented by JSON line items that can write themselves
+// without reflection. On a 10,000-lease table json.Marshal was about 6% of
+// `leases ls -o json`; appending into one reused buffer removes most of it.
+// The bytes must equal json.Marshal's, which the tests check field by field.
+// The error is json.Marshal's error for the same value, so a value it
+// refuses (a NaN float) still fails the command instead of printing bad JSON.
+type jsonAppender interface {
+	appendJSON(b []byte) ([]byte, error)
+}
+
+// appendJSON appends exactly what json.Marshal(j) returns: the struct's field
+// order, its omitempty rules, and encoding/json's escaping. Keep it in step
+// with the struct tags when a field is added.
+func (j *leaseJSON) appendJSON(b []byte) ([]byte, error) {
+	b = append(b, `{"leaseKey":`...)
+	b = appendJSONString(b, j.LeaseKey)
+	if j.LeaseOwner != "" {
+		b = append(b, `,"leaseOwner":`...)
+		b = appendJSONString(b, j.LeaseOwner)
+	}
+	b = append(b, `,"leaseCounter":`...)
+	b = strconv.AppendInt(b, j.LeaseCounter, 10)
+	b = append(b, `,"ownerSwitchesSinceCheckpoint":`...)
+	b = strconv.AppendInt(b, j.OwnerSwitchesSinceCheckpoint, 10)
+	b = append(b, `,"checkpoint":`...)
+	b = appendJSONString(b, j.Checkpoint)
+	b = append(b, `,"checkpointSubSequenceNumber":`...)
+	b = strconv.AppendInt(b, j.CheckpointSubSequenceNumber, 10)
+	if j.PendingCheckpoint != "" {
+		b = append(b, `,"pendingCheckpoint":`...)
+		b = appendJSONString(b, j.PendingCheckpoint)
+	}
+	if j.PendingCheckpointSubSequenceNumber != nil {
+		b = append(b, `,"pendingCheckpointSubSequenceNumber":`...)
+		b = strconv.AppendInt(b, *j.PendingCheckpointSubSequenceNumber, 10)
+	}
+	if j.PendingCheckpointState != "" {
+		b = append(b, `,"pendingCheckpointState":`...)
+		b = appendJSONString(b, j.PendingCheckpointState)
+	}
+	if len(j.ParentShardID) > 0 {
+		b = append(b, `,"parentShardId":`...)
+		b = appendJSONStrings(b, j.ParentShardID)
+	}
+	if len(j.ChildShardIDs) > 0 {
+		b = append(b, `,"childShardIds":`...)
+		b = appendJSONStrings(b, j.ChildShardIDs)
+	}
+	if j.StartingHashKey != "" {
+		b = append(b, `,"startingHashKey":`...)
+		b = appendJSONString(b, j.StartingHashKey)
+	}
+	if j.EndingHashKey != "" {
+		b = append(b, `,"endingHashKey":`...)
+		b = appendJSONString(b, j.EndingHashKey)
+	}
+	if j.ThroughputKBps != nil {
+		// Rare, and encoding/json's float form (exponent cut-offs, "e-7"
+		// not "e-07", NaN refused) is not worth restating here.
+		f, err := json.Marshal(*j.ThroughputKBps)
+		if err != nil {
+			return b, err
+		}
+		b = append(b, `,"throughputKBps":`...)
+		b = append(b, f...)
+	}
+	if j.CheckpointOwner != "" {
+		b = append(b, `,"checkpointOwner":`...)
+		b = appendJSONString(b, j.CheckpointOwner)
+	}
+	if j.EntityType != "" {
+		b = append(b, `,"entityType":`...)
+		b = appendJSONString(b, j.EntityType)
+	}
+	if j.StreamName != "" {
+		b = append(b, `,"streamName":`...)
+		b = appendJSONString(b, j.StreamName)
+	}
+	if j.ShardID != "" {
+		b = append(b, `,"shardId":`...)
+		b = appendJSONString(b, j.ShardID)
+	}
+	b = append(b, `,"state":`...)
+	b = appendJSONString(b, j.State)
+	if len(j.BlockedBy) > 0 {
+		b = append(b, `,"blockedBy":`...)
+		b = appendJSONStrings(b, j.BlockedBy)
+	}
+	if j.RenewalsSeen != nil {
+		b = append(b, `,"renewalsSeen":`...)
+		b = strconv.AppendInt(b, *j.RenewalsSeen, 10)
+	}
+	return append(b, '}'), nil
+}
+
+// appendJSONString quotes s as json.Marshal does. Lease keys, owners and
+// sequence numbers are plain ASCII, so they are copied as they are; anything
+// else goes to encoding/json, which owns the rules for HTML characters,
+// U+2028/U+2029 and invalid UTF-8.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if !jsonPlain[s[i]] {
+			q, _ := json.Marshal(s) // a string always marshals
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+// jsonPlain marks the bytes json.Marshal copies into a string unchanged and
+// appendJSONString may copy too: printable ASCII except the quote, the
+// backslash and the HTML characters < > &. A table lookup per byte is about
+// three times faster than the chain of comparisons on lease-sized strings.
+var jsonPlain = func() (t [256]bool) {
+	for c := 0x20; c <= 0x7e; c++ {
+		t[c] = true
+	}
+	for _, c := range `"\<>&` {
+		t[c] = false
+	}
+	return t
+}()
+
+func appendJSONStrings(b []byte, ss []string) []byte {
+	b = append(b, '[')
+	for i, s := range ss {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, s)
+	}
+	return append(b, ']')
+}
