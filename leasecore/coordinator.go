@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -47,6 +48,7 @@ type Coordinator struct {
 	tenure   uint64
 	started  bool
 	stopping bool
+	noTaking atomic.Bool // StopTaking was called
 	cancel   context.CancelFunc
 	loops    sync.WaitGroup
 	events   *eventQueue
@@ -97,6 +99,12 @@ func NewCoordinator(api CoordinatorAPI, table string, cfg Config, clock Clock, o
 	c.events = newEventQueue(opt.OnEvent)
 	return c, nil
 }
+
+// StopTaking ends taking and stealing for good; the held leases are still
+// renewed until Stop. A worker shutting down calls it first: a lease taken
+// during the shutdown grace would only be released again, unread, and its
+// shard would wait for that.
+func (c *Coordinator) StopTaking() { c.noTaking.Store(true) }
 
 // WorkerID is the leaseOwner this coordinator writes.
 func (c *Coordinator) WorkerID() string { return c.cfg.WorkerID }

@@ -116,3 +116,32 @@ func TestGracefulStopReleasesLeases(t *testing.T) {
 		t.Fatal("took as long as a crash")
 	}
 }
+
+// A worker that stopped taking (it is shutting down) takes nothing, not
+// even unowned leases, and makes no taker scans; without StopTaking the
+// same worker takes all six at once.
+func TestStopTakingTakesNothing(t *testing.T) {
+	ddb, table := newLeaseTable(t, 6)
+	cfg := fastConfig
+	cfg.WorkerID = "a"
+	c, err := NewCoordinator(ddb, table, cfg, RealClock(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.StopTaking()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Stop(context.Background(), true) }()
+	time.Sleep(3 * fastConfig.TakerInterval)
+	if held, st := len(c.Held()), c.Stats(); held != 0 || st.Taken != 0 || st.TakerRuns != 0 {
+		t.Fatalf("after StopTaking: held %d, taken %d, taker runs %d; want none", held, st.Taken, st.TakerRuns)
+	}
+	if got := owners(t, ddb, table); got[""] != 6 {
+		t.Fatalf("table owners %v, want 6 unowned", got)
+	}
+	b := startWorker(t, ddb, table, "b", fastConfig)
+	waitFor(t, fastConfig.TakerInterval, "a worker that takes holds all 6", func() bool { return b.held() == 6 })
+}

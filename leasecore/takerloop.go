@@ -30,6 +30,9 @@ func (c *Coordinator) takerLoop(ctx context.Context) {
 // observations, decide what to take or steal, take it. It returns the wait
 // until the next run.
 func (c *Coordinator) runTaker(ctx context.Context) time.Duration {
+	if c.noTaking.Load() {
+		return c.cfg.FailoverTime // nothing to do until Stop; any wait will do
+	}
 	c.stats.takerRuns.Add(1)
 	started := c.clock.Now()
 	res, err := ScanTable(ctx, c.api, c.table, ScanOptions{
@@ -64,6 +67,9 @@ func (c *Coordinator) runTaker(ctx context.Context) time.Duration {
 		// A slow scan may have read counters the victim has renewed since;
 		// KCL re-reads leases marked for stealing in that case.
 		steal = c.refresh(ctx, steal)
+	}
+	if c.noTaking.Load() { // StopTaking during the scan
+		take, steal = nil, nil
 	}
 	taken := c.takeAll(ctx, take, false)
 	stolen := c.takeAll(ctx, steal, true)

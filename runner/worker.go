@@ -162,6 +162,9 @@ func (w *Worker) stopNow(ctx context.Context) error {
 // stopGracefully lets running handlers finish within the grace, then
 // releases every lease and publishes the last metrics.
 func (w *Worker) stopGracefully(ctx context.Context, stopCW context.CancelFunc, cwDone *sync.WaitGroup) error {
+	// Nothing new is taken during the grace: it would only be released
+	// again, unread.
+	w.coord.StopTaking()
 	w.mu.Lock()
 	w.stopping = true
 	running := len(w.runs)
