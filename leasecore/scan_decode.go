@@ -186,7 +186,7 @@ func (d *avDecoder) num(v string) types.AttributeValue {
 }
 
 func (d *avDecoder) binary() ([]byte, error) {
-	raw, err := d.s.Base64String()
+	raw, _, err := d.s.Base64String()
 	if err != nil {
 		return nil, err
 	}

@@ -150,7 +150,7 @@ func (a kplAggregate) appendSubRecords(out []Record, r Record, hr HashRange) ([]
 			return out, i, fmt.Errorf("sub-record %d: partition key index %d is outside the table of %d", i, sr.partitionKeyIndex, len(a.partitionKeys))
 		}
 		sub := r
-		sub.Data = sr.data
+		sub.Data, sub.wire64 = sr.data, ""
 		sub.PartitionKey = a.partitionKeys[pkIdx]
 		sub.SubSequenceNumber = int64(i)
 		sub.ExplicitHashKey = ""

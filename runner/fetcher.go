@@ -100,14 +100,15 @@ func (f *fetcher) next(ctx context.Context) (page, error) {
 			}
 		}
 		f.lastCall = f.clock.Now()
+		var wire []string
 		out, err := f.kin.GetRecords(ctx, &kinesis.GetRecordsInput{
 			ShardIterator: f.iterator, Limit: aws.Int32(f.maxRecords),
-		}, noSDKRetries, fastGetRecords)
+		}, noSDKRetries, fastGetRecordsWire(&wire))
 		f.stats.getRecordsCall(err)
 		switch {
 		case err == nil:
 			f.failures = 0
-			return f.page(out), nil
+			return f.page(out, wire), nil
 		case ctx.Err() != nil:
 			return page{}, ctx.Err()
 		case isExpiredIterator(err):
@@ -179,7 +180,9 @@ func (f *fetcher) newIterator(ctx context.Context) error {
 	return nil
 }
 
-func (f *fetcher) page(out *kinesis.GetRecordsOutput) page {
+// page turns a GetRecords answer into records; wire is the records' data
+// as base64 text, when the fast decoder kept it.
+func (f *fetcher) page(out *kinesis.GetRecordsOutput, wire []string) page {
 	p := page{raw: len(out.Records), millisBehind: aws.ToInt64(out.MillisBehindLatest)}
 	if n := len(out.Records); n > 0 {
 		f.lastSeq = aws.ToString(out.Records[n-1].SequenceNumber)
@@ -188,7 +191,13 @@ func (f *fetcher) page(out *kinesis.GetRecordsOutput) page {
 	if f.iterator == nil {
 		p.end, p.children = true, out.ChildShards
 	}
-	records, rep := Deaggregate(FromKinesis(f.shardID, out.Records), f.hashRange)
+	all := FromKinesis(f.shardID, out.Records)
+	if len(wire) == len(all) {
+		for i := range all {
+			all[i].wire64 = wire[i]
+		}
+	}
+	records, rep := Deaggregate(all, f.hashRange)
 	for _, err := range rep.Broken {
 		f.log.Warn("broken KPL aggregate: kept the sub-records before the fault, as KCL does", "err", err)
 	}

@@ -22,10 +22,26 @@ import (
 // SDK's either way; a test compares the two on kinesis-local's answers.
 
 // fastGetRecords is a per-call option for GetRecords.
-func fastGetRecords(o *kinesis.Options) {
-	if o.Protocol != nil {
+func fastGetRecords(o *kinesis.Options) { fastGetRecordsWire(nil)(o) }
+
+// fastGetRecordsWire is fastGetRecords that also keeps, in *wire, each
+// record's data as the base64 text it arrived in, one string per record
+// (empty where there was none); nil when the SDK decoded the answer. The
+// handler input is base64 too: passing the text on saves encoding it again.
+func fastGetRecordsWire(wire *[]string) func(*kinesis.Options) {
+	return func(o *kinesis.Options) {
+		if o.Protocol == nil {
+			return
+		}
+		decode := func(body []byte, out *kinesis.GetRecordsOutput) error {
+			err := decodeGetRecordsWire(body, out, wire)
+			if err != nil && wire != nil {
+				*wire = nil
+			}
+			return err
+		}
 		o.Protocol = jsonscan.Protocol[kinesis.GetRecordsOutput, *kinesis.GetRecordsOutput]{
-			ClientProtocol: o.Protocol, Decode: decodeGetRecords, Fallbacks: &sdkDecoded}
+			ClientProtocol: o.Protocol, Decode: decode, Fallbacks: &sdkDecoded}
 	}
 }
 
@@ -35,6 +51,12 @@ var sdkDecoded atomic.Int64
 // decodeGetRecords fills o from a GetRecords answer, or fails and leaves it
 // to the SDK.
 func decodeGetRecords(body []byte, o *kinesis.GetRecordsOutput) error {
+	return decodeGetRecordsWire(body, o, nil)
+}
+
+// decodeGetRecordsWire is decodeGetRecords that also fills *wire (when
+// wire is not nil), as fastGetRecordsWire describes.
+func decodeGetRecordsWire(body []byte, o *kinesis.GetRecordsOutput, wire *[]string) error {
 	// Partition keys and sequence numbers without escapes are substrings
 	// of the body, no allocation each; body was read for this answer alone,
 	// and the SDK's decoder, on the fallback path, only reads it.
@@ -42,7 +64,7 @@ func decodeGetRecords(body []byte, o *kinesis.GetRecordsOutput) error {
 	if err := s.Object(func(key []byte) error {
 		switch string(key) {
 		case "Records":
-			return records(s, o)
+			return records(s, o, wire)
 		case "MillisBehindLatest":
 			n, err := s.Int()
 			o.MillisBehindLatest = &n
@@ -71,7 +93,7 @@ func decodeGetRecords(body []byte, o *kinesis.GetRecordsOutput) error {
 	return nil
 }
 
-func records(s *jsonscan.Scanner, o *kinesis.GetRecordsOutput) error {
+func records(s *jsonscan.Scanner, o *kinesis.GetRecordsOutput, wire *[]string) error {
 	if s.Null() {
 		return nil
 	}
@@ -86,12 +108,18 @@ func records(s *jsonscan.Scanner, o *kinesis.GetRecordsOutput) error {
 	strs := make([]string, 0, 2*n)
 	times := make([]time.Time, 0, n)
 	data := make([]byte, 0, base64.StdEncoding.DecodedLen(len(rest)))
+	var texts []string
+	if wire != nil {
+		texts = make([]string, 0, n)
+	}
 	err := s.Array(func() error {
 		var r types.Record
+		var text string
 		err := s.Object(func(key []byte) error {
 			switch string(key) {
 			case "Data":
-				raw, err := s.Base64String()
+				raw, t, err := s.Base64String()
+				text = t
 				if err != nil {
 					return jsonscan.ErrUnhandled
 				}
@@ -148,8 +176,14 @@ func records(s *jsonscan.Scanner, o *kinesis.GetRecordsOutput) error {
 			return nil
 		})
 		recs = append(recs, r)
+		if wire != nil {
+			texts = append(texts, text)
+		}
 		return err
 	})
 	o.Records = recs
+	if wire != nil {
+		*wire = texts
+	}
 	return err
 }

@@ -1,11 +1,18 @@
 package runner
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"log/slog"
 	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -132,5 +139,52 @@ func TestFastGetRecordsMatchesSDKOnOddAnswers(t *testing.T) {
 			!reflect.DeepEqual(sdk.NextShardIterator, fast.NextShardIterator) || !reflect.DeepEqual(sdk.MillisBehindLatest, fast.MillisBehindLatest) {
 			t.Fatalf("body %s:\nSDK  %+v\nfast %+v", body, sdk, fast)
 		}
+	}
+}
+
+// The base64 text kept from the wire gives the handler exactly the input
+// that encoding the decoded data gives, and a KPL aggregate's sub-records
+// never carry their aggregate's text.
+func TestWireBase64GivesTheSameHandlerInput(t *testing.T) {
+	agg := aggregate(userRecord{PartitionKey: "a", Data: []byte("sub one")}, userRecord{PartitionKey: "b", Data: []byte("sub two")})
+	var b strings.Builder
+	b.WriteString(`{"MillisBehindLatest":0,"NextShardIterator":"it","Records":[`)
+	for i, data := range [][]byte{[]byte("hello"), {0, 1, 2, 250, 255}, {}, agg, []byte(strings.Repeat("x", 1000))} {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"ApproximateArrivalTimestamp":1764430000.%03d,"Data":"%s","PartitionKey":"k%d","SequenceNumber":"%d"}`,
+			i, base64.StdEncoding.EncodeToString(data), i, 100+i)
+	}
+	b.WriteString(`]}`)
+	var out kinesis.GetRecordsOutput
+	var wire []string
+	if err := decodeGetRecordsWire([]byte(b.String()), &out, &wire); err != nil {
+		t.Fatal(err)
+	}
+	if len(wire) != 5 || wire[0] != "aGVsbG8=" {
+		t.Fatalf("wire texts %q", wire)
+	}
+	f := &fetcher{shardID: "shardId-000000000000", stats: &shardStats{}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	p := f.page(&out, wire)
+	if len(p.records) != 6 {
+		t.Fatalf("%d records after de-aggregation, want 6", len(p.records))
+	}
+	plain := slices.Clone(p.records)
+	for i := range plain {
+		plain[i].wire64 = ""
+	}
+	var fast, slow bytes.Buffer
+	if err := writeBatch(&fast, FormatJSON, p.records); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeBatch(&slow, FormatJSON, plain); err != nil {
+		t.Fatal(err)
+	}
+	if fast.String() != slow.String() {
+		t.Fatalf("handler input differs:\nwire    %s\nencoded %s", fast.String(), slow.String())
+	}
+	if !strings.Contains(fast.String(), `"data":"`+base64.StdEncoding.EncodeToString([]byte("sub two"))+`"`) {
+		t.Fatalf("sub-record data missing:\n%s", fast.String())
 	}
 }

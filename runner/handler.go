@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -92,6 +93,10 @@ type Handler struct {
 	Dir string
 	// Clock times the timeout and the run; nil means the real clock.
 	Clock leasecore.Clock
+
+	// The program is looked up in PATH once, not for every batch.
+	lookOnce sync.Once
+	program  string
 }
 
 // ShellCommand is the argv for --exec: the script runs through sh -c, so
@@ -127,7 +132,16 @@ func (h *Handler) Run(ctx context.Context, b Batch) Result {
 		return res
 	}
 
-	cmd := exec.Command(h.Argv[0], h.Argv[1:]...)
+	h.lookOnce.Do(func() {
+		h.program = h.Argv[0]
+		if p, err := exec.LookPath(h.program); err == nil && filepath.Base(h.program) == h.program {
+			h.program = p
+		}
+	})
+	// A program not found stays a bare name: Start then reports it, for
+	// every batch, as before.
+	cmd := exec.Command(h.program, h.Argv[1:]...)
+	cmd.Args[0] = h.Argv[0]
 	cmd.Dir = h.Dir
 	base := h.Env
 	if base == nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -48,28 +49,70 @@ const arrivalLayout = "2006-01-02T15:04:05.000Z07:00"
 // recordJSON (failure_file.go) is the same shape through encoding/json, and
 // a test checks that both agree.
 func writeBatch(w io.Writer, f Format, records []Record) error {
-	buf := make([]byte, 0, 64<<10)
+	bp := writeBufs.Get().(*[]byte)
+	defer writeBufs.Put(bp)
+	buf := (*bp)[:0]
+	var at arrivalCache
 	for i := range records {
 		if f == FormatRaw {
 			buf = append(buf, records[i].Data...)
 			buf = append(buf, '\n')
 		} else {
-			buf = appendRecordJSON(buf, &records[i])
+			buf = at.appendRecordJSON(buf, &records[i])
 		}
-		if len(buf) >= 32<<10 || i == len(records)-1 {
+		if len(buf) >= writeChunk || i == len(records)-1 {
 			if _, err := w.Write(buf); err != nil {
 				return err
 			}
 			buf = buf[:0]
 		}
 	}
+	*bp = buf
 	return nil
+}
+
+// writeChunk is how much of a batch goes to the pipe in one write: the
+// pipe's default capacity, so that each write wakes the reader once.
+const writeChunk = 64 << 10
+
+// writeBufs holds the batch encoding buffers between batches: one batch
+// after another would otherwise leave a garbage buffer each.
+var writeBufs = sync.Pool{New: func() any { b := make([]byte, 0, writeChunk+4<<10); return &b }}
+
+// arrivalCache remembers the formatted second of the last arrival time:
+// the records of a batch mostly arrived within the same few seconds.
+type arrivalCache struct {
+	sec    int64
+	prefix []byte // "2006-01-02T15:04:05." of sec
+}
+
+func (c *arrivalCache) append(b []byte, t time.Time) []byte {
+	sec := t.Unix()
+	if c.prefix == nil || sec != c.sec {
+		c.sec = sec
+		c.prefix = appendArrival(c.prefix[:0], t.Truncate(time.Second))
+		c.prefix = c.prefix[:len(c.prefix)-len("000Z")]
+	}
+	b = append(b, c.prefix...)
+	ms := t.Nanosecond() / int(time.Millisecond)
+	return append(b, byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10), 'Z')
 }
 
 // appendRecordJSON appends one JSON Lines object for r.
 func appendRecordJSON(b []byte, r *Record) []byte {
+	var at arrivalCache
+	return at.appendRecordJSON(b, r)
+}
+
+// appendRecordJSON appends one JSON Lines object for r, formatting its
+// arrival time through the cache.
+func (at *arrivalCache) appendRecordJSON(b []byte, r *Record) []byte {
 	b = append(b, `{"data":"`...)
-	b = base64.StdEncoding.AppendEncode(b, r.Data)
+	if r.wire64 != "" {
+		b = append(b, r.wire64...) // base64 already, and checked by decoding it
+	} else {
+		b = base64.StdEncoding.AppendEncode(b, r.Data)
+	}
 	b = append(b, `","partitionKey":`...)
 	b = appendJSONString(b, r.PartitionKey)
 	b = append(b, `,"sequenceNumber":`...)
@@ -78,7 +121,7 @@ func appendRecordJSON(b []byte, r *Record) []byte {
 	b = strconv.AppendInt(b, r.SubSequenceNumber, 10)
 	if !r.ApproximateArrivalTimestamp.IsZero() {
 		b = append(b, `,"approximateArrivalTimestamp":"`...)
-		b = appendArrival(b, r.ApproximateArrivalTimestamp)
+		b = at.append(b, r.ApproximateArrivalTimestamp)
 		b = append(b, '"')
 	}
 	b = append(b, `,"shardId":`...)

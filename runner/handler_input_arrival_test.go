@@ -19,3 +19,21 @@ func TestAppendArrivalMatchesLayout(t *testing.T) {
 		}
 	}
 }
+
+// The per-second cache gives the same text as the layout over a run of
+// times that share seconds, change them, go back, and cross years.
+func TestArrivalCacheMatchesLayout(t *testing.T) {
+	base := time.Date(2025, 12, 31, 23, 59, 58, 0, time.UTC)
+	var times []time.Time
+	for _, ms := range []int{0, 1, 999, 1000, 1001, 1999, 2000, 2500, 500, 123_000} {
+		times = append(times, base.Add(time.Duration(ms)*time.Millisecond))
+	}
+	times = append(times, time.Date(1969, 12, 31, 23, 59, 59, 7_000_000, time.UTC),
+		time.Date(10000, 1, 1, 0, 0, 0, 5_000_000, time.UTC), time.Unix(1_700_000_000, 999_999_999).In(time.FixedZone("y", -3600)))
+	var c arrivalCache
+	for _, tm := range times {
+		if got, want := string(c.append(nil, tm)), tm.UTC().Format(arrivalLayout); got != want {
+			t.Errorf("%v: got %s, want %s", tm, got, want)
+		}
+	}
+}

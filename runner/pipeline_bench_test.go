@@ -1,11 +1,15 @@
 package runner
 
 import (
+	"context"
 	"encoding/base64"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 )
@@ -28,16 +32,17 @@ func getRecordsBody(n, size int) []byte {
 }
 
 // benchPages runs step on a 1000-record page of 100-byte records.
-func benchPages(b *testing.B, step func(out *kinesis.GetRecordsOutput) error) {
+func benchPages(b *testing.B, step func(out *kinesis.GetRecordsOutput, wire []string) error) {
 	body := getRecordsBody(1000, 100)
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
 		var out kinesis.GetRecordsOutput
-		if err := decodeGetRecords(body, &out); err != nil {
+		var wire []string
+		if err := decodeGetRecordsWire(body, &out, &wire); err != nil {
 			b.Fatal(err)
 		}
-		if err := step(&out); err != nil {
+		if err := step(&out, wire); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -45,16 +50,52 @@ func benchPages(b *testing.B, step func(out *kinesis.GetRecordsOutput) error) {
 
 // BenchmarkRecordPipeline is the per-record CPU of the consumer's own work
 // between the socket and the handler's stdin: decode a 1000-record page,
-// convert and de-aggregate it, write it as JSON Lines. The HTTP and handler
+// turn it into records as the fetcher does, write them as JSON Lines. The HTTP and handler
 // processes are left out; `make bench` (TestBenchRun) measures the whole.
 func BenchmarkRecordPipeline(b *testing.B) {
-	benchPages(b, func(out *kinesis.GetRecordsOutput) error {
-		recs, _ := Deaggregate(FromKinesis("shardId-000000000000", out.Records), HashRange{})
-		return writeBatch(io.Discard, FormatJSON, recs)
+	f := &fetcher{shardID: "shardId-000000000000", stats: &shardStats{}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	benchPages(b, func(out *kinesis.GetRecordsOutput, wire []string) error {
+		return writeBatch(io.Discard, FormatJSON, f.page(out, wire).records)
 	})
 }
 
 // BenchmarkDecodeGetRecords is the decoding alone.
 func BenchmarkDecodeGetRecords(b *testing.B) {
-	benchPages(b, func(*kinesis.GetRecordsOutput) error { return nil })
+	benchPages(b, func(*kinesis.GetRecordsOutput, []string) error { return nil })
+}
+
+// BenchmarkHandlerRun is the per-batch cost of the handler contract: one
+// `sh -c 'cat >/dev/null'` process fed a 1000-record batch. It reports the
+// CPU this process spent (parent-µs/op) apart from the handler processes'
+// (children-µs/op).
+func BenchmarkHandlerRun(b *testing.B) {
+	body := getRecordsBody(1000, 100)
+	var out kinesis.GetRecordsOutput
+	var wire []string
+	if err := decodeGetRecordsWire(body, &out, &wire); err != nil {
+		b.Fatal(err)
+	}
+	f := &fetcher{shardID: "shardId-000000000000", stats: &shardStats{}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	batch := Batch{App: "a", Stream: "s", ShardID: "shardId-000000000000", WorkerID: "w", Records: f.page(&out, wire).records}
+	h := &Handler{Argv: ShellCommand("cat >/dev/null")}
+	self0, children0 := rusage(b)
+	for b.Loop() {
+		if res := h.Run(context.Background(), batch); res.Outcome != Succeeded {
+			b.Fatalf("handler: %+v", res)
+		}
+	}
+	self1, children1 := rusage(b)
+	b.ReportMetric(float64((self1-self0).Microseconds())/float64(b.N), "parent-µs/op")
+	b.ReportMetric(float64((children1-children0).Microseconds())/float64(b.N), "children-µs/op")
+}
+
+func rusage(b *testing.B) (self, children time.Duration) {
+	var s, c syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &s); err != nil {
+		b.Fatal(err)
+	}
+	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &c); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(s.Utime.Nano() + s.Stime.Nano()), time.Duration(c.Utime.Nano() + c.Stime.Nano())
 }

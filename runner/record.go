@@ -19,6 +19,10 @@ type Record struct {
 	ApproximateArrivalTimestamp time.Time // zero when Kinesis did not say
 	ExplicitHashKey             string    // decimal; empty when absent (only KPL sub-records carry one)
 	ShardID                     string
+
+	// wire64 is Data as the base64 text GetRecords sent, when the fast
+	// decoder read it; empty otherwise. Whoever changes Data clears it.
+	wire64 string
 }
 
 // Position is the record's place in its shard, in the form a checkpoint takes.

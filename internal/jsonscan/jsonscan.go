@@ -132,22 +132,22 @@ func (s *Scanner) Array(elem func() error) error {
 	}
 }
 
-// Base64String returns the bytes between the quotes of a string that may
-// only hold base64, such as record data, most of an answer's bytes. It stops
-// at the first quote without looking at what comes before: an escape or a
-// control character is no base64, so the caller's base64 decoder rejects
-// the value.
-func (s *Scanner) Base64String() ([]byte, error) {
+// Base64String returns the content of a string that may only hold base64,
+// such as record data, most of an answer's bytes: as bytes, and as a
+// substring of the body. It stops at the first quote without looking at
+// what comes before: an escape or a control character is no base64, so the
+// caller's base64 decoder rejects the value.
+func (s *Scanner) Base64String() (raw []byte, text string, err error) {
 	if s.Peek() != '"' {
-		return nil, ErrUnhandled
+		return nil, "", ErrUnhandled
 	}
 	start := s.i + 1
 	end := bytes.IndexByte(s.b[start:], '"')
 	if end < 0 {
-		return nil, ErrUnhandled
+		return nil, "", ErrUnhandled
 	}
 	s.i = start + end + 1
-	return s.b[start : start+end], nil
+	return s.b[start : start+end], s.text[start : start+end], nil
 }
 
 // RawString returns a string's bytes between the quotes, and whether it
