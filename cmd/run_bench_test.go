@@ -64,7 +64,7 @@ func TestBenchRun(t *testing.T) {
 		cpu  float64
 	}
 	var results []result
-	for round := range 2 {
+	for round := range 3 {
 		for _, batch := range []int{1000, 10000} {
 			secs, cpu := benchKcltool(t, bin, stream, batch, last, round)
 			results = append(results, result{fmt.Sprintf("kcltool run --batch-size %d", batch), secs, cpu})
@@ -265,9 +265,9 @@ const clockTicks = 100
 // nothing else meanwhile).
 func benchPeer(t *testing.T, stream string, total int64, round int) (secs, cpu float64) {
 	t.Helper()
-	var count atomic.Int64
+	var count, cachedListShards atomic.Int64
 	begin := time.Now()
-	w, err := startPeer(fmt.Sprintf("%s-peer-%d", stream, round), stream, emulator.KinesisEndpoint(t), emulator.DynamoDBEndpoint(t), &count)
+	w, err := startPeer(fmt.Sprintf("%s-peer-%d", stream, round), stream, emulator.KinesisEndpoint(t), emulator.DynamoDBEndpoint(t), &count, &cachedListShards)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,6 +279,7 @@ func benchPeer(t *testing.T, stream string, total int64, round int) (secs, cpu f
 			from, fromCPU = n, selfCPU(t)
 		}
 		if n >= total {
+			t.Logf("peer: %d ListShards answered from memory", cachedListShards.Load())
 			secs = time.Since(begin).Seconds()
 			return secs, (selfCPU(t) - fromCPU) * float64(total) / float64(total-from)
 		}
