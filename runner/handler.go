@@ -161,12 +161,18 @@ func (h *Handler) Run(ctx context.Context, b Batch) Result {
 	// never block, so the handler cannot stall on a full stderr pipe.
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.WaitDelay = pipeGrace
-	stdin, err := cmd.StdinPipe()
+	// The stdin pipe is made here rather than by cmd.StdinPipe, to size it.
+	stdinR, stdin, err := os.Pipe()
 	if err != nil {
 		res.Err = fmt.Errorf("handler stdin: %w", err)
 		return res
 	}
-	if err := cmd.Start(); err != nil {
+	growPipe(stdin)
+	cmd.Stdin = stdinR
+	err = cmd.Start()
+	_ = stdinR.Close() // the handler has its copy
+	if err != nil {
+		_ = stdin.Close()
 		res.Err = fmt.Errorf("start handler: %w", err)
 		return res
 	}
@@ -215,6 +221,9 @@ func (h *Handler) Run(ctx context.Context, b Batch) Result {
 		}
 	}()
 	waitErr := cmd.Wait()
+	// A process the handler left behind may hold stdin open without
+	// reading: closing our end ends a write still blocked on it.
+	_ = stdin.Close()
 	mu.Lock()
 	exited = true
 	mu.Unlock()

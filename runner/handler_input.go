@@ -71,9 +71,13 @@ func writeBatch(w io.Writer, f Format, records []Record) error {
 	return nil
 }
 
-// writeChunk is how much of a batch goes to the pipe in one write: the
-// pipe's default capacity, so that each write wakes the reader once.
-const writeChunk = 64 << 10
+// writeChunk is how much of a batch goes to the pipe in one write, and
+// pipeBuffer the size asked for the pipe (growPipe): a chunk fits whole,
+// so each write wakes the handler once.
+const (
+	writeChunk = 256 << 10
+	pipeBuffer = 1 << 20
+)
 
 // writeBufs holds the batch encoding buffers between batches: one batch
 // after another would otherwise leave a garbage buffer each.

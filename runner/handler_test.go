@@ -361,6 +361,25 @@ func TestHandlerDoesNotWaitForBackgroundChildren(t *testing.T) {
 	}
 }
 
+// A background process left holding stdin without reading it must not
+// hold the shard either, even when the batch is larger than the pipe: the
+// write still pending when the handler exits is ended.
+func TestHandlerDoesNotWaitForUnreadStdin(t *testing.T) {
+	// Through fd 3: sh gives a background command /dev/null as stdin.
+	h, out := newHandler(t, `exec 3<&0; sleep 30 <&3 & echo $! > "$OUT/bg"; exit 0`)
+	b := testBatch(20000) // about 3 MB of JSON Lines, above the 1 MiB pipe
+	start := time.Now()
+	res := h.Run(context.Background(), b)
+	pid := readPID(t, filepath.Join(out, "bg"))
+	defer syscall.Kill(pid, syscall.SIGKILL) // the test's own leftover
+	if res.Outcome != Succeeded {
+		t.Fatalf("result = %+v", res)
+	}
+	if took := time.Since(start); took > pipeGrace+3*time.Second {
+		t.Errorf("Run took %s", took)
+	}
+}
+
 func TestParseFormat(t *testing.T) {
 	for in, want := range map[string]Format{"json": FormatJSON, "": FormatJSON, "raw": FormatRaw} {
 		if got, err := ParseFormat(in); err != nil || got != want {
