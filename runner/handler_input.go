@@ -52,13 +52,13 @@ func writeBatch(w io.Writer, f Format, records []Record) error {
 	bp := writeBufs.Get().(*[]byte)
 	defer writeBufs.Put(bp)
 	buf := (*bp)[:0]
-	var at arrivalCache
+	var enc recordEncoder
 	for i := range records {
 		if f == FormatRaw {
 			buf = append(buf, records[i].Data...)
 			buf = append(buf, '\n')
 		} else {
-			buf = at.appendRecordJSON(buf, &records[i])
+			buf = enc.appendRecordJSON(buf, &records[i])
 		}
 		if len(buf) >= writeChunk || i == len(records)-1 {
 			if _, err := w.Write(buf); err != nil {
@@ -102,15 +102,22 @@ func (c *arrivalCache) append(b []byte, t time.Time) []byte {
 	return append(b, byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10), 'Z')
 }
 
-// appendRecordJSON appends one JSON Lines object for r.
-func appendRecordJSON(b []byte, r *Record) []byte {
-	var at arrivalCache
-	return at.appendRecordJSON(b, r)
+// recordEncoder keeps what the records of one batch share, encoded once:
+// the shard id and the second of the arrival time.
+type recordEncoder struct {
+	arrival arrivalCache
+	shardID string
+	shard   []byte // shardID as a JSON string
 }
 
-// appendRecordJSON appends one JSON Lines object for r, formatting its
-// arrival time through the cache.
-func (at *arrivalCache) appendRecordJSON(b []byte, r *Record) []byte {
+// appendRecordJSON appends one JSON Lines object for r.
+func appendRecordJSON(b []byte, r *Record) []byte {
+	var enc recordEncoder
+	return enc.appendRecordJSON(b, r)
+}
+
+// appendRecordJSON appends one JSON Lines object for r.
+func (enc *recordEncoder) appendRecordJSON(b []byte, r *Record) []byte {
 	b = append(b, `{"data":"`...)
 	if r.wire64 != "" {
 		b = append(b, r.wire64...) // base64 already, and checked by decoding it
@@ -125,11 +132,14 @@ func (at *arrivalCache) appendRecordJSON(b []byte, r *Record) []byte {
 	b = strconv.AppendInt(b, r.SubSequenceNumber, 10)
 	if !r.ApproximateArrivalTimestamp.IsZero() {
 		b = append(b, `,"approximateArrivalTimestamp":"`...)
-		b = at.append(b, r.ApproximateArrivalTimestamp)
+		b = enc.arrival.append(b, r.ApproximateArrivalTimestamp)
 		b = append(b, '"')
 	}
 	b = append(b, `,"shardId":`...)
-	b = appendJSONString(b, r.ShardID)
+	if enc.shard == nil || r.ShardID != enc.shardID {
+		enc.shardID, enc.shard = r.ShardID, appendJSONString(enc.shard[:0], r.ShardID)
+	}
+	b = append(b, enc.shard...)
 	if r.ExplicitHashKey != "" {
 		b = append(b, `,"explicitHashKey":`...)
 		b = appendJSONString(b, r.ExplicitHashKey)
@@ -139,10 +149,29 @@ func (at *arrivalCache) appendRecordJSON(b []byte, r *Record) []byte {
 
 const hexDigits = "0123456789abcdef"
 
+// jsonPlain marks the bytes a JSON string holds as they are: printable
+// ASCII other than the quote and the backslash.
+var jsonPlain = func() (t [256]bool) {
+	for c := 0x20; c < 0x7f; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // appendJSONString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD,
 // as encoding/json does, so the output is always valid JSON.
 func appendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
+	// Sequence numbers, shard ids and most partition keys are plain: one
+	// table lookup a byte, then one copy.
+	plain := 0
+	for plain < len(s) && jsonPlain[s[plain]] {
+		plain++
+	}
+	if plain == len(s) {
+		b = append(b, s...)
+		return append(b, '"')
+	}
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]

@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 )
@@ -35,5 +37,40 @@ func TestArrivalCacheMatchesLayout(t *testing.T) {
 		if got, want := string(c.append(nil, tm)), tm.UTC().Format(arrivalLayout); got != want {
 			t.Errorf("%v: got %s, want %s", tm, got, want)
 		}
+	}
+}
+
+// The hand-written string encoder gives valid JSON that decodes to what
+// encoding/json's encoding of the string decodes to (invalid UTF-8 as
+// U+FFFD), on every byte value alone and on mixed strings; and shard ids
+// repeat correctly within a batch encoder.
+func TestAppendJSONStringRoundTrips(t *testing.T) {
+	cases := []string{"", "shardId-000000000001", "49590338271490256608559692538361571095921575989136588898",
+		`q"uote`, `back\slash`, "tab\tnew\nline\rcr", "\x00\x1f\x7f", "é☃😀", "\u2028\u2029", "<>&", "bad\xffutf8\xc3"}
+	for c := range 256 {
+		cases = append(cases, string([]byte{byte(c)}), "a"+string([]byte{byte(c)})+"z")
+	}
+	for _, s := range cases {
+		enc := appendJSONString(nil, s)
+		var back string
+		if err := json.Unmarshal(enc, &back); err != nil {
+			t.Fatalf("%q encoded as %s: %v", s, enc, err)
+		}
+		ref, _ := json.Marshal(s)
+		var want string
+		if err := json.Unmarshal(ref, &want); err != nil {
+			t.Fatal(err)
+		}
+		if back != want {
+			t.Errorf("%q: decodes as %q, encoding/json's as %q", s, back, want)
+		}
+	}
+	var e recordEncoder
+	var b []byte
+	for _, shard := range []string{"shardId-1", "shardId-1", "shardId-2", "shardId-1"} {
+		b = e.appendRecordJSON(b, &Record{ShardID: shard, SequenceNumber: "1"})
+	}
+	if want := `"shardId":"shardId-1"}` + "\n"; strings.Count(string(b), want) != 3 || strings.Count(string(b), `"shardId":"shardId-2"`) != 1 {
+		t.Fatalf("shard ids in batch:\n%s", b)
 	}
 }
