@@ -20,6 +20,11 @@ import (
 // answer, an attribute type it does not know, malformed JSON) goes to the
 // SDK's decoder on the same bytes, so the result is the SDK's either way; a
 // test compares the two on dynalite's answers for every fixture.
+//
+// Decoded strings share the bytes of their page (up to 1 MB), so whoever
+// keeps one keeps the page. Scans are read and dropped whole: the taker
+// keeps only its latest scan, and a held lease is the item its take or
+// checkpoint wrote back (ALL_NEW, decoded by the SDK), not the scanned one.
 
 // fastScan is a per-call option for Scan.
 func fastScan(o *dynamodb.Options) {

@@ -50,8 +50,15 @@ const arrivalLayout = "2006-01-02T15:04:05.000Z07:00"
 // a test checks that both agree.
 func writeBatch(w io.Writer, f Format, records []Record) error {
 	bp := writeBufs.Get().(*[]byte)
-	defer writeBufs.Put(bp)
 	buf := (*bp)[:0]
+	defer func() {
+		// A batch of megabyte records grows the buffer to a record's size;
+		// such a buffer is not kept for the next batch.
+		if cap(buf) <= 2*writeChunk {
+			*bp = buf[:0]
+			writeBufs.Put(bp)
+		}
+	}()
 	var enc recordEncoder
 	for i := range records {
 		if f == FormatRaw {
@@ -67,7 +74,6 @@ func writeBatch(w io.Writer, f Format, records []Record) error {
 			buf = buf[:0]
 		}
 	}
-	*bp = buf
 	return nil
 }
 
