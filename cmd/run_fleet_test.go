@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"math/big"
 	"os"
 	"path/filepath"
 	"slices"
@@ -143,22 +142,11 @@ func TestRunFleetAcrossReshardsCrashAndJoin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lo, _ := new(big.Int).SetString(*shards.Shards[0].HashKeyRange.StartingHashKey, 10)
-	hi, _ := new(big.Int).SetString(*shards.Shards[0].HashKeyRange.EndingHashKey, 10)
-	mid := new(big.Int).Rsh(new(big.Int).Add(lo, hi), 1)
-	if _, err := s.kin.SplitShard(ctx, &kinesis.SplitShardInput{StreamName: aws.String(s.stream),
-		ShardToSplit: aws.String("shardId-000000000000"), NewStartingHashKey: aws.String(mid.String())}); err != nil {
-		t.Fatal(err)
-	}
-	emulator.WaitStreamActive(t, s.kin, s.stream)
+	emulator.SplitShard(t, s.kin, s.stream, "shardId-000000000000", emulator.MidHashKey(shards.Shards[0].HashKeyRange))
 	produce(5)
 
 	// Merge shards 2 and 3 (child 6).
-	if _, err := s.kin.MergeShards(ctx, &kinesis.MergeShardsInput{StreamName: aws.String(s.stream),
-		ShardToMerge: aws.String("shardId-000000000002"), AdjacentShardToMerge: aws.String("shardId-000000000003")}); err != nil {
-		t.Fatal(err)
-	}
-	emulator.WaitStreamActive(t, s.kin, s.stream)
+	emulator.MergeShards(t, s.kin, s.stream, "shardId-000000000002", "shardId-000000000003")
 	produce(5)
 
 	eventuallyE2E(t, 20*time.Second, "B to read a shard before it is killed", func() bool { return s.reading(t)["B"] > 0 })

@@ -75,25 +75,14 @@ func (s *scenario) put(shard string, n int) {
 
 func (s *scenario) split(shard string) {
 	s.t.Helper()
-	r := s.shards[shard].HashKeyRange
-	lo, _ := new(big.Int).SetString(aws.ToString(r.StartingHashKey), 10)
-	hi, _ := new(big.Int).SetString(aws.ToString(r.EndingHashKey), 10)
-	mid := new(big.Int).Rsh(new(big.Int).Add(lo, hi), 1)
-	if _, err := s.kin.SplitShard(context.Background(), &kinesis.SplitShardInput{StreamName: aws.String(s.stream),
-		ShardToSplit: aws.String(shard), NewStartingHashKey: aws.String(mid.Add(mid, big.NewInt(1)).String())}); err != nil {
-		s.t.Fatal(err)
-	}
-	emulator.WaitStreamActive(s.t, s.kin, s.stream)
+	mid := emulator.MidHashKey(s.shards[shard].HashKeyRange)
+	emulator.SplitShard(s.t, s.kin, s.stream, shard, mid.Add(mid, big.NewInt(1)))
 	s.refresh()
 }
 
 func (s *scenario) merge(a, b string) {
 	s.t.Helper()
-	if _, err := s.kin.MergeShards(context.Background(), &kinesis.MergeShardsInput{StreamName: aws.String(s.stream),
-		ShardToMerge: aws.String(a), AdjacentShardToMerge: aws.String(b)}); err != nil {
-		s.t.Fatal(err)
-	}
-	emulator.WaitStreamActive(s.t, s.kin, s.stream)
+	emulator.MergeShards(s.t, s.kin, s.stream, a, b)
 	s.refresh()
 }
 

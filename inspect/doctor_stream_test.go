@@ -34,12 +34,7 @@ func (r *rig) put(n int) []string {
 // splitFirst splits shard 0 in two: children 1 and 2.
 func (r *rig) splitFirst() {
 	r.t.Helper()
-	mid := new(big.Int).Lsh(big.NewInt(1), 127)
-	if _, err := r.kin.SplitShard(context.Background(), &kinesis.SplitShardInput{StreamName: aws.String(r.stream),
-		ShardToSplit: aws.String(shard(0)), NewStartingHashKey: aws.String(mid.String())}); err != nil {
-		r.t.Fatal(err)
-	}
-	emulator.WaitStreamActive(r.t, r.kin, r.stream)
+	emulator.SplitShard(r.t, r.kin, r.stream, shard(0), new(big.Int).Lsh(big.NewInt(1), 127))
 }
 
 // TestDoctorStuckShard is the poison record: the lease is renewed all

@@ -103,25 +103,14 @@ func mark() time.Time {
 
 func (w *world) split(shard string) {
 	w.t.Helper()
-	r := w.shards[shard].HashKeyRange
-	lo, _ := new(big.Int).SetString(*r.StartingHashKey, 10)
-	hi, _ := new(big.Int).SetString(*r.EndingHashKey, 10)
-	mid := new(big.Int).Rsh(new(big.Int).Add(lo, hi), 1)
-	if _, err := w.kin.SplitShard(w.ctx, &kinesis.SplitShardInput{StreamName: aws.String(w.stream),
-		ShardToSplit: aws.String(shard), NewStartingHashKey: aws.String(mid.Add(mid, big.NewInt(1)).String())}); err != nil {
-		w.t.Fatal(err)
-	}
-	emulator.WaitStreamActive(w.t, w.kin, w.stream)
+	mid := emulator.MidHashKey(w.shards[shard].HashKeyRange)
+	emulator.SplitShard(w.t, w.kin, w.stream, shard, mid.Add(mid, big.NewInt(1)))
 	w.refresh()
 }
 
 func (w *world) merge(a, b string) {
 	w.t.Helper()
-	if _, err := w.kin.MergeShards(w.ctx, &kinesis.MergeShardsInput{StreamName: aws.String(w.stream),
-		ShardToMerge: aws.String(a), AdjacentShardToMerge: aws.String(b)}); err != nil {
-		w.t.Fatal(err)
-	}
-	emulator.WaitStreamActive(w.t, w.kin, w.stream)
+	emulator.MergeShards(w.t, w.kin, w.stream, a, b)
 	w.refresh()
 }
 

@@ -58,7 +58,6 @@ func newTimedScenario(t *testing.T) *scenario { return buildScenario(t, 1100*tim
 
 func buildScenario(t *testing.T, gap time.Duration) *scenario {
 	t.Helper()
-	ctx := context.Background()
 	s := &scenario{kin: emulator.Kinesis(t), ddb: emulator.DynamoDB(t),
 		stream: emulator.Name(t, "s"), table: emulator.Name(t, "t")}
 	emulator.CreateLeaseTable(t, s.ddb, s.table)
@@ -72,15 +71,7 @@ func buildScenario(t *testing.T, gap time.Duration) *scenario {
 	time.Sleep(gap)
 	s.beforeSplit = time.Now()
 	time.Sleep(gap)
-	r := roots[0].HashKeyRange
-	lo, _ := new(big.Int).SetString(*r.StartingHashKey, 10)
-	hi, _ := new(big.Int).SetString(*r.EndingHashKey, 10)
-	mid := new(big.Int).Rsh(new(big.Int).Add(lo, hi), 1)
-	if _, err := s.kin.SplitShard(ctx, &kinesis.SplitShardInput{StreamName: aws.String(s.stream),
-		ShardToSplit: aws.String(s.root0), NewStartingHashKey: aws.String(mid.String())}); err != nil {
-		t.Fatalf("split: %v", err)
-	}
-	emulator.WaitStreamActive(t, s.kin, s.stream)
+	emulator.SplitShard(t, s.kin, s.stream, s.root0, emulator.MidHashKey(roots[0].HashKeyRange))
 
 	// Merge the adjacent open pair that spans two lineages: found by hash
 	// ranges (one ends where the other starts), not by shard id.
@@ -104,11 +95,7 @@ func buildScenario(t *testing.T, gap time.Duration) *scenario {
 	if s.left == "" || s.right == "" {
 		t.Fatalf("split children not found among %v", ids(open))
 	}
-	if _, err := s.kin.MergeShards(ctx, &kinesis.MergeShardsInput{StreamName: aws.String(s.stream),
-		ShardToMerge: aws.String(s.right), AdjacentShardToMerge: aws.String(s.root1)}); err != nil {
-		t.Fatalf("merge: %v", err)
-	}
-	emulator.WaitStreamActive(t, s.kin, s.stream)
+	emulator.MergeShards(t, s.kin, s.stream, s.right, s.root1)
 	for _, sh := range s.openShards(t) {
 		if aws.ToString(sh.ParentShardId) == s.right {
 			s.merged = *sh.ShardId

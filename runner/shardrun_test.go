@@ -13,9 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/kinesis"
-
 	"github.com/kcltool/kcltool/internal/emulator"
 	"github.com/kcltool/kcltool/leasecore"
 )
@@ -114,21 +111,11 @@ func TestSplitAndMergeKeepKeyOrder(t *testing.T) {
 		}
 	}
 	produce(3)
-	ctx := context.Background()
 	// Split shard 0 in the middle of its range: children 2 and 3.
-	mid := new(big.Int).Lsh(big.NewInt(1), 126)
-	if _, err := s.kin.SplitShard(ctx, &kinesis.SplitShardInput{StreamName: aws.String(s.stream),
-		ShardToSplit: aws.String("shardId-000000000000"), NewStartingHashKey: aws.String(mid.String())}); err != nil {
-		t.Fatal(err)
-	}
-	emulator.WaitStreamActive(t, s.kin, s.stream)
+	emulator.SplitShard(t, s.kin, s.stream, "shardId-000000000000", new(big.Int).Lsh(big.NewInt(1), 126))
 	produce(3)
 	// Merge shard 3 (upper half of shard 0's range) with shard 1: child 4.
-	if _, err := s.kin.MergeShards(ctx, &kinesis.MergeShardsInput{StreamName: aws.String(s.stream),
-		ShardToMerge: aws.String("shardId-000000000003"), AdjacentShardToMerge: aws.String("shardId-000000000001")}); err != nil {
-		t.Fatal(err)
-	}
-	emulator.WaitStreamActive(t, s.kin, s.stream)
+	emulator.MergeShards(t, s.kin, s.stream, "shardId-000000000003", "shardId-000000000001")
 	produce(3)
 	eventually(t, 60*time.Second, "270 records", func() bool { return len(readHandled(t, out)) >= 270 })
 	checkExactlyOnceInOrder(t, readHandled(t, out), 30, 9)
