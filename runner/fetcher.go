@@ -103,7 +103,7 @@ func (f *fetcher) next(ctx context.Context) (page, error) {
 		var wire []string
 		out, err := f.kin.GetRecords(ctx, &kinesis.GetRecordsInput{
 			ShardIterator: f.iterator, Limit: aws.Int32(f.maxRecords),
-		}, noSDKRetries, fastGetRecordsWire(&wire))
+		}, noSDKRetries, fastGetRecords(&wire))
 		f.stats.getRecordsCall(err)
 		switch {
 		case err == nil:

@@ -21,20 +21,18 @@ import (
 // to the SDK's decoder instead, on the same bytes, so the result is the
 // SDK's either way; a test compares the two on kinesis-local's answers.
 
-// fastGetRecords is a per-call option for GetRecords.
-func fastGetRecords(o *kinesis.Options) { fastGetRecordsWire(nil)(o) }
-
-// fastGetRecordsWire is fastGetRecords that also keeps, in *wire, each
-// record's data as the base64 text it arrived in, one string per record
-// (empty where there was none); nil when the SDK decoded the answer. The
-// handler input is base64 too: passing the text on saves encoding it again.
-func fastGetRecordsWire(wire *[]string) func(*kinesis.Options) {
+// fastGetRecords is a per-call option for GetRecords. When wire is not
+// nil it also keeps there each record's data as the base64 text it arrived
+// in, one string per record (empty where there was none), or nil when the
+// SDK decoded the answer: the handler input is base64 too, and passing the
+// text on saves encoding it again.
+func fastGetRecords(wire *[]string) func(*kinesis.Options) {
 	return func(o *kinesis.Options) {
 		if o.Protocol == nil {
 			return
 		}
 		decode := func(body []byte, out *kinesis.GetRecordsOutput) error {
-			err := decodeGetRecordsWire(body, out, wire)
+			err := decodeGetRecords(body, out, wire)
 			if err != nil && wire != nil {
 				*wire = nil
 			}
@@ -48,15 +46,9 @@ func fastGetRecordsWire(wire *[]string) func(*kinesis.Options) {
 // sdkDecoded counts the answers left to the SDK's decoder, for tests.
 var sdkDecoded atomic.Int64
 
-// decodeGetRecords fills o from a GetRecords answer, or fails and leaves it
-// to the SDK.
-func decodeGetRecords(body []byte, o *kinesis.GetRecordsOutput) error {
-	return decodeGetRecordsWire(body, o, nil)
-}
-
-// decodeGetRecordsWire is decodeGetRecords that also fills *wire (when
-// wire is not nil), as fastGetRecordsWire describes.
-func decodeGetRecordsWire(body []byte, o *kinesis.GetRecordsOutput, wire *[]string) error {
+// decodeGetRecords fills o from a GetRecords answer, and *wire when wire
+// is not nil (see fastGetRecords), or fails and leaves it to the SDK.
+func decodeGetRecords(body []byte, o *kinesis.GetRecordsOutput, wire *[]string) error {
 	// Partition keys and sequence numbers without escapes are substrings
 	// of the body, no allocation each; body was read for this answer alone,
 	// and the SDK's decoder, on the fallback path, only reads it.

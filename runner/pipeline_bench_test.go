@@ -39,7 +39,7 @@ func benchPages(b *testing.B, step func(out *kinesis.GetRecordsOutput, wire []st
 	for b.Loop() {
 		var out kinesis.GetRecordsOutput
 		var wire []string
-		if err := decodeGetRecordsWire(body, &out, &wire); err != nil {
+		if err := decodeGetRecords(body, &out, &wire); err != nil {
 			b.Fatal(err)
 		}
 		if err := step(&out, wire); err != nil {
@@ -72,7 +72,7 @@ func BenchmarkHandlerRun(b *testing.B) {
 	body := getRecordsBody(1000, 100)
 	var out kinesis.GetRecordsOutput
 	var wire []string
-	if err := decodeGetRecordsWire(body, &out, &wire); err != nil {
+	if err := decodeGetRecords(body, &out, &wire); err != nil {
 		b.Fatal(err)
 	}
 	f := &fetcher{shardID: "shardId-000000000000", stats: &shardStats{}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
