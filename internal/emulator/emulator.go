@@ -168,6 +168,7 @@ func launch(name string) (*server, error) {
 	}
 	preload := filepath.Join(root, "scripts", "loopback.cjs")
 	var cmd *exec.Cmd
+	ports := []int{port} // every port the server binds, waited for under the lock
 	switch name {
 	case "dynalite":
 		cmd = exec.Command("node", "-r", preload, filepath.Join(root, "node_modules", "dynalite", "cli.js"),
@@ -178,6 +179,10 @@ func launch(name string) (*server, error) {
 		if err != nil {
 			return nil, err
 		}
+		// kinesis-local always opens a TLS port too. Until it is bound,
+		// another binary could be handed it; its server would then fail to
+		// bind while the port answers, and its tests talk to ours.
+		ports = append(ports, tlsPort)
 		cmd = exec.Command("node", "-r", preload, filepath.Join(root, "node_modules", "kinesis-local", "main.js"))
 		cmd.Env = append(os.Environ(),
 			"KINESIS_MOCK_PLAIN_PORT="+strconv.Itoa(port),
@@ -195,10 +200,12 @@ func launch(name string) (*server, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("emulator: start %s: %w", name, err)
 	}
-	if err := waitPort(port, 30*time.Second); err != nil {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		return nil, fmt.Errorf("emulator: %s did not start: %v\n%s", name, err, log.String())
+	for _, p := range ports {
+		if err := waitPort(p, 30*time.Second); err != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			return nil, fmt.Errorf("emulator: %s did not start: %v\n%s", name, err, log.String())
+		}
 	}
 	return &server{name: name, endpoint: "http://127.0.0.1:" + strconv.Itoa(port), cmd: cmd, log: log}, nil
 }
