@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -128,13 +129,22 @@ func TestRunPartialFailureRetriesFromFailedRecordWithMetrics(t *testing.T) {
 			"--metrics-addr", fmt.Sprintf("127.0.0.1:%d", port), "--cloudwatch-metrics", "--cloudwatch-interval", "500ms")...)
 	eventuallyE2E(t, 30*time.Second, "20 records", func() bool { return len(records(t, out)) >= 20 })
 
-	metrics := scrape(t, port)
-	for _, want := range []string{
+	wants := []string{
 		`kcltool_shard_handler_failures_total{app="` + s.app + `",stream="` + s.stream + `",shard="shardId-000000000000"} 1`,
 		`kcltool_shard_handler_runs_total{app="` + s.app + `",stream="` + s.stream + `",shard="shardId-000000000000"} 2`,
 		`kcltool_shard_records_total{app="` + s.app + `",stream="` + s.stream + `",shard="shardId-000000000000"} 20`,
 		`kcltool_worker_leases_held{app="` + s.app + `",worker="w"} 1`,
-	} {
+	}
+	// The handler writes its last record before it exits and kcltool
+	// counts the run: scrape until the counts settle (or 10 s pass).
+	var metrics string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		metrics = scrape(t, port)
+		if !slices.ContainsFunc(wants, func(w string) bool { return !strings.Contains(metrics, w) }) || time.Now().After(deadline) {
+			break
+		}
+	}
+	for _, want := range wants {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("metrics lack %q", want)
 		}
