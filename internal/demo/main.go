@@ -159,8 +159,19 @@ func reset(ctx context.Context, ddb *dynamodb.Client, kin *kinesis.Client) error
 		return err
 	}
 	_ = dynamodb.NewTableNotExistsWaiter(ddb).Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(app)}, time.Minute)
+	// Only a stream that exists is deleted: kinesis-local 0.6.2 answers
+	// DeleteStream of a missing stream with ResourceNotFoundException, then
+	// silently drops the next CreateStream of that name (it answers 200, and
+	// the stream never appears).
 	var knf *kintypes.ResourceNotFoundException
-	if _, err := kin.DeleteStream(ctx, &kinesis.DeleteStreamInput{StreamName: aws.String(app)}); err != nil && !errors.As(err, &knf) {
+	_, err := kin.DescribeStreamSummary(ctx, &kinesis.DescribeStreamSummaryInput{StreamName: aws.String(app)})
+	switch {
+	case errors.As(err, &knf):
+		return nil
+	case err != nil:
+		return err
+	}
+	if _, err := kin.DeleteStream(ctx, &kinesis.DeleteStreamInput{StreamName: aws.String(app)}); err != nil {
 		return err
 	}
 	return kinesis.NewStreamNotExistsWaiter(kin).Wait(ctx, &kinesis.DescribeStreamInput{StreamName: aws.String(app)}, time.Minute)
