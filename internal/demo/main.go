@@ -132,7 +132,11 @@ func run(ctx context.Context, bin string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("    %d orders in orders.log; %s\n", handled, orderCheck(filepath.Join(work, "orders.log")))
+	summary, err := orderCheck(filepath.Join(work, "orders.log"), rounds*perRound)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("    %d orders in orders.log; %s\n", handled, summary)
 
 	if err := show(ctx, bin, "leases", "ls", "--app", app); err != nil {
 		return err
@@ -353,11 +357,11 @@ func readLines(path string) []string {
 	return strings.Split(strings.TrimRight(string(b), "\n"), "\n")
 }
 
-// orderCheck says whether every customer's orders reached the handler in
-// the order they were produced, across the split and the takeover. A repeat
-// of an order already handled is a duplicate (delivery is at least once),
-// not a break of order.
-func orderCheck(path string) string {
+// orderCheck fails unless every one of the want orders reached the handler
+// and each customer's orders came in the order they were produced, across
+// the split and the takeover. A repeat of an order already handled is a
+// duplicate (delivery is at least once), not a break of order.
+func orderCheck(path string, want int) (string, error) {
 	last := map[string]int{}
 	seen := map[string]bool{}
 	dups := 0
@@ -368,19 +372,22 @@ func orderCheck(path string) string {
 			Order    int    `json:"order"`
 		}
 		if json.Unmarshal([]byte(data), &o) != nil {
-			return "unreadable line: " + line
+			return "", fmt.Errorf("orders.log: unreadable line %q", line)
 		}
 		switch {
 		case seen[data]:
 			dups++
 		case o.Order < last[o.Customer]:
-			return fmt.Sprintf("order %d of %s came after order %d", o.Order, o.Customer, last[o.Customer])
+			return "", fmt.Errorf("orders.log: order %d of %s came after order %d", o.Order, o.Customer, last[o.Customer])
 		default:
 			seen[data] = true
 			last[o.Customer] = o.Order
 		}
 	}
-	return fmt.Sprintf("each of the %d customers' orders arrived in the order produced, across the split and the takeover (%d handled twice)", len(last), dups)
+	if len(seen) != want {
+		return "", fmt.Errorf("orders.log: %d distinct orders, want %d", len(seen), want)
+	}
+	return fmt.Sprintf("each of the %d customers' orders arrived in the order produced, across the split and the takeover (%d handled twice)", len(last), dups), nil
 }
 
 // waitBalanced waits until each worker holds two of the four leases: the

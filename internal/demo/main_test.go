@@ -1,0 +1,41 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kcltool/kcltool/internal/emulator"
+)
+
+func TestMain(m *testing.M) { os.Exit(emulator.Main(m)) }
+
+// TestDemoRuns runs what `make demo` runs, against this test binary's own
+// local servers: two workers through a split and a takeover, with every
+// order handled and each customer's orders in order (run fails otherwise).
+func TestDemoRuns(t *testing.T) {
+	root, err := emulator.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "kcltool")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build kcltool: %v\n%s", err, out)
+	}
+	for _, kv := range emulator.Env(t) {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	t.Chdir(root) // the demo runs examples/handler.sh, as make demo does
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if err := run(ctx, bin); err != nil {
+		t.Fatalf("demo: %v", err)
+	}
+}
