@@ -162,9 +162,10 @@ func fillStream(t *testing.T, kin *kinesis.Client, stream string) map[string]str
 // record. It returns the wall time from start, and the CPU time that it and
 // its handlers used from the moment a tenth of the records had been handled
 // (start-up excluded) to the end, scaled to all records. The tenth is seen
-// on the metrics endpoint (scraped only until then: scrapes cost kcltool
-// CPU), the end in the lease table; CPU comes from /proc
-// (utime+stime, and cutime+cstime for the handlers).
+// on the metrics endpoint (scraped only until then, and once at the end:
+// scrapes cost kcltool CPU), the end in the lease table. CPU comes from the
+// same scrapes: process_cpu_seconds_total and the handlers'
+// kcltool_shard_handler_cpu_seconds_total, both to the microsecond.
 func benchKcltool(t *testing.T, bin, stream string, batch int, last map[string]string, round int) (secs float64, cpu cpuTimes) {
 	t.Helper()
 	app := fmt.Sprintf("%s-k%d-%d", stream, batch, round)
@@ -185,15 +186,16 @@ func benchKcltool(t *testing.T, bin, stream string, batch int, last map[string]s
 		_ = cmd.Wait()
 	}()
 	total := float64(len(last) * benchRecordsByShard)
-	from, fromCPU := -1.0, cpuTimes{}
+	var from workerFigures
+	var fromProc cpuTimes
 	for {
 		if time.Since(begin) > 3*time.Minute {
 			t.Fatalf("kcltool did not finish in 3 minutes:\n%s", logs.String())
 		}
 		time.Sleep(20 * time.Millisecond)
-		if from < 0 {
-			if n := handledRecords(port); n >= total/10 {
-				from, fromCPU = n, procCPU(t, cmd.Process.Pid)
+		if from.records < total/10 {
+			if f, ok := scrapeWorker(port); ok && f.records >= total/10 {
+				from, fromProc = f, procCPU(t, cmd.Process.Pid)
 			}
 			continue
 		}
@@ -207,30 +209,50 @@ func benchKcltool(t *testing.T, bin, stream string, batch int, last map[string]s
 		}
 		if done {
 			secs = time.Since(begin).Seconds()
-			cpu = procCPU(t, cmd.Process.Pid).sub(fromCPU).scale(total / (total - from))
+			// kcltool's own figures are to the microsecond; /proc's, in clock
+			// ticks, are logged as a cross-check.
+			proc := procCPU(t, cmd.Process.Pid).sub(fromProc)
+			to, ok := scrapeWorker(port)
+			if !ok {
+				t.Fatalf("the metrics endpoint stopped answering:\n%s", logs.String())
+			}
+			cpu = to.cpu.sub(from.cpu)
+			t.Logf("batch %d: CPU-s from the metrics %.3f + %.3f handlers, from /proc %.2f + %.2f", batch, cpu.self, cpu.children, proc.self, proc.children)
+			cpu = cpu.scale(total / (total - from.records))
 			fmt.Printf("bench run-memory: kcltool run --batch-size %d, round %d: peak RSS %s\n", batch, round+1, peakRSS(cmd.Process.Pid))
 			return secs, cpu
 		}
 	}
 }
 
-// handledRecords sums kcltool_shard_records_total from the metrics
-// endpoint; 0 while it does not answer.
-func handledRecords(port int) float64 {
+// workerFigures is what the bench reads off a worker's metrics endpoint.
+type workerFigures struct {
+	records float64  // kcltool_shard_records_total, summed
+	cpu     cpuTimes // process_cpu_seconds_total, and kcltool_shard_handler_cpu_seconds_total summed
+}
+
+// scrapeWorker reads the metrics endpoint; ok is false while it does not
+// answer.
+func scrapeWorker(port int) (f workerFigures, ok bool) {
 	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
 	if err != nil {
-		return 0
+		return f, false
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	n := 0.0
 	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "kcltool_shard_records_total{") {
-			v, _ := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-			n += v
+		name, _, _ := strings.Cut(line, "{")
+		v, _ := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		switch {
+		case name == "kcltool_shard_records_total":
+			f.records += v
+		case name == "kcltool_shard_handler_cpu_seconds_total":
+			f.cpu.children += v
+		case strings.HasPrefix(line, "process_cpu_seconds_total "):
+			f.cpu.self = v
 		}
 	}
-	return n
+	return f, true
 }
 
 // cpuTimes is a process's CPU time in seconds: its own, and that of its

@@ -64,6 +64,9 @@ type Result struct {
 	TimedOut bool
 	// Err says why the batch did not fully succeed; nil on success.
 	Err error
+	// CPU is the user and system CPU time of the handler process and of
+	// the processes it waited for (a shell's commands), when it ran.
+	CPU time.Duration
 	// StderrTail is the end of the handler's stderr (StderrTailSize bytes).
 	StderrTail string
 	// Output is the handler's stdout other than the response, bounded,
@@ -232,6 +235,9 @@ func (h *Handler) Run(ctx context.Context, b Batch) Result {
 
 	res.StderrTail = stderr.String()
 	res.Duration = clock.Now().Sub(started)
+	if ps := cmd.ProcessState; ps != nil {
+		res.CPU = ps.UserTime() + ps.SystemTime()
+	}
 	switch killed {
 	case killedTimeout:
 		res.TimedOut = true

@@ -135,6 +135,21 @@ func TestHandlerStdinJSONAndEnvironment(t *testing.T) {
 	}
 }
 
+// A handler's CPU time includes the commands its shell waited for: here
+// the outer shell only waits, and an inner one does the work.
+func TestHandlerReportsCPUOfItsCommands(t *testing.T) {
+	h, _ := newHandler(t, `cat >/dev/null; sh -c 'i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done'`)
+	res := h.Run(context.Background(), testBatch(3))
+	if res.Outcome != Succeeded {
+		t.Fatalf("result = %+v", res)
+	}
+	// The loop takes tens of milliseconds of CPU on any machine; it cannot
+	// take more CPU than wall time, being one process at a time.
+	if res.CPU < 10*time.Millisecond || res.CPU > res.Duration+10*time.Millisecond {
+		t.Errorf("handler CPU = %s over a run of %s; want the inner loop's (at least 10ms, at most the run)", res.CPU, res.Duration)
+	}
+}
+
 func TestHandlerRawFormat(t *testing.T) {
 	h, out := newHandler(t, `cat > "$OUT/stdin"`)
 	h.Format = FormatRaw

@@ -67,6 +67,7 @@ type shardStats struct {
 	retries      atomic.Int64
 	skipped      atomic.Int64
 	checkpoints  atomic.Int64
+	handlerCPU   atomic.Int64 // nanoseconds
 	hist         *histogram
 }
 

@@ -409,7 +409,7 @@ func (r *shardRun) childrenFromListing() []types.ChildShard {
 	return out
 }
 
-// meteredHandler counts every handler run and its duration.
+// meteredHandler counts every handler run, its duration and its CPU time.
 type meteredHandler struct {
 	h     BatchHandler
 	stats *shardStats
@@ -417,6 +417,8 @@ type meteredHandler struct {
 
 func (m meteredHandler) Run(ctx context.Context, b Batch) Result {
 	res := m.h.Run(ctx, b)
+	// A handler killed on a lost lease or at shutdown still spent its CPU.
+	m.stats.handlerCPU.Add(int64(res.CPU))
 	if ctx.Err() == nil {
 		m.stats.handlerRun(res)
 	}

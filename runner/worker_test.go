@@ -3,6 +3,7 @@ package runner
 import (
 	"bytes"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -63,6 +64,15 @@ func TestWorkerConsumesCheckpointsAndReleases(t *testing.T) {
 			t.Errorf("metrics lack %q:\n%s", want, metrics.String())
 		}
 	}
+	// CPU time: the handlers' per shard (they ran), this process's whole.
+	for _, prefix := range []string{
+		`kcltool_shard_handler_cpu_seconds_total{app="` + s.table + `",stream="` + s.stream + `",shard="shardId-000000000000"} `,
+		`process_cpu_seconds_total `,
+	} {
+		if v, ok := sampleValue(metrics.String(), prefix); !ok || v <= 0 {
+			t.Errorf("metrics: %q is %v (found %v), want a positive number:\n%s", prefix, v, ok, metrics.String())
+		}
+	}
 
 	if err := r.stop(t); err != nil {
 		t.Fatalf("graceful stop: %v", err)
@@ -75,4 +85,16 @@ func TestWorkerConsumesCheckpointsAndReleases(t *testing.T) {
 			t.Errorf("lease %s checkpoint %s, want the last record %s", key, l.Checkpoint.SequenceNumber, lastOfShard[key])
 		}
 	}
+}
+
+// sampleValue finds the Prometheus sample line that starts with prefix and
+// returns its value.
+func sampleValue(text, prefix string) (float64, bool) {
+	for _, line := range strings.Split(text, "\n") {
+		if v, ok := strings.CutPrefix(line, prefix); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			return f, err == nil
+		}
+	}
+	return 0, false
 }
