@@ -164,9 +164,9 @@ func reset(ctx context.Context, ddb *dynamodb.Client, kin *kinesis.Client) error
 	}
 	_ = dynamodb.NewTableNotExistsWaiter(ddb).Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(app)}, time.Minute)
 	// Only a stream that exists is deleted: kinesis-local 0.6.2 answers
-	// DeleteStream of a missing stream with ResourceNotFoundException, then
-	// silently drops the next CreateStream of that name (it answers 200, and
-	// the stream never appears).
+	// DeleteStream of a missing stream with ResourceNotFoundException, yet
+	// drops a CreateStream of that name sent within DELETE_STREAM_DURATION
+	// (it answers 200, and the stream never appears).
 	var knf *kintypes.ResourceNotFoundException
 	_, err := kin.DescribeStreamSummary(ctx, &kinesis.DescribeStreamSummaryInput{StreamName: aws.String(app)})
 	switch {
