@@ -3,6 +3,7 @@ package emulator
 import (
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -27,6 +28,7 @@ type FaultProxy struct {
 	requests map[string]int64 // by operation
 	Injected atomic.Int64     // requests answered with a fault
 	Passed   atomic.Int64     // requests forwarded to the server
+	Conns    atomic.Int64     // client connections accepted
 }
 
 // Fault is what the proxy answers instead of forwarding.
@@ -55,7 +57,7 @@ func NewFaultProxy(tb interface {
 	p := &FaultProxy{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), rate: rate, match: match, fault: fault,
 		requests: map[string]int64{}}
 	rp := httputil.NewSingleHostReverseProxy(u)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if d := p.getDelay(); d > 0 {
 			time.Sleep(d)
 		}
@@ -67,6 +69,12 @@ func NewFaultProxy(tb interface {
 		p.Passed.Add(1)
 		rp.ServeHTTP(w, r)
 	}))
+	srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			p.Conns.Add(1)
+		}
+	}
+	srv.Start()
 	tb.Cleanup(srv.Close)
 	p.URL = srv.URL
 	return p
