@@ -14,15 +14,6 @@ import (
 	"time"
 )
 
-// processCPU is this process's user and system CPU time.
-func processCPU() (time.Duration, bool) {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0, false
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), true
-}
-
 // The Prometheus text exposition format (version 0.0.4) is written by hand:
 // a few dozen lines, against a client library that would be the binary's
 // largest dependency.
@@ -188,4 +179,13 @@ func ServeMetrics(ctx context.Context, addr string, m *Metrics, log *slog.Logger
 		_ = srv.Shutdown(sctx)
 	}()
 	return ln.Addr(), nil
+}
+
+// processCPU is this process's user and system CPU time.
+func processCPU() (time.Duration, bool) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, false
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), true
 }
