@@ -19,6 +19,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/kcltool/kcltool/internal/emulator"
+	"github.com/kcltool/kcltool/internal/testfixtures"
 )
 
 // scriptRun numbers script runs within this test binary.
@@ -33,17 +34,9 @@ func TestMain(m *testing.M) {
 	emulator.StopAll()
 }
 
-// fixturesDir is ../shared/kcl/fixtures beside the repository, as CI lays it.
-func fixturesDir(t testing.TB) string {
-	dir, err := filepath.Abs(filepath.Join("..", "..", "shared", "kcl", "fixtures"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(dir); err != nil {
-		t.Fatalf("the shared KCL fixtures are missing at %s: the repository expects shared/ beside it", dir)
-	}
-	return dir
-}
+// fixturesDir is the repository's testdata/kcl: lease items as the Java KCL
+// writes them.
+func fixturesDir(t testing.TB) string { return testfixtures.Dir(t) }
 
 // TestScripts runs the end-to-end scripts in testdata/script against the
 // built binary's main and a local DynamoDB.

@@ -12,21 +12,13 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/kcltool/kcltool/internal/testfixtures"
 )
 
-// fixtureDir finds the golden fixtures. They live in the shared/ folder that
-// sits beside the repository clone (/work/shared next to /work/main here,
-// and likewise in CI), two levels up from this package directory.
-func fixtureDir(tb testing.TB) string {
-	tb.Helper()
-	dir := filepath.Join("..", "..", "shared", "kcl", "fixtures")
-	if _, err := os.Stat(dir); err != nil {
-		abs, _ := filepath.Abs(dir)
-		tb.Fatalf("KCL golden fixtures not found at %s: %v\n"+
-			"the shared/ folder (shared/kcl/fixtures) must sit beside the repository clone", abs, err)
-	}
-	return dir
-}
+// fixtureDir is the repository's testdata/kcl: lease items exactly as the
+// Java KCL writes them.
+func fixtureDir(tb testing.TB) string { return testfixtures.Dir(tb) }
 
 // loadFixture reads a fixture file: a single item for .json, one item per
 // non-empty line for .jsonl.
@@ -84,7 +76,7 @@ var leaseFixtures = []string{
 	"f5-multistream.json",
 }
 
-// TestFixturesListed makes sure a fixture added to the shared folder is not
+// TestFixturesListed makes sure a fixture added to testdata/kcl is not
 // silently left out of the round-trip tests.
 func TestFixturesListed(t *testing.T) {
 	entries, err := os.ReadDir(fixtureDir(t))

@@ -3,27 +3,23 @@ package reset
 import (
 	"bytes"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/kcltool/kcltool/internal/testfixtures"
 	"github.com/kcltool/kcltool/leasecore"
 )
 
-// fixtures reads the shared KCL fixtures (../shared/kcl/fixtures beside
-// the repository): items exactly as the Java KCL writes them.
+// fixtures reads the repository's KCL fixtures (testdata/kcl): items
+// exactly as the Java KCL writes them.
 func fixtures(t *testing.T, names ...string) []map[string]ddbtypes.AttributeValue {
 	t.Helper()
 	var out []map[string]ddbtypes.AttributeValue
 	for _, n := range names {
-		data, err := os.ReadFile(filepath.Join("..", "..", "shared", "kcl", "fixtures", n))
-		if err != nil {
-			t.Fatalf("the shared KCL fixtures are missing: %v", err)
-		}
+		data := testfixtures.Read(t, n)
 		chunks := [][]byte{data}
 		if strings.HasSuffix(n, ".jsonl") {
 			chunks = bytes.Split(bytes.TrimSpace(data), []byte("\n"))
