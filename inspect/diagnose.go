@@ -98,7 +98,7 @@ func (g *diagnosis) checkMalformed() {
 		ID: FindMalformed, Severity: SeverityWarn,
 		Summary:  plural(len(lines), "lease item") + " cannot be read as a KCL lease",
 		Evidence: Evidence{Lines: lines, Values: map[string]float64{"items": float64(len(lines))}},
-		Cause:    "an item was written by hand or by a tool that does not follow the KCL serializer; KCL 2.x workers fail their whole lease listing on such an item (compat.md §3)",
+		Cause:    "an item was written by hand or by a tool that does not follow the KCL serializer; KCL 2.x workers fail their whole lease listing on such an item (docs/kcl-compat.md, KCL 3.x items)",
 		Fix:      "inspect the items with kcltool leases ls and fix or delete them; restore from an export if one exists",
 	})
 }

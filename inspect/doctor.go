@@ -38,7 +38,7 @@ type DoctorAPIs struct {
 	CloudWatch MetricsAPI
 }
 
-// KCL defaults doctor judges by (compat.md §3–§5).
+// KCL defaults doctor judges by (docs/kcl-compat.md, Timings and defaults).
 const (
 	DefaultDoctorWindow   = 60 * time.Second
 	DefaultHandoffTimeout = 30 * time.Second

@@ -20,7 +20,8 @@ func n(v int64) ddbtypes.AttributeValue {
 	return &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
 }
 
-// leaderLock writes KCL 3.5's leader lock item (compat.md F6).
+// leaderLock writes KCL 3.5's leader lock item (docs/kcl-compat.md, KCL 3.x
+// items; testdata/kcl/f6-kcl35-non-lease.jsonl).
 func (r *rig) leaderLock(owner, version string) {
 	r.putItem(map[string]ddbtypes.AttributeValue{"leaseKey": s("Leader"), "ownerName": s(owner),
 		"leaseDuration": s("120000"), "recordVersionNumber": s(version), "entityType": s("LEADER")})

@@ -45,7 +45,7 @@ func (g *diagnosis) checkHandoffs() {
 			Summary:  fmt.Sprintf("%s in KCL 3.x graceful handoff; stuck only after %s", plural(len(running), "lease"), roundDur(limit)),
 			Evidence: Evidence{Lines: running, Values: map[string]float64{"handoffs": float64(len(running))}},
 			Cause:    "the 3.x leader is moving leases between workers to balance load; the old owner checkpoints and hands over",
-			Fix:      "nothing: do not edit these leases while the handoff runs (compat.md, operator implications)",
+			Fix:      "nothing: do not edit these leases while the handoff runs (docs/kcl-compat.md, Leader and graceful handoff)",
 		})
 	}
 }

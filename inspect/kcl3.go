@@ -15,7 +15,8 @@ import (
 )
 
 // kcl3State is what the window shows of KCL 3.x's coordination entities
-// (compat.md §3): the leader lock, worker metrics and the migration state.
+// (docs/kcl-compat.md, KCL 3.x items): the leader lock, worker metrics and the
+// migration state.
 type kcl3State struct {
 	present bool
 	// legacy: the entities live in KCL 3.0–3.4's separate tables.
@@ -258,7 +259,7 @@ func (g *diagnosis) checkWorkerMetrics() {
 }
 
 // parseMillisAttr reads a millisecond string attribute (the lock's
-// leaseDuration is an S, compat.md §3).
+// leaseDuration is an S, docs/kcl-compat.md, KCL 3.x items).
 func parseMillisAttr(item map[string]ddbtypes.AttributeValue, name string) time.Duration {
 	ms, err := strconv.ParseInt(attrS(item, name), 10, 64)
 	if err != nil {

@@ -117,10 +117,11 @@ func (g *diagnosis) openShards(stream string) []string {
 	return out
 }
 
-// kclSpecs are KCL's own metrics (compat.md §8) in the application's
-// namespace, with the dimensions KCL publishes them under: Operation plus
-// WorkerIdentifier for the lease metrics, plus ShardId for per-shard lag,
-// and Operation alone when an application narrows metricsEnabledDimensions.
+// kclSpecs are KCL's own metrics (docs/kcl-compat.md, CloudWatch metrics) in
+// the application's namespace, with the dimensions KCL publishes them under:
+// Operation plus WorkerIdentifier for the lease metrics, plus ShardId for
+// per-shard lag, and Operation alone when an application narrows
+// metricsEnabledDimensions.
 func (g *diagnosis) kclSpecs() []metricSpec {
 	ns := g.opt.App
 	op := func(o string) [2]string { return [2]string{"Operation", o} }

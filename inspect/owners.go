@@ -37,7 +37,8 @@ type Owners struct {
 	Metrics []WorkerMetrics
 }
 
-// WorkerMetrics is a KCL 3.x WorkerMetricStats item (compat.md §3).
+// WorkerMetrics is a KCL 3.x WorkerMetricStats item (docs/kcl-compat.md, KCL
+// 3.x items).
 type WorkerMetrics struct {
 	Worker string
 	// LastUpdate is the item's lut (epoch seconds); zero when absent.

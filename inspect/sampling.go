@@ -32,7 +32,7 @@ func (d *Doctor) takeSample(ctx context.Context) (sample, error) {
 // sampleWindow reads the table every failover time until the window is
 // covered: never more than one Scan per failover time, since the failover
 // time is also the shortest span over which an unchanged counter means
-// anything (compat.md §4: expiry needs two reads that far apart).
+// anything (docs/kcl-compat.md, Expiry: it needs two reads that far apart).
 func (d *Doctor) sampleWindow(ctx context.Context) ([]sample, error) {
 	n := d.samplesPerWindow()
 	var out []sample

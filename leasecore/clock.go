@@ -8,10 +8,10 @@ import (
 )
 
 // Clock is where the lease protocol gets its time. Expiry is judged by the
-// observer's own monotonic clock (compat.md §4: no timestamp is ever written),
-// so everything that decides "held" or "expired" reads this clock and nothing
-// else; tests swap in a FakeClock and step through failover times without
-// sleeping.
+// observer's own monotonic clock (docs/kcl-compat.md, Expiry: no timestamp is
+// ever written), so everything that decides "held" or "expired" reads this
+// clock and nothing else; tests swap in a FakeClock and step through failover
+// times without sleeping.
 type Clock interface {
 	// Now returns the current time. The real clock's values carry Go's
 	// monotonic reading, so differences between them ignore wall-clock jumps.

@@ -12,8 +12,8 @@ import (
 
 // Attribute names of a lease item, spelled exactly as KCL's
 // DynamoDBLeaseSerializer and DynamoDBMultiStreamLeaseSerializer spell them
-// (compat.md §2). Exported so that code building UpdateItem/Expected maps
-// uses the same spelling as the codec.
+// (docs/kcl-compat.md, Attributes). Exported so that code building
+// UpdateItem/Expected maps uses the same spelling as the codec.
 const (
 	AttrLeaseKey                           = "leaseKey"
 	AttrLeaseOwner                         = "leaseOwner"
@@ -51,9 +51,9 @@ var knownAttrs = map[string]bool{
 	AttrEntityType: true, AttrStreamName: true, AttrShardID: true,
 }
 
-// MalformedError says why one item could not be decoded as a lease. It is
-// per item on purpose: a lister should warn and carry on rather than fail
-// the whole table the way KCL 2.x's list() does (compat.md §3).
+// MalformedError says why one item could not be decoded as a lease. It is per
+// item on purpose: a lister should warn and carry on rather than fail the whole
+// table the way KCL 2.x's list() does (docs/kcl-compat.md, KCL 3.x items).
 type MalformedError struct {
 	LeaseKey string // empty when the item has no usable leaseKey
 	Attr     string // attribute at fault
@@ -120,7 +120,7 @@ func EntityTypeOf(item map[string]types.AttributeValue) string {
 // that KCL itself ignores are also kept in Extra rather than dropped, so a
 // re-encode loses nothing: pendingCheckpointSubSequenceNumber without a
 // pendingCheckpoint, and pendingCheckpointState of type N (the create-path
-// quirk in toDynamoRecord, compat.md §2).
+// quirk in toDynamoRecord, docs/kcl-compat.md, Attributes).
 func DecodeLease(item map[string]types.AttributeValue) (Lease, error) {
 	if !IsLeaseItem(item) {
 		return Lease{}, &NotLeaseError{LeaseKey: ItemKey(item), EntityType: EntityTypeOf(item)}

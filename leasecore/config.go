@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// KCL 2.x defaults (compat.md §5).
+// KCL 2.x defaults (docs/kcl-compat.md, Timings and defaults).
 const (
 	DefaultFailoverTime              = 10 * time.Second
 	DefaultEpsilon                   = 25 * time.Millisecond

@@ -72,8 +72,8 @@ func (u *update) expectCounter(counter int64) {
 
 // onlyLeaseItems guards writes that are not counter-conditioned: they must
 // never touch a KCL 3.x leader lock, migration record or worker-metrics item
-// that shares the table (compat.md §3). Those have no leaseCounter, or an
-// entityType other than LEASE.
+// that shares the table (docs/kcl-compat.md, KCL 3.x items). Those have no
+// leaseCounter, or an entityType other than LEASE.
 func (u *update) onlyLeaseItems() {
 	u.conds = append(u.conds, "attribute_exists("+u.n(AttrLeaseCounter)+")",
 		"(attribute_not_exists("+u.n(AttrEntityType)+") OR "+u.n(AttrEntityType)+" = "+

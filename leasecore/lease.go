@@ -10,7 +10,7 @@ import (
 )
 
 // Lease is one lease item of a KCL lease table. Field names follow the KCL
-// attribute names; see ../shared/kcl/compat.md section 2.
+// attribute names; see docs/kcl-compat.md, Attributes.
 type Lease struct {
 	LeaseKey                     string
 	LeaseOwner                   string // empty means unassigned

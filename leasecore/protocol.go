@@ -256,7 +256,8 @@ func DeleteLease(ctx context.Context, api DeleteItemAPI, table, key string) (del
 }
 
 // DeleteFinishedLease deletes a lease only while its checkpoint is
-// SHARD_END, the cleanup of a completed parent (compat.md §6). The condition
+// SHARD_END, the cleanup of a completed parent (docs/kcl-compat.md,
+// SHARD_END, lineage and cleanup). The condition
 // keeps an operator's checkpoint reset made after the caller's read from
 // being thrown away. deleted is false when the condition failed or there was
 // no item.

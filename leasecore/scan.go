@@ -21,7 +21,8 @@ type ScanAPI interface {
 }
 
 // NonLeaseItem is an item of a lease table that is not a lease: a KCL 3.x
-// leader lock, migration state or worker-metrics entry (compat.md §3).
+// leader lock, migration state or worker-metrics entry (docs/kcl-compat.md, KCL
+// 3.x items).
 type NonLeaseItem struct {
 	Key        string `json:"leaseKey"`
 	EntityType string `json:"entityType"`

@@ -9,9 +9,10 @@ const (
 	TRIM_HORIZON = "TRIM_HORIZON"
 	LATEST       = "LATEST"
 	SHARD_END    = "SHARD_END"
-	// AT_TIMESTAMP is stored without its timestamp: the worker substitutes
-	// its own configured initial timestamp (compat.md §2), so an operator
-	// tool must never write it as a "reset to time".
+	// AT_TIMESTAMP is stored without its timestamp: the worker substitutes its
+	// own configured initial timestamp (docs/kcl-compat.md, Sentinel
+	// checkpoints), so an operator tool must never write it as a "reset to
+	// time".
 	AT_TIMESTAMP = "AT_TIMESTAMP"
 )
 

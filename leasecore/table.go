@@ -27,7 +27,7 @@ type (
 	}
 )
 
-// KCL 3.x markers (compat.md §1, §3).
+// KCL 3.x markers (docs/kcl-compat.md, Lease table and KCL 3.x items).
 const (
 	KCL3IndexName           = "LeaseOwnerToLeaseKeyIndex"
 	kcl3CoordinatorSuffix   = "-CoordinatorState"

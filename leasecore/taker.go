@@ -63,9 +63,9 @@ type takePlan struct {
 	Victim    string // most loaded worker, when stealing
 }
 
-// computeLeasesToTake is KCL 2.x's DynamoDBLeaseTaker.computeLeasesToTake
-// and chooseLeasesToSteal (compat.md §4), with the shuffles drawn from rng so
-// that tests can fix them.
+// computeLeasesToTake is KCL 2.x's DynamoDBLeaseTaker.computeLeasesToTake and
+// chooseLeasesToSteal (docs/kcl-compat.md, Taking and stealing), with the
+// shuffles drawn from rng so that tests can fix them.
 func computeLeasesToTake(all []leaseView, self string, cfg Config, rng *rand.Rand) takePlan {
 	cfg = cfg.WithDefaults()
 	plan := takePlan{Leases: len(all)}

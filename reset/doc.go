@@ -7,9 +7,10 @@
 // the shard lineage, to the exact sequence number after which the first
 // record at or after that time comes; the AT_TIMESTAMP sentinel is never
 // written, because a Java KCL worker takes the timestamp from its own
-// configuration, not from the lease (compat.md §2). Leases of parents that
-// were cleaned up after SHARD_END are recreated when the time is before the
-// reshard, so that parents are replayed before their children again.
+// configuration, not from the lease (docs/kcl-compat.md, Sentinel
+// checkpoints). Leases of parents that were cleaned up after SHARD_END are
+// recreated when the time is before the reshard, so that parents are
+// replayed before their children again.
 //
 // Applying checks first that the application is stopped (no lease counter
 // moves during a sample window), saves a backup of the whole table through

@@ -10,7 +10,7 @@ import (
 // Liveness is what two reads of a lease table some time apart say about the
 // application: a lease counter that moved was renewed, taken or
 // checkpointed in between, so some worker is running (KCL's own expiry rule,
-// compat.md §4, seen from the other side).
+// docs/kcl-compat.md, Expiry, seen from the other side).
 type Liveness struct {
 	// Moved are the keys of the leases whose counter moved, sorted.
 	Moved []string

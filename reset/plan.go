@@ -54,8 +54,9 @@ type Change struct {
 	Item map[string]types.AttributeValue
 }
 
-// InHandoff reports a KCL 3.x lease in graceful handoff: checkpointOwner is
-// the worker still processing it, leaseOwner the next one (compat.md §4).
+// InHandoff reports a KCL 3.x lease in graceful handoff: checkpointOwner is the
+// worker still processing it, leaseOwner the next one (docs/kcl-compat.md,
+// Leader and graceful handoff).
 func (c Change) InHandoff() bool { return c.Lease.CheckpointOwner != "" }
 
 // Plan is a reset or an import, read and decided but not applied.

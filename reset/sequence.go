@@ -16,7 +16,7 @@ import (
 // ParseCheckpoint reads a checkpoint given on the command line: a sequence
 // number (decimal digits) or TRIM_HORIZON, LATEST or SHARD_END. AT_TIMESTAMP
 // is refused: KCL stores it without the time, and each worker substitutes
-// its own configured timestamp (compat.md §2).
+// its own configured timestamp (docs/kcl-compat.md, Sentinel checkpoints).
 func ParseCheckpoint(s string, sub int64) (leasecore.SequenceNumber, error) {
 	v := strings.TrimSpace(s)
 	switch {

@@ -46,7 +46,7 @@ const (
 // find locates the time in the shard: the last record before it is the
 // checkpoint that makes the first record at or after it the next one
 // processed (a numeric checkpoint restarts AT_SEQUENCE_NUMBER and drops the
-// checkpointed record, compat.md §2).
+// checkpointed record, docs/kcl-compat.md, Where a reader starts).
 //
 // It reads the shard's first record, then gallops back from the time with
 // AT_TIMESTAMP iterators (1s, 4s, 16s, ... before it) until a read starts

@@ -93,15 +93,15 @@ func counterOf(item map[string]types.AttributeValue) int64 {
 	return 0
 }
 
-// writeCheckpoint sets a lease's checkpoint the way compat.md §4 says an
-// operator should: conditioned on the lease as read, leaseCounter + 1, the
-// checkpoint and sub-sequence number, ownerSwitchesSinceCheckpoint 0, the
-// pending checkpoint removed, like a KCL checkpoint. It also removes
-// leaseOwner and checkpointOwner (KCL's evict): a stopped application's
-// workers then take the lease at once instead of after the failover time,
-// and a live holder cannot mistake the new counter for its own renewal
-// (KCL 2.x treats a failed renew as done when the item shows it as owner
-// with the counter it meant to write).
+// writeCheckpoint sets a lease's checkpoint the way an operator should
+// (docs/kcl-compat.md, Rules for a tool that shares the table): conditioned on
+// the lease as read, leaseCounter + 1, the checkpoint and sub-sequence number,
+// ownerSwitchesSinceCheckpoint 0, the pending checkpoint removed, like a KCL
+// checkpoint. It also removes leaseOwner and checkpointOwner (KCL's evict): a
+// stopped application's workers then take the lease at once instead of after
+// the failover time, and a live holder cannot mistake the new counter for its
+// own renewal (KCL 2.x treats a failed renew as done when the item shows it as
+// owner with the counter it meant to write).
 func writeCheckpoint(ctx context.Context, api leasecore.UpdateItemAPI, table string, read map[string]types.AttributeValue, cp leasecore.SequenceNumber) error {
 	if !leasecore.ValidCheckpoint(cp.SequenceNumber) || cp.SubSequenceNumber < 0 {
 		// KCL throws on anything else the first time it compares checkpoints.

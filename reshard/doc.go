@@ -1,7 +1,7 @@
 // Package reshard keeps a KCL lease table in step with a Kinesis stream's
 // shards across splits and merges, by the rules of the Java KCL 2.x
 // (HierarchicalShardSyncer, BlockOnParentShardTask, ShutdownTask and
-// LeaseCleanupManager; ../shared/kcl/compat.md §6).
+// LeaseCleanupManager; docs/kcl-compat.md, SHARD_END, lineage and cleanup).
 //
 // A shard's life in the lease table runs through these steps, each a function
 // here, and their order is what keeps records in order across a reshard:

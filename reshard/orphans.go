@@ -9,9 +9,10 @@ import (
 
 // Orphan is a lease whose shard ListShards no longer returns: trimmed past
 // retention, or the lease of a deleted or recreated stream. KCL removes such
-// leases only when a worker processing one gets ResourceNotFound (compat.md
-// §6), so this package reports them and never deletes them: a child whose
-// parentShardId names the orphan waits on it until it is at SHARD_END or gone.
+// leases only when a worker processing one gets ResourceNotFound
+// (docs/kcl-compat.md, SHARD_END, lineage and cleanup), so this package reports
+// them and never deletes them: a child whose parentShardId names the orphan
+// waits on it until it is at SHARD_END or gone.
 type Orphan struct {
 	LeaseKey   string
 	ShardID    string

@@ -15,8 +15,9 @@ type Position struct {
 	Kind string
 	// Timestamp is the AT_TIMESTAMP instant. It picks the shards of a new
 	// application but is never stored: KCL writes the bare sentinel and each
-	// worker substitutes its own configured timestamp (compat.md §2), so the
-	// runner supplies it when it builds the shard iterator.
+	// worker substitutes its own configured timestamp (docs/kcl-compat.md,
+	// Sentinel checkpoints), so the runner supplies it when it builds the shard
+	// iterator.
 	Timestamp time.Time
 }
 

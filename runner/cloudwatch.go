@@ -19,10 +19,11 @@ type CloudWatchAPI interface {
 	PutMetricData(ctx context.Context, params *cloudwatch.PutMetricDataInput, optFns ...func(*cloudwatch.Options)) (*cloudwatch.PutMetricDataOutput, error)
 }
 
-// KCL's metric vocabulary (compat.md §8): the namespace is the application
-// name, the Operation dimension names the task, ShardId or WorkerIdentifier
-// the subject. Publishing the same names lets a fleet move from the Java KCL
-// to kcltool without touching its dashboards and alarms.
+// KCL's metric vocabulary (docs/kcl-compat.md, CloudWatch metrics): the
+// namespace is the application name, the Operation dimension names the task,
+// ShardId or WorkerIdentifier the subject. Publishing the same names lets a
+// fleet move from the Java KCL to kcltool without touching its dashboards and
+// alarms.
 const (
 	opProcessTask        = "ProcessTask"
 	opRenewAllLeases     = "RenewAllLeases"

@@ -10,12 +10,12 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
-// KPL aggregation (compat.md §9): magic ‖ protobuf(AggregatedRecord) ‖
-// MD5(protobuf). We decode it ourselves instead of using the awslabs Go
-// module because that one returns errors where KCL passes records through,
-// and emits neither sub-sequence numbers nor explicit hash keys, and does
-// not filter by hash range; a consumer sharing a lease table with Java
-// workers must see exactly the records and positions they see.
+// KPL aggregation (docs/kcl-compat.md, KPL aggregation): magic ‖
+// protobuf(AggregatedRecord) ‖ MD5(protobuf). We decode it ourselves instead of
+// using the awslabs Go module because that one returns errors where KCL passes
+// records through, and emits neither sub-sequence numbers nor explicit hash
+// keys, and does not filter by hash range; a consumer sharing a lease table
+// with Java workers must see exactly the records and positions they see.
 var kplMagic = []byte{0xF3, 0x89, 0x9A, 0xC2}
 
 // Field numbers of messages.proto (proto2).

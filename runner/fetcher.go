@@ -164,8 +164,9 @@ func (f *fetcher) newIterator(ctx context.Context) error {
 	case cp == leasecore.AT_TIMESTAMP && !f.atTimestamp.IsZero():
 		in.ShardIteratorType, in.Timestamp = types.ShardIteratorTypeAtTimestamp, aws.Time(f.atTimestamp)
 	case cp == leasecore.AT_TIMESTAMP:
-		// The lease does not carry the timestamp (compat.md §2): KCL would
-		// fail on a null one. Reading from the start loses nothing.
+		// The lease does not carry the timestamp (docs/kcl-compat.md, Sentinel
+		// checkpoints): KCL would fail on a null one. Reading from the start
+		// loses nothing.
 		f.log.Warn("lease checkpoint is AT_TIMESTAMP but no --initial-timestamp is configured; reading from TRIM_HORIZON")
 		in.ShardIteratorType = types.ShardIteratorTypeTrimHorizon
 	default:

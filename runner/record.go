@@ -54,9 +54,9 @@ func FromKinesis(shardID string, in []types.Record) []Record {
 // AfterCheckpoint drops every record whose (sequence, sub-sequence) is at or
 // below checkpoint, as KCL's ProcessTask.filterAndGetMaxExtendedSequenceNumber
 // does. It is needed because a numeric checkpoint restarts the shard with
-// AT_SEQUENCE_NUMBER (compat.md §2): the checkpointed record itself comes
-// back, and so do the sub-records of its aggregate up to the checkpointed
-// sub-sequence number. Sentinel checkpoints keep every record (they sort
+// AT_SEQUENCE_NUMBER (docs/kcl-compat.md, Where a reader starts): the
+// checkpointed record itself comes back, and so do the sub-records of its
+// aggregate up to the checkpointed sub-sequence number. Sentinel checkpoints keep every record (they sort
 // below all sequence numbers) except SHARD_END, which keeps none.
 //
 // It returns records itself when nothing is dropped, otherwise a new slice.
