@@ -59,10 +59,14 @@ up: ## start the local servers on 127.0.0.1 (ports 18000-18002)
 down: ## stop the local servers
 	@scripts/localaws.sh down
 
-demo: build up ## the main job end to end: 4-shard stream, two workers, a split, a takeover, the operator views
-	@eval "$$(scripts/localaws.sh env)" && go run ./internal/demo -kcltool $(BIN); status=$$?; \
-	  scripts/localaws.sh down; \
-	  [ $$status -eq 0 ] && echo && echo "demo done; 'make up' starts the local servers again to explore, 'eval \"\$$(scripts/localaws.sh env)\"' points kcltool at them"; \
+# KEEP=1 leaves the servers up with the demo's data: they keep it in memory
+# only, so stopping them (or 'make up', which restarts them) loses it.
+demo: build up ## the main job end to end: 4-shard stream, two workers, a split, a takeover, the operator views (KEEP=1: servers stay up with its data)
+	@eval "$$(scripts/localaws.sh env)" && go run ./internal/demo -kcltool $(BIN) $(if $(filter 1 yes true,$(KEEP)),-keep); status=$$?; \
+	  if [ -z "$(filter 1 yes true,$(KEEP))" ]; then \
+	    scripts/localaws.sh down; \
+	    [ $$status -eq 0 ] && echo && echo "demo done; the local servers are stopped and their data is gone. 'make demo KEEP=1' leaves them up with the demo's data to explore."; \
+	  fi; \
 	  exit $$status
 
 # One package at a time (-p 1): benchmarks running side by side would measure

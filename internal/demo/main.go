@@ -3,6 +3,8 @@
 // background, runs two `kcltool run` workers with the sample handler
 // (examples/handler.sh), splits a shard, stops one worker so that the other
 // takes over, shows the operator views, and stops the workers cleanly.
+// With -keep (make demo KEEP=1) it ends by saying how to explore what it
+// left in the servers, which the Makefile then leaves running.
 package main
 
 import (
@@ -45,6 +47,7 @@ const (
 
 func main() {
 	bin := flag.String("kcltool", "bin/kcltool", "the kcltool binary")
+	keep := flag.Bool("keep", false, "the servers stay up afterwards: say how to explore them")
 	flag.Parse()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -52,7 +55,25 @@ func main() {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
+	if *keep {
+		fmt.Print(keptHint)
+	}
 }
+
+// keptHint is printed by make demo KEEP=1. The servers keep their data in
+// memory only, so this is the one way to explore a table and stream with
+// history (a split, released leases, checkpoints) by hand.
+const keptHint = `
+demo done. The local servers are still up, holding the demo's stream and lease table (` + app + `).
+Point kcltool at them from this shell:
+
+    eval "$(scripts/localaws.sh env)"
+    bin/kcltool leases ls --app ` + app + `
+    bin/kcltool lag --app ` + app + ` --stream ` + app + `
+    bin/kcltool lineage --stream ` + app + ` --app ` + app + `
+
+'make down' stops them (their data goes with them).
+`
 
 func say(format string, args ...any) { fmt.Printf("\n==> "+format+"\n", args...) }
 
