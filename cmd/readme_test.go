@@ -6,11 +6,11 @@ import (
 	"testing"
 )
 
-// TestREADMESampleHandlerIsTheExample keeps the README's sample handler and
-// examples/handler.sh, which `make demo` runs, the same text: the sample a
-// reader copies is the one that was exercised.
-func TestREADMESampleHandlerIsTheExample(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+// TestHandlerPageSampleIsTheExample keeps the sample handler of the handler
+// contract (docs/handler.md) and examples/handler.sh, which `make demo` runs,
+// the same text: the sample a reader copies is the one that was exercised.
+func TestHandlerPageSampleIsTheExample(t *testing.T) {
+	page, err := os.ReadFile("../docs/handler.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -18,9 +18,9 @@ func TestREADMESampleHandlerIsTheExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, after, ok := strings.Cut(string(readme), "#### A sample handler\n")
+	_, after, ok := strings.Cut(string(page), "## A sample handler\n")
 	if !ok {
-		t.Fatal("README has no \"A sample handler\" section")
+		t.Fatal("docs/handler.md has no \"A sample handler\" section")
 	}
 	_, block, ok := strings.Cut(after, "```sh\n")
 	if !ok {
@@ -28,6 +28,6 @@ func TestREADMESampleHandlerIsTheExample(t *testing.T) {
 	}
 	block, _, _ = strings.Cut(block, "```\n")
 	if block != string(example) {
-		t.Errorf("README sample handler and examples/handler.sh differ:\n--- README\n%s\n--- examples/handler.sh\n%s", block, example)
+		t.Errorf("docs/handler.md sample handler and examples/handler.sh differ:\n--- docs/handler.md\n%s\n--- examples/handler.sh\n%s", block, example)
 	}
 }
