@@ -11,7 +11,7 @@ BIN     := bin/kcltool
 FUZZTIME ?= 30000x
 SHELLS  := bash zsh fish powershell
 
-.PHONY: all build test demo bench up down lint fmt-check vet completions completions-check fuzz install-servers help
+.PHONY: all build test demo bench up down lint fmt-check vet completions completions-check docs docs-check fuzz install-servers help
 
 all: build
 
@@ -24,7 +24,7 @@ build: ## build bin/kcltool with the version and commit stamped in
 install-servers: ## install the pinned local DynamoDB and Kinesis servers (npm ci)
 	@scripts/localaws.sh install
 
-test: install-servers vet fmt-check completions-check ## vet, gofmt, completions check, race tests, short fuzz
+test: install-servers vet fmt-check completions-check docs-check ## vet, gofmt, completions and docs checks, race tests, short fuzz
 	go test -race -count=1 ./...
 	go test -run=NONE -fuzz=FuzzDecodeLease -fuzztime=$(FUZZTIME) ./leasecore
 	go test -run=NONE -fuzz=FuzzDecodeScan -fuzztime=$(FUZZTIME) ./leasecore
@@ -48,6 +48,15 @@ completions-check: ## fail when completions/ is out of date
 	for s in $(SHELLS); do $$tmp/kcltool completion $$s > $$tmp/kcltool.$$s; \
 	  if ! cmp -s $$tmp/kcltool.$$s completions/kcltool.$$s; then \
 	    echo "completions/kcltool.$$s is out of date: run 'make completions'"; exit 1; fi; done
+
+docs: ## regenerate the command reference: docs/cli (markdown) and docs/man (man pages)
+	go run ./internal/gendocs -out docs
+
+docs-check: ## fail when docs/cli or docs/man are out of date
+	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; go run ./internal/gendocs -out $$tmp && \
+	for d in cli man; do \
+	  if ! diff -r $$tmp/$$d docs/$$d >/dev/null 2>&1; then \
+	    echo "docs/$$d is out of date: run 'make docs'"; diff -r $$tmp/$$d docs/$$d | head -20; exit 1; fi; done
 
 fuzz: ## fuzz the lease and Scan answer decoders for longer (FUZZTIME=5m make fuzz)
 	go test -run=NONE -fuzz=FuzzDecodeLease -fuzztime=$(FUZZTIME) ./leasecore
