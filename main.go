@@ -1,5 +1,5 @@
 // Command kcltool consumes Kinesis streams with the KCL lease protocol and
-// operates KCL lease tables. See README.md.
+// operates KCL lease tables. See README.md and the manual in docs/.
 package main
 
 import (

@@ -40,7 +40,7 @@ func ParseSeverity(s string) (Severity, error) {
 }
 
 // The finding ids. They are a stable contract (scripts match on them) and
-// each is documented with its causes and fixes in the README (kcltool doctor).
+// each is documented with its causes and fixes in docs/doctor.md.
 const (
 	FindLeaseChurn        = "lease-churn"
 	FindStrugglingWorker  = "struggling-worker"

@@ -1,4 +1,5 @@
-// Package runner is the consumer side of kcltool (`kcltool run`; see the README).
+// Package runner is the consumer side of kcltool (`kcltool run`; see
+// docs/run.md and docs/handler.md).
 //
 // A Worker holds leases through the lease coordinator (leasecore), runs one
 // reader per held shard (fetcher: GetRecords with KCL's pacing and restart
