@@ -117,6 +117,7 @@ AWS_ENDPOINT_URL_KINESIS and AWS_ENDPOINT_URL_CLOUDWATCH are honoured.`,
 	root.AddCommand(newDoctorCmds(f)...)
 	walk(root, func(c *cobra.Command) {
 		envHelp(c)
+		registerCompletions(f, c)
 		if c.Args == nil && !c.HasSubCommands() {
 			c.Args = cobra.NoArgs
 		}
