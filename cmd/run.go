@@ -70,7 +70,9 @@ and quoting work), -- CMD ARGS runs it directly. Records arrive on stdin as
 JSON Lines (--format raw: bare data, one per line). Exit 0 checkpoints the
 batch; a Lambda-style {"batchItemFailures":[...]} on stdout checkpoints before
 the first failed record and retries from it; anything else retries the batch
-with backoff. See the handler contract in the README for the environment
+with backoff. The command's stderr goes to kcltool's log at info, line by line,
+with the shard and the batch's sequence range (the first and last 50 lines of
+each run). See the handler contract (docs/handler.md) for the environment
 (KCLTOOL_SHARD_ID, KCLTOOL_ATTEMPT, ...) and --max-retries, --max-record-age,
 --bisect-on-error and --on-failure for giving up on records.
 
