@@ -66,14 +66,16 @@ func (s *stderrLines) Write(p []byte) (int, error) {
 
 // endLine files the line being written. Blank lines are not logged.
 func (s *stderrLines) endLine() {
-	line := string(bytes.TrimRight(s.partial, "\r"))
+	raw := bytes.TrimRight(s.partial, "\r")
+	if len(bytes.TrimSpace(raw)) == 0 {
+		s.partial, s.cut = s.partial[:0], false
+		return
+	}
+	line := string(raw)
 	if s.cut {
 		line += " [line cut at " + strconv.Itoa(StderrLineMax) + " bytes]"
 	}
 	s.partial, s.cut = s.partial[:0], false
-	if len(bytes.TrimSpace([]byte(line))) == 0 {
-		return
-	}
 	const half, halfBytes = StderrLogLines / 2, StderrLogBytes / 2
 	if !s.tailed && len(s.log.Head) < half && s.headBytes+len(line) <= halfBytes {
 		s.log.Head = append(s.log.Head, line)
