@@ -94,6 +94,13 @@ func explainAWS(err error, c awsContext) error {
 	if err == nil {
 		return nil
 	}
+	// Credential failures are wrapped in the request's error, with the
+	// credential provider's own network errors inside: they are explained
+	// by explainCredentials, never as this request's endpoint or access.
+	var ce *credentialsError
+	if errors.As(err, &ce) {
+		return err
+	}
 	var oe *smithy.OperationError
 	if !errors.As(err, &oe) {
 		return err
@@ -112,7 +119,7 @@ func explainAWS(err error, c awsContext) error {
 			if service == "Kinesis" && c.Stream != "" {
 				return fmt.Errorf("stream %q not found in %s (check --stream and --region)", c.Stream, c.Region)
 			}
-		case "AccessDeniedException", "AccessDenied", "UnauthorizedOperation", "UnrecognizedClientException", "ExpiredTokenException", "InvalidSignatureException":
+		case "AccessDeniedException", "AccessDenied", "UnauthorizedOperation", "UnrecognizedClientException", "InvalidSignatureException":
 			// IAM prefixes are the service id in lower case: dynamodb, kinesis, cloudwatch.
 			action := strings.ToLower(strings.ReplaceAll(service, " ", "")) + ":" + op
 			what := ""

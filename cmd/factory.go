@@ -2,7 +2,7 @@ package cmd
 
 import (
 	"context"
-	"errors"
+	"log/slog"
 	"net/http"
 	"sync"
 	"time"
@@ -29,6 +29,9 @@ type Factory struct {
 
 	// Set by the root command's persistent flags.
 	Region, Profile, EndpointURL string
+	// Log is the structured log on stderr, built from --log-level and
+	// --log-format before a command runs; nil (shell completion) discards.
+	Log *slog.Logger
 
 	once sync.Once
 	cfg  aws.Config
@@ -40,12 +43,23 @@ func NewFactory(io *IOStreams, getenv func(string) string) *Factory {
 	return &Factory{IO: io, Clock: leasecore.RealClock(), Getenv: getenv}
 }
 
+// logger is Log, or a logger that discards when none was built.
+func (f *Factory) logger() *slog.Logger {
+	if f.Log == nil {
+		return discardLogger
+	}
+	return f.Log
+}
+
 // AWSConfig loads the standard credential chain once, with --region,
 // --profile and --endpoint-url applied. The SDK itself honours
 // AWS_ENDPOINT_URL_DYNAMODB, _KINESIS and _CLOUDWATCH.
 func (f *Factory) AWSConfig(ctx context.Context) (aws.Config, error) {
 	f.once.Do(func() {
 		opts := []func(*config.LoadOptions) error{
+			// The SDK's messages go to our log at debug, never straight to
+			// the terminal (see sdkLogger).
+			config.WithLogger(sdkLogger{log: f.logger}),
 			// Throttled lease-table reads are retried with backoff and jitter;
 			// more attempts than the SDK's 3 so a busy table still lists.
 			config.WithRetryer(func() aws.Retryer {
@@ -64,17 +78,22 @@ func (f *Factory) AWSConfig(ctx context.Context) (aws.Config, error) {
 		if f.EndpointURL != "" {
 			opts = append(opts, config.WithBaseEndpoint(f.EndpointURL))
 		}
+		if f.logger().Enabled(ctx, slog.LevelDebug) {
+			// Retries are what an operator debugging a slow command wants
+			// to see; request and response bodies would hold lease data.
+			opts = append(opts, config.WithClientLogMode(aws.LogRetries))
+		}
 		f.cfg, f.err = config.LoadDefaultConfig(ctx, opts...)
+		if f.err == nil {
+			f.cfg.Credentials = markCredentialErrors(f.cfg.Credentials, sharedProfile(f.cfg))
+		}
 		if bc, ok := f.cfg.HTTPClient.(*awshttp.BuildableClient); ok {
 			// Options added to the SDK's own client keep what the config
 			// set up on it, such as AWS_CA_BUNDLE.
 			f.cfg.HTTPClient = bc.WithTransportOptions(keepIdleConns)
 		}
 		if f.err == nil && f.cfg.Region == "" {
-			f.err = &HintError{
-				Err:   errors.New("no AWS region configured"),
-				Hints: []string{"pass --region, set AWS_REGION, or set a region in your AWS profile"},
-			}
+			f.err = errNoRegion(f.cfg)
 		}
 	})
 	return f.cfg, f.err

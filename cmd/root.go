@@ -26,10 +26,16 @@ func Main() int {
 func Run(ctx context.Context, f *Factory, args []string) int {
 	defer tuneGC()()
 	root := NewRootCmd(f)
-	root.SetArgs(joinOptionalValues(args))
-	err := root.ExecuteContext(ctx)
+	args = joinOptionalValues(args)
+	root.SetArgs(args)
+	err := checkCommandPath(root, args)
+	if err == nil {
+		err = root.ExecuteContext(ctx)
+	}
+	err = explainCredentials(err)
 	code := exitCode(ctx, err)
 	if err != nil && code != ExitOK {
+		logRaw(f.logger(), err)
 		printError(f.IO, err, code)
 	}
 	return code
@@ -63,6 +69,7 @@ func printError(io *IOStreams, err error, code int) {
 // NewRootCmd builds the whole command tree.
 func NewRootCmd(f *Factory) *cobra.Command {
 	var colorMode string
+	var logs logFlags
 	root := &cobra.Command{
 		Use:   "kcltool",
 		Short: "Consume Kinesis with the KCL lease protocol, and operate KCL lease tables",
@@ -88,6 +95,11 @@ AWS_ENDPOINT_URL_KINESIS and AWS_ENDPOINT_URL_CLOUDWATCH are honoured.`,
 				return usageErrorf("invalid --color %q: use auto, always or never", colorMode)
 			}
 			f.IO.Color = decideColor(colorMode, f.IO.OutTTY, f.Getenv)
+			log, err := newLogger(logs.Level, logs.Format, f.IO.ErrOut, stderrIsTerminal(f))
+			if err != nil {
+				return err
+			}
+			f.Log = log
 			return nil
 		},
 	}
@@ -102,6 +114,10 @@ AWS_ENDPOINT_URL_KINESIS and AWS_ENDPOINT_URL_CLOUDWATCH are honoured.`,
 	pf.StringVar(&f.Profile, "profile", "", "AWS shared-config profile")
 	pf.StringVar(&f.EndpointURL, "endpoint-url", "", "override the endpoint of every AWS service (for local servers)")
 	pf.StringVar(&colorMode, "color", "auto", "colour output: auto, always or never (NO_COLOR is honoured)")
+	pf.StringVar(&logs.Level, "log-level", "info", "least important log level on stderr: debug, info, warn or error (debug adds the AWS SDK's messages and raw errors)")
+	pf.StringVar(&logs.Format, "log-format", "auto", "log format on stderr: text, json, or auto (text on a terminal, json otherwise)")
+	_ = root.RegisterFlagCompletionFunc("log-level", cobra.FixedCompletions([]string{"debug", "info", "warn", "error"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = root.RegisterFlagCompletionFunc("log-format", cobra.FixedCompletions([]string{"auto", "text", "json"}, cobra.ShellCompDirectiveNoFileComp))
 
 	root.AddGroup(&cobra.Group{ID: "consume", Title: "Consuming:"}, &cobra.Group{ID: "operate", Title: "Operating:"})
 	root.AddCommand(
@@ -119,7 +135,7 @@ AWS_ENDPOINT_URL_KINESIS and AWS_ENDPOINT_URL_CLOUDWATCH are honoured.`,
 		envHelp(c)
 		registerCompletions(f, c)
 		if c.Args == nil && !c.HasSubCommands() {
-			c.Args = cobra.NoArgs
+			c.Args = noPositionalArgs(f.Getenv)
 		}
 	})
 	return root

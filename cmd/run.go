@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -49,8 +48,6 @@ type runOptions struct {
 	ParentPollInterval time.Duration
 	CleanupInterval    time.Duration
 
-	LogFormat          string
-	LogLevel           string
 	MetricsAddr        string
 	CloudWatchMetrics  bool
 	CloudWatchInterval time.Duration
@@ -73,7 +70,9 @@ and quoting work), -- CMD ARGS runs it directly. Records arrive on stdin as
 JSON Lines (--format raw: bare data, one per line). Exit 0 checkpoints the
 batch; a Lambda-style {"batchItemFailures":[...]} on stdout checkpoints before
 the first failed record and retries from it; anything else retries the batch
-with backoff. See the handler contract in the README for the environment
+with backoff. The command's stderr goes to kcltool's log at info, line by line,
+with the shard and the batch's sequence range (the first and last 50 lines of
+each run). See the handler contract (docs/handler.md) for the environment
 (KCLTOOL_SHARD_ID, KCLTOOL_ATTEMPT, ...) and --max-retries, --max-record-age,
 --bisect-on-error and --on-failure for giving up on records.
 
@@ -140,8 +139,6 @@ through an elected leader that a 2.x-protocol worker would fight.`,
 	fl.DurationVar(&o.ParentPollInterval, "parent-poll-interval", runner.DefaultParentPollInterval, "how often a child shard checks whether its parents on other workers are done")
 	fl.DurationVar(&o.CleanupInterval, "cleanup-interval", runner.DefaultCleanupInterval, "how often finished parent leases are deleted once their children have started")
 
-	fl.StringVar(&o.LogFormat, "log-format", "auto", "log format on stderr: text, json, or auto (text on a terminal, json otherwise)")
-	fl.StringVar(&o.LogLevel, "log-level", "info", "least important log level: debug, info, warn or error")
 	fl.StringVar(&o.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address, at /metrics (for example :9090)")
 	fl.BoolVar(&o.CloudWatchMetrics, "cloudwatch-metrics", false, "publish KCL's CloudWatch metrics (namespace = --app, MillisBehindLatest per shard, ...)")
 	fl.DurationVar(&o.CloudWatchInterval, "cloudwatch-interval", runner.DefaultCloudWatchInterval, "how often CloudWatch metrics are published")
@@ -151,8 +148,6 @@ through an elected leader that a 2.x-protocol worker would fight.`,
 	}
 	complete("initial-position", "TRIM_HORIZON", "LATEST", "AT_TIMESTAMP")
 	complete("format", "json", "raw")
-	complete("log-format", "auto", "text", "json")
-	complete("log-level", "debug", "info", "warn", "error")
 	_ = c.MarkFlagDirname("on-failure")
 	return c
 }
@@ -251,14 +246,3 @@ func runWorker(ctx context.Context, f *Factory, o *runOptions, cfg runner.Config
 // forcedStopWait bounds how long a second signal waits for the handlers to
 // be killed before kcltool exits anyway.
 const forcedStopWait = 2 * time.Second
-
-// stderrIsTerminal is whether logs go to a person.
-func stderrIsTerminal(f *Factory) bool {
-	if f.IO.ErrTTY {
-		return true
-	}
-	if file, ok := f.IO.ErrOut.(*os.File); ok {
-		return isTerminal(file)
-	}
-	return false
-}

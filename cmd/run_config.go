@@ -1,8 +1,6 @@
 package cmd
 
 import (
-	"io"
-	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -61,10 +59,7 @@ func (o *runOptions) workerConfig(f *Factory) (runner.Config, error) {
 			return cfg, usageErrorf("--%s must be positive", name)
 		}
 	}
-	log, err := o.logger(f)
-	if err != nil {
-		return cfg, err
-	}
+	log := f.logger()
 	argv := o.Argv
 	if o.Exec != "" {
 		argv = runner.ShellCommand(o.Exec)
@@ -134,27 +129,4 @@ func parseTimestamp(s string) (time.Time, error) {
 		return time.Time{}, err
 	}
 	return time.Unix(0, int64(secs*float64(time.Second))).UTC(), nil
-}
-
-// logger builds the structured log on stderr: text for a person at a
-// terminal, JSON Lines for a log pipeline.
-func (o *runOptions) logger(f *Factory) (*slog.Logger, error) {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(o.LogLevel)); err != nil {
-		return nil, usageErrorf("invalid --log-level %q: use debug, info, warn or error", o.LogLevel)
-	}
-	opts := &slog.HandlerOptions{Level: level}
-	var w io.Writer = f.IO.ErrOut
-	switch o.LogFormat {
-	case "text":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
-	case "json":
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
-	case "auto":
-		if stderrIsTerminal(f) {
-			return slog.New(slog.NewTextHandler(w, opts)), nil
-		}
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
-	}
-	return nil, usageErrorf("invalid --log-format %q: use auto, text or json", o.LogFormat)
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -67,8 +68,12 @@ type Result struct {
 	// CPU is the user and system CPU time of the handler process and of
 	// the processes it waited for (a shell's commands), when it ran.
 	CPU time.Duration
-	// StderrTail is the end of the handler's stderr (StderrTailSize bytes).
+	// StderrTail is the end of the handler's stderr (StderrTailSize bytes),
+	// for the failure file.
 	StderrTail string
+	// Stderr is the handler's stderr as lines for the log, bounded
+	// (StderrLogLines, StderrLogBytes).
+	Stderr StderrLog
 	// Output is the handler's stdout other than the response, bounded,
 	// for the logs.
 	Output   string
@@ -160,9 +165,10 @@ func (h *Handler) Run(ctx context.Context, b Batch) Result {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdout := &stdoutCapture{}
 	stderr := &tailBuffer{max: StderrTailSize}
+	stderrLog := &stderrLines{}
 	// os/exec drains both into these writers on its own goroutines, which
 	// never block, so the handler cannot stall on a full stderr pipe.
-	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.Stdout, cmd.Stderr = stdout, io.MultiWriter(stderr, stderrLog)
 	cmd.WaitDelay = pipeGrace
 	// The stdin pipe is made here rather than by cmd.StdinPipe, to size it.
 	stdinR, stdin, err := os.Pipe()
@@ -234,6 +240,7 @@ func (h *Handler) Run(ctx context.Context, b Batch) Result {
 	wg.Wait()
 
 	res.StderrTail = stderr.String()
+	res.Stderr = stderrLog.result()
 	res.Duration = clock.Now().Sub(started)
 	if ps := cmd.ProcessState; ps != nil {
 		res.CPU = ps.UserTime() + ps.SystemTime()

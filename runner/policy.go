@@ -56,8 +56,9 @@ type Policy struct {
 	// worker cannot skip records: the shard keeps retrying them (every
 	// Backoff.Max at most) and logs why.
 	OnFailureDir string
-	// Log receives one record per failure, bisection and give-up, and the
-	// handlers' stdout text; nil discards. Record data is never logged.
+	// Log receives one record per failure, bisection and give-up, the
+	// handlers' stdout text and their stderr line by line; nil discards.
+	// The caller puts the shard on it. Record data is never logged.
 	Log *slog.Logger
 	// Rand returns numbers in [0, 1) for jitter; nil means math/rand/v2.
 	Rand func() float64
@@ -98,7 +99,6 @@ func (p *Policy) Process(ctx context.Context, stop <-chan struct{}, b Batch, che
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	log = log.With("shard", b.ShardID)
 	// Spans still to do; the last one is next, so a bisection pushes the
 	// right half before the left.
 	work := []span{{records: b.Records, handed: max(b.Attempt-1, 0)}}
@@ -121,9 +121,13 @@ func (p *Policy) Process(ctx context.Context, stop <-chan struct{}, b Batch, che
 			s.handed++
 			st.Runs++
 			st.HandlerTime += res.Duration
+			// The shard is already on the log (the shard runner's With).
+			batchAttrs := []any{"attempt", run.Attempt,
+				"first_sequence", run.Records[0].SequenceNumber, "last_sequence", run.Records[len(run.Records)-1].SequenceNumber}
 			if res.Output != "" {
-				log.Info("handler output", "attempt", run.Attempt, "output", res.Output)
+				log.Info("handler output", append(batchAttrs[:len(batchAttrs):len(batchAttrs)], "output", res.Output)...)
 			}
+			res.Stderr.Log(log, batchAttrs...)
 			if err := context.Cause(ctx); err != nil {
 				// The handler was killed, whatever it printed; nothing it did
 				// may be checkpointed.
@@ -151,11 +155,10 @@ func (p *Policy) Process(ctx context.Context, stop <-chan struct{}, b Batch, che
 			}
 			st.Failures++
 			failures++
-			log.Warn("handler failed",
-				"attempt", run.Attempt, "records", len(run.Records),
-				"first_sequence", run.Records[0].SequenceNumber, "last_sequence", run.Records[len(run.Records)-1].SequenceNumber,
-				"outcome", res.Outcome.String(), "exit_code", res.ExitCode, "timed_out", res.TimedOut,
-				"error", errString(res.Err), "stderr_tail", res.StderrTail)
+			// Its stderr is logged above, line by line.
+			log.Warn("handler failed", append(batchAttrs[:len(batchAttrs):len(batchAttrs)],
+				"records", len(run.Records), "outcome", res.Outcome.String(), "exit_code", res.ExitCode,
+				"timed_out", res.TimedOut, "error", errString(res.Err))...)
 			if p.BisectOnError && len(s.records) > 1 {
 				mid := len(s.records) / 2
 				work = append(work, span{s.records[mid:], s.handed}, span{s.records[:mid], s.handed})

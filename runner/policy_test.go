@@ -156,8 +156,15 @@ func TestPolicyRetriesWithBackoff(t *testing.T) {
 	if got := lines(t, filepath.Join(out, "runs")); !reflect.DeepEqual(got, []string{"1 100-102 3", "2 100-102 3", "3 100-102 3", "4 100-102 3", "5 100-102 3"}) {
 		t.Errorf("runs %q", got)
 	}
-	if !strings.Contains(logs.String(), `"stderr_tail":"downstream down\n"`) || !strings.Contains(logs.String(), `"exit_code":2`) {
+	// Each failed run logs its stderr line, then the failure.
+	if n := strings.Count(logs.String(), `"msg":"handler stderr","attempt":1,"first_sequence":"100","last_sequence":"102","line":"downstream down"}`); n != 1 {
+		t.Errorf("attempt 1's stderr line logged %d times, want once:\n%s", n, logs)
+	}
+	if strings.Count(logs.String(), `"line":"downstream down"`) != 4 || !strings.Contains(logs.String(), `"exit_code":2`) {
 		t.Errorf("failure logs lack the exit code or stderr:\n%s", logs)
+	}
+	if strings.Contains(logs.String(), "stderr_tail") {
+		t.Errorf("the failure line repeats the stderr already logged line by line:\n%s", logs)
 	}
 }
 
