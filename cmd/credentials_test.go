@@ -47,18 +47,6 @@ region = eu-west-1
 // expiredToken is what `aws sso login` caches, expired a long time ago.
 const expiredToken = `{"accessToken":"expired","expiresAt":"2020-01-01T00:00:00Z","region":"us-east-1","startUrl":"https://corp.example.com/start"}`
 
-// closedPort is a local address nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return addr
-}
-
 // credsHome is a HOME with the config file above, an empty credentials
 // file and the SSO token cache holding expired tokens for both profiles.
 func credsHome(t *testing.T) (home string, env []string) {
