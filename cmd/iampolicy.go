@@ -71,7 +71,7 @@ COMMAND has no -o of its own.`,
 // in a command tree of its own, so that nothing of it runs.
 func policyFor(f *Factory, args []string) (*iampolicy.Policy, error) {
 	root := NewRootCmd(NewFactory(f.IO, f.Getenv))
-	target, rest, err := root.Find(args)
+	target, rest, err := root.Find(joinOptionalValues(args))
 	if err != nil {
 		return nil, usageErrorf("%v", err)
 	}
