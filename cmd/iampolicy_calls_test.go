@@ -155,13 +155,7 @@ func checkRecordedCalls(dir string) error {
 		if len(inv.Calls) == 0 || isCompletion(inv.Argv) {
 			continue
 		}
-		line := "kcltool " + strings.Join(inv.Argv, " ")
-		var vars []string
-		for k, v := range inv.Env {
-			vars = append(vars, k+"="+v)
-		}
-		sort.Strings(vars)
-		line = strings.TrimSpace(strings.Join(vars, " ") + " " + line)
+		line := commandLine(inv)
 		env := inv.Env
 		f := NewFactory(&IOStreams{Out: io.Discard, ErrOut: io.Discard}, func(k string) string { return env[k] })
 		p, err := policyFor(f, append(append([]string{}, inv.Argv...), "--account", testAccount))
@@ -174,6 +168,9 @@ func checkRecordedCalls(dir string) error {
 			r := requestOf(c)
 			if !p.Allows(r) {
 				on := r.Resource
+				if on == "" {
+					on = "(no resource named)"
+				}
 				if c.Namespace != "" {
 					on += " (namespace " + c.Namespace + ")"
 				}
@@ -221,4 +218,19 @@ func requestOf(c emulator.Call) iampolicy.Request {
 		r.Resource = iampolicy.StreamARN(region, testAccount, stream)
 	}
 	return r
+}
+
+// commandLine is the invocation as a shell would take it, with the
+// variables that set flags in front.
+func commandLine(inv emulator.Invocation) string {
+	var words []string
+	for k, v := range inv.Env {
+		words = append(words, k+"="+shellQuote(v))
+	}
+	sort.Strings(words)
+	words = append(words, "kcltool")
+	for _, a := range inv.Argv {
+		words = append(words, shellQuote(a))
+	}
+	return strings.Join(words, " ")
 }

@@ -64,7 +64,7 @@ func For(t Target) (*Policy, error) {
 			continue
 		}
 		matched = true
-		if !r.when(t) {
+		if !r.when.test(t) {
 			continue
 		}
 		if byRes[r.res] == nil {
@@ -105,7 +105,7 @@ func Commands() []string {
 // rule is one row of the table.
 type rule struct {
 	commands []string
-	when     func(Target) bool
+	when     cond
 	res      *resource
 	actions  []string
 }
@@ -124,40 +124,57 @@ func prefixed(p string, actions []string) []string {
 	return out
 }
 
-// Conditions on the flags.
+// cond is a condition on the flags; flags names them, so that a test can
+// hold the table to the commands' real flags.
+type cond struct {
+	test  func(Target) bool
+	flags []string
+}
 
-func always(Target) bool { return true }
+var always = cond{test: func(Target) bool { return true }}
 
 // flag is a boolean flag that is on.
-func flag(name string) func(Target) bool {
-	return func(t Target) bool { return t.Flags[name] == "true" }
+func flag(name string) cond {
+	return cond{func(t Target) bool { return t.Flags[name] == "true" }, []string{name}}
 }
 
 // given is true when any of the flags has a value.
-func given(names ...string) func(Target) bool {
-	return func(t Target) bool {
-		for _, n := range names {
-			if t.given(n) {
-				return true
-			}
-		}
-		return false
+func given(names ...string) cond {
+	return cond{func(t Target) bool { return slices.ContainsFunc(names, t.given) }, names}
+}
+
+func not(c cond) cond {
+	return cond{func(t Target) bool { return !c.test(t) }, c.flags}
+}
+
+func all(cs ...cond) cond {
+	var names []string
+	for _, c := range cs {
+		names = append(names, c.flags...)
 	}
-}
-
-func not(c func(Target) bool) func(Target) bool {
-	return func(t Target) bool { return !c(t) }
-}
-
-func all(cs ...func(Target) bool) func(Target) bool {
-	return func(t Target) bool {
+	return cond{func(t Target) bool {
 		for _, c := range cs {
-			if !c(t) {
+			if !c.test(t) {
 				return false
 			}
 		}
 		return true
+	}, names}
+}
+
+// FlagsOf lists the flags the table's conditions read for a command.
+func FlagsOf(command string) []string {
+	var out []string
+	for _, r := range rules {
+		if slices.Contains(r.commands, command) {
+			for _, f := range r.when.flags {
+				if !slices.Contains(out, f) {
+					out = append(out, f)
+				}
+			}
+		}
 	}
+	return out
 }
 
 func (t Target) given(name string) bool {
