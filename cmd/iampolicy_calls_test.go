@@ -151,6 +151,7 @@ func checkRecordedCalls(dir string) error {
 	}
 	problems := map[string]bool{}
 	calls := 0
+	granted, called := map[string]bool{}, map[string]bool{} // "command action"
 	for _, inv := range invs {
 		if len(inv.Calls) == 0 || isCompletion(inv.Argv) {
 			continue
@@ -163,9 +164,16 @@ func checkRecordedCalls(dir string) error {
 			problems[fmt.Sprintf("%s: made %d AWS calls, but kcltool iam-policy fails: %v", line, len(inv.Calls), err)] = true
 			continue
 		}
+		name := commandName(inv.Argv)
+		for _, st := range p.Statement {
+			for _, a := range st.Action {
+				granted[name+" "+a] = true
+			}
+		}
 		for _, c := range inv.Calls {
 			calls++
 			r := requestOf(c)
+			called[name+" "+r.Action] = true
 			if !p.Allows(r) {
 				on := r.Resource
 				if on == "" {
@@ -180,6 +188,16 @@ func checkRecordedCalls(dir string) error {
 	}
 	if testing.Verbose() {
 		fmt.Printf("iam-policy check: %d command lines made %d distinct AWS calls\n", len(invs), calls)
+		// Granted but called by no test: a path the tests do not reach, or
+		// a grant too many.
+		var unused []string
+		for g := range granted {
+			if !called[g] {
+				unused = append(unused, g)
+			}
+		}
+		sort.Strings(unused)
+		fmt.Printf("iam-policy check: granted, never called by these tests: %s\n", strings.Join(unused, "; "))
 	}
 	if len(problems) == 0 {
 		return nil
@@ -233,4 +251,14 @@ func commandLine(inv emulator.Invocation) string {
 		words = append(words, shellQuote(a))
 	}
 	return strings.Join(words, " ")
+}
+
+// commandName is the command path of an argv, the flags left out.
+func commandName(argv []string) string {
+	root := NewRootCmd(NewFactory(&IOStreams{Out: io.Discard, ErrOut: io.Discard}, func(string) string { return "" }))
+	c, _, err := root.Find(argv)
+	if err != nil {
+		return "?"
+	}
+	return strings.TrimPrefix(c.CommandPath(), "kcltool ")
 }
