@@ -49,7 +49,11 @@ COMMAND has no -o of its own.`,
 			if len(args) == 0 {
 				return usageErrorf("name the command: for example kcltool iam-policy run --app APP --stream STREAM")
 			}
-			if slices.Contains(args, "-h") || slices.Contains(args, "--help") {
+			own := args
+			if i := slices.Index(args, "--"); i >= 0 {
+				own = args[:i] // the rest is run's handler command
+			}
+			if slices.Contains(own, "-h") || slices.Contains(own, "--help") {
 				return cmd.Help()
 			}
 			p, err := policyFor(f, args)
