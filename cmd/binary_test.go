@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -63,7 +64,12 @@ func (e *buildError) Error() string { return e.err.Error() + "\n" + e.out }
 type cleanupAfter struct{ m *testing.M }
 
 func (c cleanupAfter) Run() int {
+	checkCalls := startCallRecording()
 	code := c.m.Run()
+	if err := checkCalls(); err != nil {
+		fmt.Fprintf(os.Stderr, "--- FAIL: iam-policy check\n%v\n", err)
+		code = 1
+	}
 	if built.dir != "" {
 		_ = os.RemoveAll(built.dir)
 	}

@@ -63,7 +63,7 @@ func runDoctorJSON(t *testing.T, env []string, args ...string) (doctorReport, st
 func runBinary(t *testing.T, env []string, args ...string) (string, string, int) {
 	t.Helper()
 	cmd := exec.Command(kcltoolBinary(t), args...)
-	cmd.Env = append(append(os.Environ(), emulator.Env(t)...), env...)
+	cmd.Env = recordCalls(t, args, append(append(os.Environ(), emulator.Env(t)...), env...))
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()

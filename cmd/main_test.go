@@ -29,7 +29,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/sc
 
 func TestMain(m *testing.M) {
 	testscript.Main(cleanupAfter{m}, map[string]func(){
-		"kcltool": func() { os.Exit(Main()) },
+		"kcltool": func() { os.Exit(mainRecordingCalls()) },
 	})
 	emulator.StopAll()
 }
@@ -62,6 +62,7 @@ func TestScripts(t *testing.T) {
 			env.Setenv("AWS_SHARED_CREDENTIALS_FILE", os.DevNull)
 			env.Setenv("DENY_URL", deny.URL)
 			env.Setenv("FIXTURES", fixtures)
+			env.Setenv(callsDirEnv, callsDir)
 			// A unique suffix keeps scripts' tables apart in the shared server,
 			// also across -count runs.
 			env.Setenv("T", fmt.Sprintf("%s-%d", filepath.Base(env.WorkDir), scriptRun.Add(1)))

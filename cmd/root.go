@@ -127,6 +127,7 @@ AWS_ENDPOINT_URL_KINESIS and AWS_ENDPOINT_URL_CLOUDWATCH are honoured.`,
 		withGroup(newCheckpointDiffCmd(f, "lag"), "operate", "Alias of 'checkpoint diff'"),
 		newShardsCmd(f),
 		withGroup(newShardsLineageCmd(f, "lineage"), "operate", "Alias of 'shards lineage'"),
+		newIAMPolicyCmd(f),
 		newCompletionCmd(f),
 		newExitCodesHelpCmd(),
 	)

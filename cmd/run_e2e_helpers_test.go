@@ -54,7 +54,7 @@ func (l *lockedBuffer) String() string {
 func startWorker(t *testing.T, name string, env []string, args ...string) *worker {
 	t.Helper()
 	cmd := exec.Command(kcltoolBinary(t), args...)
-	cmd.Env = append(append(os.Environ(), emulator.Env(t)...), env...)
+	cmd.Env = recordCalls(t, args, append(append(os.Environ(), emulator.Env(t)...), env...))
 	w := &worker{name: name, cmd: cmd, logs: &lockedBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = w.logs, w.logs
 	if err := cmd.Start(); err != nil {

@@ -109,7 +109,7 @@ func (s *scenario) lease(shard, owner, checkpoint string) {
 func (s *scenario) kcltool(args ...string) (string, string, int) {
 	s.t.Helper()
 	cmd := exec.Command("kcltool", args...)
-	cmd.Env = append(os.Environ(), emulator.Env(s.t)...)
+	cmd.Env = recordCalls(s.t, args, append(os.Environ(), emulator.Env(s.t)...))
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()

@@ -1,0 +1,172 @@
+package iampolicy
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func target(cmd string, flags ...string) Target {
+	t := Target{Command: cmd, Flags: map[string]string{}}
+	for i := 0; i+1 < len(flags); i += 2 {
+		t.Flags[flags[i]] = flags[i+1]
+	}
+	return t
+}
+
+// actions lists every Sid: action pair of the policy.
+func actions(t *testing.T, tg Target) []string {
+	t.Helper()
+	p, err := For(tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, st := range p.Statement {
+		for _, a := range st.Action {
+			out = append(out, st.Sid+" "+a)
+		}
+	}
+	return out
+}
+
+func TestRunGrantsFollowFlags(t *testing.T) {
+	base := actions(t, target("run", "app", "orders", "stream", "orders"))
+	for _, a := range []string{"LeaseTable dynamodb:UpdateItem", "LeaseTable dynamodb:PutItem", "LeaseTable dynamodb:DeleteItem",
+		"KCL3Tables dynamodb:DescribeTable", "Stream kinesis:GetRecords"} {
+		if !slices.Contains(base, a) {
+			t.Errorf("run lacks %s: %v", a, base)
+		}
+	}
+	for _, a := range []string{"LeaseTable dynamodb:CreateTable", "CloudWatchPut cloudwatch:PutMetricData"} {
+		if slices.Contains(base, a) {
+			t.Errorf("run without flags has %s", a)
+		}
+	}
+	more := actions(t, target("run", "app", "orders", "create-table", "true", "cloudwatch-metrics", "true"))
+	for _, a := range []string{"LeaseTable dynamodb:CreateTable", "CloudWatchPut cloudwatch:PutMetricData"} {
+		if !slices.Contains(more, a) {
+			t.Errorf("run --create-table --cloudwatch-metrics lacks %s: %v", a, more)
+		}
+	}
+}
+
+func TestReadCommandsNeverWrite(t *testing.T) {
+	for _, tg := range []Target{
+		target("leases ls", "app", "a"), target("leases owners", "app", "a"), target("lag", "app", "a"),
+		target("checkpoint diff", "app", "a"), target("shards lineage", "app", "a", "stream", "s"),
+		target("checkpoint export", "app", "a"), target("doctor", "app", "a"),
+		target("checkpoint reset", "app", "a", "stream", "s", "at", "1h"), // a dry run
+		target("checkpoint import", "app", "a", "file", "f"),
+	} {
+		for _, a := range actions(t, tg) {
+			for _, w := range []string{"Put", "Update", "Delete", "Create"} {
+				if strings.Contains(a, ":"+w) {
+					t.Errorf("%s grants %s", tg.Command, a)
+				}
+			}
+		}
+	}
+}
+
+func TestResetAndImportWritesNeedExecute(t *testing.T) {
+	got := actions(t, target("checkpoint reset", "app", "a", "stream", "s", "to", "latest", "execute", "true"))
+	want := []string{"LeaseTable dynamodb:PutItem", "LeaseTable dynamodb:Scan", "LeaseTable dynamodb:UpdateItem", "Stream kinesis:ListShards"}
+	if !slices.Equal(got, want) {
+		t.Errorf("reset --to latest --execute:\n got %v\nwant %v", got, want)
+	}
+	got = actions(t, target("checkpoint reset", "app", "a", "from-file", "f.csv"))
+	if !slices.Equal(got, []string{"LeaseTable dynamodb:Scan"}) {
+		t.Errorf("reset --from-file reads the stream: %v", got)
+	}
+	got = actions(t, target("checkpoint import", "app", "a", "to-app", "b", "execute", "true", "prune", "true", "force", "true"))
+	want = []string{"LeaseTable dynamodb:DeleteItem", "LeaseTable dynamodb:GetItem", "LeaseTable dynamodb:PutItem", "LeaseTable dynamodb:Scan", "LeaseTable dynamodb:UpdateItem"}
+	if !slices.Equal(got, want) {
+		t.Errorf("import --to-app --execute --prune --force:\n got %v\nwant %v", got, want)
+	}
+}
+
+func TestResourcesScopedToFlags(t *testing.T) {
+	tg := target("checkpoint import", "app", "a", "to-app", "b", "execute", "true")
+	tg.Region, tg.Account = "eu-west-1", "123456789012"
+	p, _ := For(tg)
+	if got := p.Statement[0].Resource; !slices.Equal(got, []string{"arn:aws:dynamodb:eu-west-1:123456789012:table/b"}) {
+		t.Errorf("import --to-app b writes to %v", got)
+	}
+	p, _ = For(target("doctor", "app", "orders", "table", "orders-leases"))
+	byID := map[string][]string{}
+	for _, st := range p.Statement {
+		byID[st.Sid] = st.Resource
+	}
+	if got := byID["LeaseTable"]; !slices.Equal(got, []string{"arn:aws:dynamodb:${Region}:${Account}:table/orders-leases"}) {
+		t.Errorf("doctor --table: %v", got)
+	}
+	if got := byID["KCL3Tables"]; got[0] != "arn:aws:dynamodb:${Region}:${Account}:table/orders-CoordinatorState" {
+		t.Errorf("doctor's KCL 3.x tables are named after the application: %v", got)
+	}
+	if got := byID["Stream"]; got[0] != "arn:aws:kinesis:${Region}:${Account}:stream/${Stream}" {
+		t.Errorf("doctor without --stream: %v", got)
+	}
+	if got := byID["CloudWatchRead"]; !slices.Equal(got, []string{"*"}) {
+		t.Errorf("GetMetricData: %v", got)
+	}
+	p, _ = For(target("lag", "app", "a", "stream", "111122223333:orders:1700000000"))
+	if got := p.Statement[1].Resource[0]; got != "arn:aws:kinesis:${Region}:111122223333:stream/orders" {
+		t.Errorf("multi-stream identifier: %v", got)
+	}
+}
+
+func TestLineageReadsTheTableOnlyWithApp(t *testing.T) {
+	if got := actions(t, target("lineage", "stream", "s")); !slices.Equal(got, []string{"Stream kinesis:ListShards"}) {
+		t.Errorf("lineage without --app: %v", got)
+	}
+	if got := actions(t, target("shards lineage", "stream", "s", "table", "t")); len(got) != 3 {
+		t.Errorf("lineage --table: %v", got)
+	}
+}
+
+func TestNoCallsAndUniqueSids(t *testing.T) {
+	if _, err := For(target("completion")); !errors.Is(err, ErrNoCalls) {
+		t.Errorf("completion: %v", err)
+	}
+	on := []string{"create-table", "cloudwatch-metrics", "execute", "force", "prune", "no-cloudwatch"}
+	for _, c := range Commands() {
+		tg := target(c, "app", "a", "stream", "s", "at", "1h", "to-app", "b")
+		for _, f := range on {
+			tg.Flags[f] = "true"
+		}
+		p, err := For(tg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, st := range p.Statement {
+			if seen[st.Sid] || st.Sid == "" || len(st.Action) == 0 || len(st.Resource) == 0 {
+				t.Errorf("%s: bad or repeated statement %+v", c, st)
+			}
+			seen[st.Sid] = true
+		}
+	}
+}
+
+func TestAllows(t *testing.T) {
+	p, _ := For(target("run", "app", "orders", "stream", "s", "cloudwatch-metrics", "true"))
+	table := TableARN("us-east-1", "123456789012", "orders")
+	for _, c := range []struct {
+		r    Request
+		want bool
+	}{
+		{Request{Action: "dynamodb:Scan", Resource: table}, true},
+		{Request{Action: "dynamodb:Scan", Resource: TableARN("us-east-1", "123456789012", "other")}, false},
+		{Request{Action: "dynamodb:CreateTable", Resource: table}, false},
+		{Request{Action: "kinesis:GetRecords"}, true},
+		{Request{Action: "kinesis:GetRecords", Resource: StreamARN("us-east-1", "1", "t")}, false},
+		{Request{Action: "cloudwatch:PutMetricData", Resource: "*", Namespace: "orders"}, true},
+		{Request{Action: "cloudwatch:PutMetricData", Resource: "*", Namespace: "AWS/Kinesis"}, false},
+	} {
+		if got := p.Allows(c.r); got != c.want {
+			t.Errorf("Allows(%+v) = %v, want %v", c.r, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,65 @@
+package iampolicy
+
+import "slices"
+
+// resource is a kind of resource a rule grants on; each becomes one
+// statement, with its Sid.
+type resource struct {
+	sid       string
+	arns      func(Target) []string
+	condition func(Target) map[string]map[string]string
+}
+
+// KCL 3.0-3.4's side tables, named after the lease table by
+// leasecore.CheckNotKCL3 and after the application by inspect's doctor.
+var kcl3Suffixes = []string{"-CoordinatorState", "-WorkerMetricStats"}
+
+// The lease table: --table, else --app (KCL names it after the application).
+func (t Target) leaseTable() string { return t.or(TablePlaceholder, "table", "app") }
+
+// The application: --app, else the table's name (as run and doctor do).
+func (t Target) app() string { return t.or(AppPlaceholder, "app", "table") }
+
+var (
+	leaseTable = &resource{sid: "LeaseTable", arns: func(t Target) []string {
+		return []string{t.tableARN(t.leaseTable())}
+	}}
+	// importTable is where checkpoint import writes: --to-table or
+	// --to-app when given.
+	importTable = &resource{sid: "LeaseTable", arns: func(t Target) []string {
+		return []string{t.tableARN(t.or(t.leaseTable(), "to-table", "to-app"))}
+	}}
+	kcl3TablesOfTable = &resource{sid: "KCL3Tables", arns: func(t Target) []string {
+		return t.kcl3Tables(t.leaseTable())
+	}}
+	kcl3TablesOfApp = &resource{sid: "KCL3Tables", arns: func(t Target) []string {
+		return t.kcl3Tables(t.app())
+	}}
+	stream = &resource{sid: "Stream", arns: func(t Target) []string {
+		return []string{t.streamARN(t.or(StreamPlaceholder, "stream"))}
+	}}
+	// PutMetricData has no resource to scope to; the namespace condition
+	// keeps run to the application's own metrics (runner's namespace is the
+	// application name).
+	metricsNamespace = &resource{sid: "CloudWatchPut", arns: anywhere,
+		condition: func(t Target) map[string]map[string]string {
+			return map[string]map[string]string{"StringEquals": {"cloudwatch:namespace": t.app()}}
+		}}
+	// GetMetricData has no resource-level permissions nor a namespace key.
+	anyResource = &resource{sid: "CloudWatchRead", arns: anywhere}
+)
+
+// sids is the order of the statements.
+var sids = []string{"LeaseTable", "KCL3Tables", "Stream", "CloudWatchPut", "CloudWatchRead"}
+
+func sidRank(sid string) int { return slices.Index(sids, sid) }
+
+func anywhere(Target) []string { return []string{"*"} }
+
+func (t Target) kcl3Tables(base string) []string {
+	var out []string
+	for _, s := range kcl3Suffixes {
+		out = append(out, t.tableARN(base+s))
+	}
+	return out
+}

@@ -1,0 +1,63 @@
+package iampolicy
+
+// rules is the one table of what each command calls: per command, under a
+// condition on its flags, the actions on one kind of resource. It is read
+// off the code, not off the documentation: each row names the functions
+// that make the calls, and the cmd package's end-to-end tests record every
+// call through the local servers and fail when one is not allowed by the
+// policy this table gives for the exact command line that made it.
+//
+// A command missing here makes no AWS calls (completion, help, iam-policy).
+var rules = []rule{
+	// kcltool run: leasecore.EnsureTable and CheckNotKCL3 at start, the
+	// coordinator's renewals, takes, checkpoints and releases (Scan,
+	// UpdateItem, GetItem), shard sync creating leases (PutItem), the
+	// cleanup of finished parents (DeleteItem), and the fetcher.
+	{cmds("run"), always, leaseTable, dynamodb("DescribeTable", "Scan", "GetItem", "PutItem", "UpdateItem", "DeleteItem")},
+	{cmds("run"), flag("create-table"), leaseTable, dynamodb("CreateTable")},
+	// CheckNotKCL3 describes <table>-CoordinatorState and -WorkerMetricStats
+	// (KCL 3.0-3.4); it reads AccessDenied as "not evidence", so this grant
+	// only sharpens the refusal of a 3.x table.
+	{cmds("run"), always, kcl3TablesOfTable, dynamodb("DescribeTable")},
+	{cmds("run"), always, stream, kinesis("ListShards", "GetShardIterator", "GetRecords")},
+	{cmds("run"), flag("cloudwatch-metrics"), metricsNamespace, cloudwatch("PutMetricData")},
+
+	// Read-only operator commands (inspect): DescribeTable, then Scan.
+	{cmds("leases ls", "leases owners"), always, leaseTable, dynamodb("DescribeTable", "Scan")},
+	{cmds("checkpoint diff", "lag"), always, leaseTable, dynamodb("DescribeTable", "Scan")},
+	{cmds("checkpoint diff", "lag"), always, stream, kinesis("ListShards", "GetShardIterator", "GetRecords")},
+	{cmds("shards lineage", "lineage"), always, stream, kinesis("ListShards")},
+	{cmds("shards lineage", "lineage"), given("app", "table"), leaseTable, dynamodb("DescribeTable", "Scan")},
+	{cmds("checkpoint export"), always, leaseTable, dynamodb("Scan")},
+
+	// checkpoint reset (reset.PlanReset, reset.Execute): the dry run only
+	// reads; the stream is read unless positions come from a file, records
+	// only to resolve a time or check a sequence number.
+	{cmds("checkpoint reset"), always, leaseTable, dynamodb("Scan")},
+	{cmds("checkpoint reset"), not(given("from-file")), stream, kinesis("ListShards")},
+	{cmds("checkpoint reset"), given("at", "by-duration"), stream, kinesis("DescribeStreamSummary", "GetShardIterator", "GetRecords")},
+	{cmds("checkpoint reset"), given("to-sequence"), stream, kinesis("GetShardIterator", "GetRecords")},
+	// UpdateItem sets checkpoints, PutItem recreates cleaned-up parents;
+	// --force re-reads each lease before its write.
+	{cmds("checkpoint reset"), flag("execute"), leaseTable, dynamodb("UpdateItem", "PutItem")},
+	{cmds("checkpoint reset"), all(flag("execute"), flag("force")), leaseTable, dynamodb("GetItem")},
+
+	// checkpoint import (reset.PlanImport, reset.Execute) writes only to its
+	// destination: --to-app/--to-table, else the application's table.
+	{cmds("checkpoint import"), always, importTable, dynamodb("Scan")},
+	{cmds("checkpoint import"), flag("execute"), importTable, dynamodb("PutItem")},
+	{cmds("checkpoint import"), all(flag("execute"), given("to-app", "to-table")), importTable, dynamodb("UpdateItem")},
+	{cmds("checkpoint import"), all(flag("execute"), flag("prune")), importTable, dynamodb("DeleteItem")},
+	{cmds("checkpoint import"), all(flag("execute"), flag("force")), importTable, dynamodb("GetItem")},
+	{cmds("checkpoint import"), flag("create-table"), importTable, dynamodb("DescribeTable", "CreateTable")},
+
+	// doctor (inspect.Doctor) never writes. Without --stream a multi-stream
+	// table still names its streams, so the stream grant stays, as a
+	// placeholder. DescribeStreamSummary only asks whether shard-level
+	// metrics are on, for the CloudWatch reads.
+	{cmds("doctor"), always, leaseTable, dynamodb("DescribeTable", "Scan")},
+	{cmds("doctor"), always, kcl3TablesOfApp, dynamodb("Scan")},
+	{cmds("doctor"), always, stream, kinesis("ListShards", "GetShardIterator", "GetRecords")},
+	{cmds("doctor"), not(flag("no-cloudwatch")), stream, kinesis("DescribeStreamSummary")},
+	{cmds("doctor"), not(flag("no-cloudwatch")), anyResource, cloudwatch("GetMetricData")},
+}

@@ -1,0 +1,252 @@
+package emulator
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/smithy-go/encoding/cbor"
+)
+
+// Call is one AWS request as a Recorder saw it: the operation and the
+// resource it names, which is what an IAM policy judges.
+type Call struct {
+	Service   string `json:"service"` // dynamodb, kinesis or cloudwatch
+	Action    string `json:"action"`  // the operation: Scan, ListShards, PutMetricData
+	Region    string `json:"region,omitempty"`
+	Table     string `json:"table,omitempty"`
+	Stream    string `json:"stream,omitempty"`
+	StreamARN string `json:"streamARN,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// Invocation is one command line and the distinct calls it made.
+type Invocation struct {
+	Argv []string `json:"argv"`
+	// Env holds the variables that can set the command's flags.
+	Env   map[string]string `json:"env,omitempty"`
+	Calls []Call            `json:"-"`
+}
+
+// CallLog writes the distinct calls of one invocation to a file of its own
+// in a folder: a header line with the command line, then one JSON line per
+// call, each written when first seen, so a process killed mid-test keeps
+// what it did. No file is made for an invocation without calls.
+type CallLog struct {
+	dir    string
+	header Invocation
+
+	mu   sync.Mutex
+	f    *os.File
+	seen map[Call]bool
+	err  error
+}
+
+// NewCallLog logs the calls of argv (with env, the variables that set
+// flags) into dir.
+func NewCallLog(dir string, argv []string, env map[string]string) *CallLog {
+	return &CallLog{dir: dir, header: Invocation{Argv: argv, Env: env}, seen: map[Call]bool{}}
+}
+
+// Add records a call; a repeated one is written once.
+func (l *CallLog) Add(c Call) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.seen[c] || l.err != nil {
+		return
+	}
+	l.seen[c] = true
+	if l.f == nil {
+		if l.f, l.err = os.CreateTemp(l.dir, "calls-*.jsonl"); l.err != nil {
+			return
+		}
+		l.err = l.writeLine(l.header)
+	}
+	if l.err == nil {
+		l.err = l.writeLine(c)
+	}
+}
+
+func (l *CallLog) writeLine(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = l.f.Write(append(b, '\n'))
+	return err
+}
+
+// Close closes the file and returns the first error writing it.
+func (l *CallLog) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f != nil {
+		if err := l.f.Close(); l.err == nil {
+			l.err = err
+		}
+	}
+	return l.err
+}
+
+// ReadCallLogs reads every invocation logged in dir, in file-name order.
+func ReadCallLogs(dir string) ([]Invocation, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "calls-*.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(files)
+	var out []Invocation
+	for _, name := range files {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			return nil, err
+		}
+		sc := bufio.NewScanner(bytes.NewReader(data))
+		sc.Buffer(nil, 1<<20)
+		var inv Invocation
+		for n := 0; sc.Scan(); n++ {
+			if n == 0 {
+				err = json.Unmarshal(sc.Bytes(), &inv)
+			} else {
+				var c Call
+				if err = json.Unmarshal(sc.Bytes(), &c); err == nil {
+					inv.Calls = append(inv.Calls, c)
+				}
+			}
+			if err != nil {
+				// A process killed mid-write leaves a partial last line.
+				break
+			}
+		}
+		out = append(out, inv)
+	}
+	return out, nil
+}
+
+// Recorder is a reverse proxy in front of one local server (or another
+// proxy) that logs every request's operation and resource before passing
+// it on unchanged.
+type Recorder struct {
+	URL string
+	srv *http.Server
+}
+
+// NewRecorder starts a recorder forwarding to target.
+func NewRecorder(target string, log *CallLog) (*Recorder, error) {
+	u, err := url.Parse(target)
+	if err != nil {
+		return nil, err
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.Proxy = nil
+	// As many idle connections upstream as a kcltool worker keeps to us,
+	// so a test counting the connections a worker opens still counts its.
+	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 1024, 256
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(u)
+			pr.Out.Host = pr.In.Host
+		},
+		Transport: tr,
+		// An upstream that failed is passed on as a dropped connection,
+		// not as a 502 the client would read as a server's answer.
+		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, _ error) {
+			if hj, ok := w.(http.Hijacker); ok {
+				if c, _, err := hj.Hijack(); err == nil {
+					c.Close()
+					return
+				}
+			}
+			w.WriteHeader(http.StatusBadGateway)
+		},
+	}
+	r := &Recorder{URL: "http://" + l.Addr().String()}
+	r.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, err := io.ReadAll(req.Body)
+		if err != nil {
+			return
+		}
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		log.Add(callOf(req, body))
+		rp.ServeHTTP(w, req)
+	})}
+	go func() { _ = r.srv.Serve(l) }()
+	return r, nil
+}
+
+// Close stops the recorder.
+func (r *Recorder) Close() { _ = r.srv.Close() }
+
+// targetPrefixes are the JSON protocols' X-Amz-Target prefixes.
+var targetPrefixes = map[string]string{
+	"DynamoDB_20120810":             "dynamodb",
+	"Kinesis_20131202":              "kinesis",
+	"GraniteServiceVersion20100801": "cloudwatch",
+}
+
+var scopeRegion = regexp.MustCompile(`Credential=[^/]+/\d{8}/([^/]+)/`)
+
+// callOf reads the operation from X-Amz-Target (DynamoDB, Kinesis) or the
+// rpc-v2-cbor path /service/GraniteServiceVersion20100801/operation/Op
+// (CloudWatch), the region from the SigV4 scope, and the resource from the
+// body.
+func callOf(req *http.Request, body []byte) Call {
+	var c Call
+	if t := req.Header.Get("X-Amz-Target"); t != "" {
+		prefix, op, _ := strings.Cut(t, ".")
+		c.Service, c.Action = targetPrefixes[prefix], op
+		if c.Service == "" {
+			c.Service = "unknown:" + prefix
+		}
+	} else if parts := strings.Split(req.URL.Path, "/"); len(parts) == 5 && parts[1] == "service" && parts[3] == "operation" {
+		c.Service, c.Action = targetPrefixes[parts[2]], path.Base(req.URL.Path)
+		if c.Service == "" {
+			c.Service = "unknown:" + parts[2]
+		}
+	} else {
+		c.Service, c.Action = "unknown", req.Method+" "+req.URL.Path
+	}
+	if m := scopeRegion.FindStringSubmatch(req.Header.Get("Authorization")); m != nil {
+		c.Region = m[1]
+	}
+	if req.Header.Get("Content-Encoding") == "gzip" {
+		if zr, err := gzip.NewReader(bytes.NewReader(body)); err == nil {
+			if b, err := io.ReadAll(zr); err == nil {
+				body = b
+			}
+		}
+	}
+	if strings.Contains(req.Header.Get("Content-Type"), "cbor") {
+		if v, err := cbor.Decode(body); err == nil {
+			if m, ok := v.(cbor.Map); ok {
+				ns, _ := m["Namespace"].(cbor.String)
+				c.Namespace = string(ns)
+			}
+		}
+		return c
+	}
+	var named struct{ TableName, StreamName, StreamARN, Namespace string }
+	if err := json.Unmarshal(body, &named); err == nil || errors.Is(err, io.EOF) {
+		c.Table, c.Stream, c.StreamARN, c.Namespace = named.TableName, named.StreamName, named.StreamARN, named.Namespace
+	}
+	return c
+}
