@@ -46,7 +46,7 @@ var (
 // address, a name of one's choosing): they complete nothing, not files.
 var freeTextFlags = map[string]bool{
 	"at": true, "by-duration": true, "initial-timestamp": true,
-	"worker-id": true, "metrics-addr": true, "region": true, "endpoint-url": true,
+	"worker-id": true, "metrics-addr": true, "region": true, "endpoint-url": true, "account": true,
 }
 
 // numericTypes are pflag value types that never name a file.

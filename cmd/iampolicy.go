@@ -89,7 +89,7 @@ func policyFor(f *Factory, args []string) (*iampolicy.Policy, error) {
 				return nil, usageErrorf("unknown command %q for %q", a, target.CommandPath())
 			}
 		}
-		return nil, usageErrorf("%q needs a subcommand: %s", path, subcommandNames(target))
+		return nil, usageErrorf("%q needs a subcommand: %s", path, strings.Join(subcommandNames(target), ", "))
 	}
 	account, output := "", FormatJSON
 	fl := target.Flags()
@@ -117,16 +117,6 @@ func policyFor(f *Factory, args []string) (*iampolicy.Policy, error) {
 		return nil, usageErrorf("kcltool %s makes no AWS calls: it needs no IAM permissions", path)
 	}
 	return p, err
-}
-
-func subcommandNames(c *cobra.Command) string {
-	var names []string
-	for _, s := range c.Commands() {
-		if s.IsAvailableCommand() {
-			names = append(names, s.Name())
-		}
-	}
-	return strings.Join(names, ", ")
 }
 
 // wrapList joins names with commas into lines of at most width columns, the
