@@ -20,7 +20,9 @@ func finishPlan(cmd *cobra.Command, f *Factory, plan *reset.Plan, a *applyFlags,
 	for _, w := range plan.Warnings {
 		fmt.Fprintf(f.IO.ErrOut, "kcltool: warning: %s\n", w)
 	}
-	warnOwners(f, plan, dest)
+	if !a.Execute {
+		warnOwners(f, plan, dest)
+	}
 	counts := plan.Counts()
 	writes := counts[reset.ActionUpdate] + counts[reset.ActionCreate] + counts[reset.ActionRestore] + counts[reset.ActionDelete]
 	if !a.Execute || writes == 0 {
@@ -38,11 +40,11 @@ func finishPlan(cmd *cobra.Command, f *Factory, plan *reset.Plan, a *applyFlags,
 	return executePlan(cmd, f, plan, a, dest)
 }
 
-// warnOwners says at once, in the dry run too, that leases to change are
-// held: an application that is plainly running should not take an
-// --execute and its sample to find out. An owner alone does not prove a
-// running worker (a stopped KCL worker leaves its name on its leases), so
-// this warns; --execute decides by sampling the counters.
+// warnOwners says in the dry run that leases to change are held: an
+// application that is plainly running should not take an --execute and its
+// sample to find out. An owner alone does not prove a running worker (a
+// stopped KCL worker leaves its name on its leases), so this only warns;
+// --execute decides by sampling the counters, and names the live workers.
 func warnOwners(f *Factory, plan *reset.Plan, dest appFlags) {
 	n, seen := 0, map[string]bool{}
 	var owners []string
