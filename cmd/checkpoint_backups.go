@@ -24,7 +24,9 @@ const backupDirDefault = "$XDG_STATE_HOME/kcltool/backups or ~/.local/state/kclt
 // addBackupDirFlag registers --backup-dir with an empty default value; the
 // folder is decided when it is needed (backupDir).
 func addBackupDirFlag(c *cobra.Command, dst *string, usage string) {
-	c.Flags().StringVar(dst, "backup-dir", "", usage+" (default "+backupDirDefault+")")
+	// The variable's note is written here so that it comes before the
+	// default, as cobra places it for every other flag.
+	c.Flags().StringVar(dst, "backup-dir", "", usage+" [$"+envName("backup-dir")+"] (default "+backupDirDefault+")")
 }
 
 // backupDir is --backup-dir, or the XDG state folder kcltool keeps its

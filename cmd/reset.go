@@ -61,13 +61,16 @@ a warning. Parents whose leases were cleaned up after SHARD_END are recreated
 when TIME is before the reshard, so they are replayed before their children.
 
 Without --execute this is a dry run: it prints the plan, one row per lease,
-before and after, and writes nothing. With --execute it first checks that
+with its owner, before and after, and writes nothing; leases to change that
+have owners are warned about at once. With --execute it first checks that
 the application is stopped (no lease counter moves during --sample) and
 refuses with exit 3 otherwise, naming the live workers; then it saves a
-backup of the whole table and the plan in --backup-dir, prints the import
-command that undoes the reset, and writes. Every write is conditional on
-the lease being exactly as planned: a lease that changed is reported and
-skipped (exit 3), never overwritten.
+backup of the whole table and the plan in --backup-dir (by default
+$XDG_STATE_HOME/kcltool/backups or ~/.local/state/kcltool/backups; see
+checkpoint backups ls), prints the import command that undoes the reset
+(with the --region, --profile and --endpoint-url given), and writes. Every
+write is conditional on the lease being exactly as planned: a lease that
+changed is reported and skipped (exit 3), never overwritten.
 
 --force resets a running application: each write is conditioned on the
 lease as just read, bumps its counter and removes its owner, so the worker
