@@ -10,8 +10,8 @@ import (
 
 // ExportSummary is what the header of a JSON export says about it.
 type ExportSummary struct {
-	Table                       string
-	ExportedAt                  time.Time
+	Table                        string
+	ExportedAt                   time.Time
 	Leases, NonLeases, Malformed int
 }
 
