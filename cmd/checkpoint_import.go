@@ -156,21 +156,20 @@ func ensureImportTable(cmd *cobra.Command, f *Factory, table string, execute boo
 // importTableMissing explains a destination table that does not exist:
 // which one, where, and the flag that creates it.
 func importTableMissing(f *Factory, table string, dest appFlags, other bool) error {
-	by := "--app " + dest.App
-	switch {
-	case other && dest.Table != "":
-		by = "--to-table " + dest.Table
-	case other:
-		by = "--to-app " + dest.App
-	case dest.Table != "":
-		by = "--table " + dest.Table
+	appFlag, tableFlag := "--app", "--table"
+	if other {
+		appFlag, tableFlag = "--to-app", "--to-table"
+	}
+	by := appFlag + " " + dest.App
+	if dest.Table != "" {
+		by = tableFlag + " " + dest.Table
 	}
 	region := f.awsContext(table, "").Region
 	return &HintError{
 		Err: fmt.Errorf("lease table %q (%s) not found in %s", table, by, region),
 		Hints: []string{
 			"add --create-table to create it the way kcltool run --create-table does (on demand, hash key leaseKey): the dry run shows the leases it would write, --execute creates the table and writes them",
-			"or check the name and --region (the application's own table is named after it unless it set tableName)",
+			fmt.Sprintf("or check the name (%s when the application set tableName) and --region", tableFlag),
 		},
 	}
 }
