@@ -18,6 +18,7 @@ func newCheckpointCmd(f *Factory) *cobra.Command {
 	}
 	c.AddCommand(newCheckpointDiffCmd(f, "diff"))
 	c.AddCommand(newCheckpointWriteCmds(f)...)
+	c.AddCommand(newCheckpointBackupsCmd(f))
 	return c
 }
 
@@ -112,7 +113,13 @@ func runCheckpointDiff(cmd *cobra.Command, f *Factory, o *checkpointDiffOptions)
 	if err != nil {
 		return err
 	}
-	lag, err := inspect.CheckpointDiff(ctx, kin, ddb, table, inspect.LagOptions{Stream: o.Stream, Concurrency: o.Concurrency, Retry: retryFor(f), Clock: f.Clock})
+	// One line on a terminal: the table read (once it takes a second), then
+	// the shards probed.
+	p := newProgress(f)
+	scan := watchScan(ddb, p, table, time.Second)
+	lag, err := inspect.CheckpointDiff(ctx, kin, scan, table, inspect.LagOptions{Stream: o.Stream, Concurrency: o.Concurrency,
+		Retry: retryFor(f), Clock: f.Clock, Progress: p.counter("probed", "shards")})
+	scan.end()
 	if err != nil {
 		if strings.HasPrefix(err.Error(), "--stream is required") {
 			return usageErrorf("%v (or set KCLTOOL_STREAM)", err)

@@ -53,7 +53,9 @@ func runCheckpointExport(cmd *cobra.Command, f *Factory, o *exportOptions) error
 		return err
 	}
 	ctx := cmd.Context()
-	e, err := reset.ExportTable(ctx, ddb, table, f.Clock)
+	scan := watchScan(ddb, newProgress(f), table, 0)
+	e, err := reset.ExportTable(ctx, scan, table, f.Clock)
+	scan.end()
 	if err != nil {
 		return explainAWS(err, f.awsContext(table, ""))
 	}

@@ -1,21 +1,27 @@
 package cmd
 
 import (
+	"errors"
+	"fmt"
 	"os"
+	"time"
 
+	"github.com/aws/smithy-go"
 	"github.com/spf13/cobra"
 
+	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reset"
 )
 
 type importOptions struct {
 	appFlags
 	applyFlags
-	File    string
-	ToApp   string
-	ToTable string
-	Shards  []string
-	Prune   bool
+	File        string
+	ToApp       string
+	ToTable     string
+	Shards      []string
+	Prune       bool
+	CreateTable bool
 }
 
 func newCheckpointImportCmd(f *Factory) *cobra.Command {
@@ -34,7 +40,10 @@ of KCL 3.x and malformed items are never written.
 --to-app OTHER copies the positions into another application's table
 instead, for example to start a second consumer where the first one is:
 existing leases get the exported checkpoint, missing ones are created
-without an owner.
+without an owner. A table that does not exist is reported; with
+--create-table the dry run plans against an empty table and --execute
+creates it first, the way kcltool run --create-table does (on demand, a
+single hash key leaseKey), then writes.
 
 The safety of checkpoint reset applies: a dry run by default, and with
 --execute a check that the application is stopped (--sample), a backup of
@@ -43,7 +52,8 @@ planned; --force applies to a running application (the restored leases
 then get no owner, so their holders lose them).`,
 		Example: `  kcltool checkpoint import --app orders --file kcltool-reset-orders-20261101T100000.000Z.backup.json
   kcltool checkpoint import --app orders --file orders-before-fix.json --prune --execute
-  kcltool checkpoint import --app orders --file orders.json --to-app orders-replay --execute`,
+  kcltool checkpoint import --app orders --file orders.json --to-app orders-replay --execute
+  kcltool checkpoint import --app orders --file orders.json --to-app orders-new --create-table --execute`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireFlag("file", o.File); err != nil {
 				return err
@@ -62,6 +72,7 @@ then get no owner, so their holders lose them).`,
 	fl.StringVar(&o.ToTable, "to-table", "", "with --to-app: its lease table, when it set tableName")
 	fl.StringSliceVar(&o.Shards, "shard", nil, "only these shards (ids or lease keys, comma-separated)")
 	fl.BoolVar(&o.Prune, "prune", false, "delete leases that are not in the export")
+	fl.BoolVar(&o.CreateTable, "create-table", false, "with --execute: create a missing lease table the way run does (on demand, hash key leaseKey)")
 	return c
 }
 
@@ -81,24 +92,91 @@ func runCheckpointImport(cmd *cobra.Command, f *Factory, o *importOptions) error
 	if e.Table != "" && e.Table != table {
 		return usageErrorf("%s is an export of table %q, not %q: pass --app or --table of the exported application (and --to-app to copy into another one)", o.File, e.Table, table)
 	}
-	dest, undo := table, undoCommand(o.appFlags)
+	dest, destFlags := table, o.appFlags
 	if o.ToApp != "" || o.ToTable != "" {
-		to := appFlags{App: o.ToApp, Table: o.ToTable}
-		if dest, err = to.table(); err != nil {
+		destFlags = appFlags{App: o.ToApp, Table: o.ToTable}
+		if dest, err = destFlags.table(); err != nil {
 			return usageErrorf("--to-table needs --to-app")
 		}
-		undo = undoCommand(to)
 	}
 	ctx := cmd.Context()
 	ddb, err := f.DynamoDB(ctx)
 	if err != nil {
 		return err
 	}
-	plan, err := reset.PlanImport(ctx, ddb, reset.ImportOptions{
-		Table: dest, Export: e, File: o.File, Shards: o.Shards, PositionsOnly: dest != table, Prune: o.Prune, Clock: f.Clock,
+	noTable := false
+	if o.CreateTable {
+		if noTable, err = ensureImportTable(cmd, f, dest, o.Execute); err != nil {
+			return err
+		}
+	}
+	scan := watchScan(ddb, newProgress(f), dest, time.Second)
+	plan, err := reset.PlanImport(ctx, watchedTable{ddb, scan}, reset.ImportOptions{
+		Table: dest, Export: e, File: o.File, Shards: o.Shards, PositionsOnly: dest != table, Prune: o.Prune,
+		NoTable: noTable, Clock: f.Clock,
 	})
+	scan.end()
+	if tableNotFound(err) {
+		return importTableMissing(f, dest, destFlags, destFlags != o.appFlags)
+	}
 	if err != nil {
 		return planError(err, f.awsContext(dest, ""))
 	}
-	return finishPlan(cmd, f, plan, &o.applyFlags, undo)
+	if noTable {
+		fmt.Fprintf(f.IO.ErrOut, "kcltool: lease table %q does not exist in %s: --execute creates it (--create-table) before writing\n", dest, f.awsContext(dest, "").Region)
+	}
+	return finishPlan(cmd, f, plan, &o.applyFlags, destFlags)
+}
+
+// ensureImportTable handles --create-table: a missing table is created with
+// --execute, by the same code as run --create-table, and only reported in
+// a dry run, which writes nothing. missing says the dry run is to plan
+// against an empty table.
+func ensureImportTable(cmd *cobra.Command, f *Factory, table string, execute bool) (missing bool, err error) {
+	ctx := cmd.Context()
+	ddb, err := f.DynamoDB(ctx)
+	if err != nil {
+		return false, err
+	}
+	err = leasecore.EnsureTable(ctx, ddb, table, false)
+	var nf *leasecore.TableNotFoundError
+	if !errors.As(err, &nf) {
+		return false, explainAWS(err, f.awsContext(table, ""))
+	}
+	if !execute {
+		return true, nil
+	}
+	if err := leasecore.EnsureTable(ctx, ddb, table, true); err != nil {
+		return false, explainAWS(err, f.awsContext(table, ""))
+	}
+	fmt.Fprintf(f.IO.ErrOut, "kcltool: created lease table %q in %s (on demand, hash key leaseKey)\n", table, f.awsContext(table, "").Region)
+	return false, nil
+}
+
+// importTableMissing explains a destination table that does not exist:
+// which one, where, and the flag that creates it.
+func importTableMissing(f *Factory, table string, dest appFlags, other bool) error {
+	appFlag, tableFlag := "--app", "--table"
+	if other {
+		appFlag, tableFlag = "--to-app", "--to-table"
+	}
+	by := appFlag + " " + dest.App
+	if dest.Table != "" {
+		by = tableFlag + " " + dest.Table
+	}
+	region := f.awsContext(table, "").Region
+	return &HintError{
+		Err: fmt.Errorf("lease table %q (%s) not found in %s", table, by, region),
+		Hints: []string{
+			"add --create-table to create it the way kcltool run --create-table does (on demand, hash key leaseKey): the dry run shows the leases it would write, --execute creates the table and writes them",
+			fmt.Sprintf("or check the name (%s when the application set tableName) and --region", tableFlag),
+		},
+	}
+}
+
+// tableNotFound reports a DynamoDB ResourceNotFoundException: the table does
+// not exist (in this region and account).
+func tableNotFound(err error) bool {
+	var ae smithy.APIError
+	return errors.As(err, &ae) && ae.ErrorCode() == "ResourceNotFoundException"
 }

@@ -148,12 +148,12 @@ func runDoctor(ctx context.Context, f *Factory, o *doctorOptions, failOn inspect
 	if o.NoCloudWatch {
 		opt.CloudWatchSkipped = "--no-cloudwatch"
 	}
-	if f.IO.ErrTTY {
-		// A window is a minute of silence otherwise.
+	// A window is a minute of silence otherwise.
+	if show := newProgress(f); show.w != nil {
+		read := show.counter("read", "")
 		opt.Progress = func(done, total int) {
-			fmt.Fprintf(f.IO.ErrOut, "\rkcltool: read %d of %d", done, total)
-			if done == total {
-				fmt.Fprintln(f.IO.ErrOut)
+			if read(done, total); done == total {
+				show.done()
 			}
 		}
 	}

@@ -113,9 +113,14 @@ func runLeasesLs(cmd *cobra.Command, f *Factory, o *leasesLsOptions) error {
 	if o.Sample > 0 {
 		fmt.Fprintf(f.IO.ErrOut, "kcltool: sampling lease table %q for %s...\n", table, o.Sample)
 	}
-	listing, err := inspect.ListLeases(ctx, ddb, table, inspect.ListOptions{
+	// A large table takes a while to read: say so, from the second page or
+	// after a second (not counting the sample's wait); a small one shows
+	// nothing.
+	scan := watchScan(ddb, newProgress(f), table, time.Second+o.Sample)
+	listing, err := inspect.ListLeases(ctx, scan, table, inspect.ListOptions{
 		Owner: o.Owner, Shard: o.Shard, Sample: o.Sample, Clock: f.Clock,
 	})
+	scan.end()
 	if err != nil {
 		return explainAWS(err, f.awsContext(table, ""))
 	}

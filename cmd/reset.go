@@ -61,13 +61,16 @@ a warning. Parents whose leases were cleaned up after SHARD_END are recreated
 when TIME is before the reshard, so they are replayed before their children.
 
 Without --execute this is a dry run: it prints the plan, one row per lease,
-before and after, and writes nothing. With --execute it first checks that
+with its owner, before and after, and writes nothing; leases to change that
+have owners are warned about at once. With --execute it first checks that
 the application is stopped (no lease counter moves during --sample) and
 refuses with exit 3 otherwise, naming the live workers; then it saves a
-backup of the whole table and the plan in --backup-dir, prints the import
-command that undoes the reset, and writes. Every write is conditional on
-the lease being exactly as planned: a lease that changed is reported and
-skipped (exit 3), never overwritten.
+backup of the whole table and the plan in --backup-dir (by default
+$XDG_STATE_HOME/kcltool/backups or ~/.local/state/kcltool/backups; see
+checkpoint backups ls), prints the import command that undoes the reset
+(with the --region, --profile and --endpoint-url given), and writes. Every
+write is conditional on the lease being exactly as planned: a lease that
+changed is reported and skipped (exit 3), never overwritten.
 
 --force resets a running application: each write is conditioned on the
 lease as just read, bumps its counter and removes its owner, so the worker
@@ -190,13 +193,19 @@ func runCheckpointReset(cmd *cobra.Command, f *Factory, o *resetOptions, target 
 	if !target.At.IsZero() {
 		fmt.Fprintf(f.IO.ErrOut, "kcltool: resolving %s per shard...\n", target)
 	}
-	plan, err := reset.PlanReset(ctx, ddb, kin, reset.ResetOptions{
+	// On a terminal: the table read (once it takes a second), then the
+	// shards resolved for --at.
+	p := newProgress(f)
+	scan := watchScan(ddb, p, table, time.Second)
+	plan, err := reset.PlanReset(ctx, watchedTable{ddb, scan}, kin, reset.ResetOptions{
 		Table: table, Stream: o.Stream, Shards: o.Shards, Target: target, Clock: f.Clock, Retry: retryFor(f),
+		Progress: p.counter("resolved", "shards"),
 	})
+	scan.end()
 	if err != nil {
 		return planError(err, f.awsContext(table, o.Stream))
 	}
-	return finishPlan(cmd, f, plan, &o.applyFlags, undoCommand(o.appFlags))
+	return finishPlan(cmd, f, plan, &o.applyFlags, o.appFlags)
 }
 
 // planError maps planning errors: bad input exits 2, AWS errors are
@@ -210,11 +219,25 @@ func planError(err error, ac awsContext) error {
 
 // undoCommand is the start of the import command that restores a backup
 // of this application's table.
-func undoCommand(a appFlags) string {
+func undoCommand(f *Factory, a appFlags) string {
+	return "kcltool checkpoint import " + tableArgs(f, a)
+}
+
+// tableArgs are the flags that name the lease table and, when the user gave
+// them (on the command line or as KCLTOOL_ variables), the account and
+// endpoint it was reached with: a command printed for later must reach the
+// same table from any shell. Values are quoted for a POSIX shell.
+func tableArgs(f *Factory, a appFlags) string {
+	args := []string{"--app", shellQuote(a.App)}
 	if a.Table != "" && a.Table != a.App {
-		return "kcltool checkpoint import --table " + a.Table
+		args = []string{"--table", shellQuote(a.Table)}
 	}
-	return "kcltool checkpoint import --app " + a.App
+	for _, fl := range []struct{ name, value string }{{"region", f.Region}, {"profile", f.Profile}, {"endpoint-url", f.EndpointURL}} {
+		if fl.value != "" {
+			args = append(args, "--"+fl.name, shellQuote(fl.value))
+		}
+	}
+	return strings.Join(args, " ")
 }
 
 // applyFlags are the flags of the commands that apply a plan.
@@ -231,7 +254,7 @@ func (a *applyFlags) register(c *cobra.Command) {
 	fl.BoolVar(&a.Execute, "execute", false, "apply the plan (without it: a dry run that only prints the plan)")
 	fl.BoolVar(&a.Force, "force", false, "apply even though the application is running or leases are in a KCL 3.x handoff")
 	fl.DurationVar(&a.Sample, "sample", 10*time.Second, "with --execute: no lease counter may move for this long (KCL's failover time)")
-	fl.StringVar(&a.BackupDir, "backup-dir", ".", "with --execute: where the backup of the table and the plan are saved")
+	addBackupDirFlag(c, &a.BackupDir, "with --execute: the folder the backup of the table and the plan are saved in")
 	addOutputFlag(c, &a.Output)
 }
 

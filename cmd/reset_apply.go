@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -13,10 +14,14 @@ import (
 )
 
 // finishPlan prints a plan's warnings and either the plan (dry run) or,
-// with --execute, applies it and prints the results.
-func finishPlan(cmd *cobra.Command, f *Factory, plan *reset.Plan, a *applyFlags, undo string) error {
+// with --execute, applies it and prints the results. dest names the table
+// written to, for the commands it prints.
+func finishPlan(cmd *cobra.Command, f *Factory, plan *reset.Plan, a *applyFlags, dest appFlags) error {
 	for _, w := range plan.Warnings {
 		fmt.Fprintf(f.IO.ErrOut, "kcltool: warning: %s\n", w)
+	}
+	if !a.Execute {
+		warnOwners(f, plan, dest)
 	}
 	counts := plan.Counts()
 	writes := counts[reset.ActionUpdate] + counts[reset.ActionCreate] + counts[reset.ActionRestore] + counts[reset.ActionDelete]
@@ -32,11 +37,49 @@ func finishPlan(cmd *cobra.Command, f *Factory, plan *reset.Plan, a *applyFlags,
 		}
 		return nil
 	}
-	return executePlan(cmd, f, plan, a, undo)
+	return executePlan(cmd, f, plan, a, dest)
 }
 
-func executePlan(cmd *cobra.Command, f *Factory, plan *reset.Plan, a *applyFlags, undo string) error {
+// warnOwners says in the dry run that leases to change are held: an
+// application that is plainly running should not take an --execute and its
+// sample to find out. An owner alone does not prove a running worker (a
+// stopped KCL worker leaves its name on its leases), so this only warns;
+// --execute decides by sampling the counters, and names the live workers.
+func warnOwners(f *Factory, plan *reset.Plan, dest appFlags) {
+	n, seen := 0, map[string]bool{}
+	var owners []string
+	for _, c := range plan.Changes {
+		if !c.Action.Writes() || c.Lease.LeaseOwner == "" {
+			continue
+		}
+		n++
+		if !seen[c.Lease.LeaseOwner] {
+			seen[c.Lease.LeaseOwner] = true
+			owners = append(owners, c.Lease.LeaseOwner)
+		}
+	}
+	if n == 0 {
+		return
+	}
+	sort.Strings(owners)
+	if len(owners) > 5 {
+		owners = append(owners[:5], fmt.Sprintf("and %d more", len(owners)-5))
+	}
+	verb := "are"
+	if n == 1 {
+		verb = "is"
+	}
+	fmt.Fprintf(f.IO.ErrOut, "kcltool: warning: %s to change %s held by %s: if the application is running, --execute refuses (stop it first, or --force)\n",
+		plural(n, "lease"), verb, strings.Join(owners, ", "))
+	fmt.Fprintf(f.IO.ErrOut, "kcltool: hint: see whether the owners renew: kcltool leases ls %s --sample\n", tableArgs(f, dest))
+}
+
+func executePlan(cmd *cobra.Command, f *Factory, plan *reset.Plan, a *applyFlags, dest appFlags) error {
 	ctx := cmd.Context()
+	dir, err := makeBackupDir(f, a.BackupDir)
+	if err != nil {
+		return err
+	}
 	ddb, err := f.DynamoDB(ctx)
 	if err != nil {
 		return err
@@ -44,10 +87,13 @@ func executePlan(cmd *cobra.Command, f *Factory, plan *reset.Plan, a *applyFlags
 	if a.Sample > 0 {
 		fmt.Fprintf(f.IO.ErrOut, "kcltool: checking that the application is stopped: no lease counter may move for %s...\n", a.Sample)
 	}
+	p := newProgress(f)
 	x, err := reset.Execute(ctx, ddb, plan, reset.ExecOptions{
 		Sample: a.Sample, Force: a.Force, Clock: f.Clock,
-		Backup: func(e *reset.Export) error { return saveBackup(f, plan, e, a.BackupDir, undo) },
+		Backup:   func(e *reset.Export) error { return saveBackup(f, plan, e, dir, undoCommand(f, dest)) },
+		Progress: p.counter("wrote", "leases"),
 	})
+	p.done()
 	var refused *reset.RefusedError
 	if errors.As(err, &refused) {
 		if rerr := renderPlan(f.IO, a.Output, plan, nil); rerr != nil {

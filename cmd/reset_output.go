@@ -83,7 +83,7 @@ func writePlanFile(w io.Writer, plan *reset.Plan) error {
 		ReadAt: plan.ReadAt.UTC().Format(time.RFC3339Nano), Warnings: warnings, Changes: planRows(plan, nil)})
 }
 
-var planCSVColumns = []string{"leaseKey", "shardId", "action", "before", "beforeSubSequenceNumber", "after", "afterSubSequenceNumber", "reason", "result", "detail"}
+var planCSVColumns = []string{"leaseKey", "shardId", "action", "before", "beforeSubSequenceNumber", "after", "afterSubSequenceNumber", "reason", "result", "detail", "leaseOwner"}
 
 // renderPlan prints a plan, with each change's result once x is given.
 func renderPlan(io *IOStreams, format string, plan *reset.Plan, x *reset.Execution) error {
@@ -96,11 +96,13 @@ func renderPlan(io *IOStreams, format string, plan *reset.Plan, x *reset.Executi
 		for _, r := range rows {
 			b, bs := positionCells(r.Before)
 			a, as := positionCells(r.After)
-			out = append(out, []string{r.LeaseKey, r.ShardID, r.Action, b, bs, a, as, r.Reason, r.Result, r.Detail})
+			out = append(out, []string{r.LeaseKey, r.ShardID, r.Action, b, bs, a, as, r.Reason, r.Result, r.Detail, r.LeaseOwner})
 		}
 		return writeCSV(io.Out, planCSVColumns, out)
 	}
-	header := []string{"LEASE", "BEFORE", "AFTER", "ACTION", "REASON"}
+	// OWNER is in the default table too: a plan that changes held leases
+	// should show by whom before anyone adds --execute.
+	header := []string{"LEASE", "OWNER", "BEFORE", "AFTER", "ACTION", "REASON"}
 	if format == FormatWide {
 		header = []string{"LEASE", "OWNER", "COUNTER", "BEFORE", "AFTER", "ACTION", "REASON"}
 	}
@@ -109,13 +111,13 @@ func renderPlan(io *IOStreams, format string, plan *reset.Plan, x *reset.Executi
 	}
 	var out [][]string
 	for _, r := range rows {
-		row := []string{r.LeaseKey, positionText(r.Before, io.OutTTY), positionText(r.After, io.OutTTY), r.Action, r.Reason}
+		row := []string{r.LeaseKey, r.LeaseOwner, positionText(r.Before, io.OutTTY), positionText(r.After, io.OutTTY), r.Action, r.Reason}
 		if format == FormatWide {
 			counter := ""
 			if r.LeaseCounter != nil {
 				counter = strconv.FormatInt(*r.LeaseCounter, 10)
 			}
-			row = []string{r.LeaseKey, r.LeaseOwner, counter, row[1], row[2], row[3], row[4]}
+			row = []string{r.LeaseKey, r.LeaseOwner, counter, row[2], row[3], row[4], row[5]}
 		}
 		if x != nil {
 			res := r.Result

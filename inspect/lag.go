@@ -80,6 +80,9 @@ type LagOptions struct {
 	Retry reshard.Retry
 	// Clock ages the first unread record; the real clock when nil.
 	Clock leasecore.Clock
+	// Progress, when set, hears of each shard probed: done of total. It may
+	// be called from several goroutines at once.
+	Progress func(done, total int)
 }
 
 // DefaultProbeConcurrency is how many shards the lag probes read at once.
@@ -131,7 +134,7 @@ func diffLeases(ctx context.Context, kin StreamAPI, table string, scan leasecore
 	if opt.Concurrency <= 0 {
 		opt.Concurrency = DefaultProbeConcurrency
 	}
-	n, err := probeLag(ctx, kin, res.Rows, opt.Concurrency, opt.Clock)
+	n, err := probeLag(ctx, kin, res.Rows, opt.Concurrency, opt.Clock, opt.Progress)
 	res.Reads = n
 	if err != nil {
 		return nil, err
@@ -243,14 +246,20 @@ func startsAfter(start string, cp leasecore.SequenceNumber) bool {
 // probeLag measures millisBehindLatest for the rows still undecided: one
 // GetShardIterator after the checkpoint and one GetRecords with Limit 1 per
 // shard, at most conc at a time.
-func probeLag(ctx context.Context, kin StreamAPI, rows []LagRow, conc int, clock leasecore.Clock) (int, error) {
+func probeLag(ctx context.Context, kin StreamAPI, rows []LagRow, conc int, clock leasecore.Clock, progress func(done, total int)) (int, error) {
 	var (
-		wg    sync.WaitGroup
-		sem   = make(chan struct{}, conc)
-		mu    sync.Mutex
-		reads int
-		errs  []error
+		wg          sync.WaitGroup
+		sem         = make(chan struct{}, conc)
+		mu          sync.Mutex
+		reads       int
+		errs        []error
+		done, total int
 	)
+	for i := range rows {
+		if rows[i].State == "" {
+			total++
+		}
+	}
 	for i := range rows {
 		if rows[i].State != "" {
 			continue
@@ -273,6 +282,9 @@ func probeLag(ctx context.Context, kin StreamAPI, rows []LagRow, conc int, clock
 				errs = append(errs, fmt.Errorf("read shard %s of %s: %w", r.ShardID, r.Stream, err))
 			default:
 				r.MillisBehindLatest = &behind
+			}
+			if done++; progress != nil {
+				progress(done, total)
 			}
 		}(&rows[i])
 	}

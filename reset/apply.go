@@ -45,6 +45,8 @@ type ExecOptions struct {
 	// ForceRetries bounds how often a forced write re-reads a lease that a
 	// live worker keeps renewing between the read and the write (default 5).
 	ForceRetries int
+	// Progress, when set, hears of each write attempted: done of total.
+	Progress func(done, total int)
 }
 
 // Execution is the outcome of Execute.
@@ -120,6 +122,12 @@ func Execute(ctx context.Context, api TableAPI, p *Plan, opt ExecOptions) (*Exec
 	if w.retries <= 0 {
 		w.retries = 5
 	}
+	total, done := 0, 0
+	for _, r := range x.Results {
+		if r.Outcome == "" {
+			total++
+		}
+	}
 	failed := false
 	for i, c := range p.Changes {
 		if x.Results[i].Outcome != "" {
@@ -131,6 +139,9 @@ func Execute(ctx context.Context, api TableAPI, p *Plan, opt ExecOptions) (*Exec
 		}
 		x.Results[i] = w.apply(ctx, c)
 		failed = x.Results[i].Outcome == OutcomeFailed
+		if done++; opt.Progress != nil {
+			opt.Progress(done, total)
+		}
 	}
 	return x, nil
 }

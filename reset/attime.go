@@ -29,6 +29,8 @@ type timeResolver struct {
 	g           *reshard.Graph
 	at          time.Time
 	concurrency int
+	// progress, when set, hears of each shard decided: done of total.
+	progress func(done, total int)
 	// Calls counts the Kinesis calls made.
 	calls int
 }
@@ -98,6 +100,7 @@ func (r *timeResolver) findAll(ctx context.Context, ids []string) (map[string]bo
 		errs []error
 		out  = make(map[string]boundary, len(ids))
 		sem  = make(chan struct{}, max(r.concurrency, 1))
+		done int
 	)
 	for _, id := range ids {
 		wg.Add(1)
@@ -110,6 +113,9 @@ func (r *timeResolver) findAll(ctx context.Context, ids []string) (map[string]bo
 			mu.Lock()
 			defer mu.Unlock()
 			r.calls += s.calls
+			if done++; r.progress != nil {
+				r.progress(done, len(ids))
+			}
 			if err != nil {
 				errs = append(errs, err)
 				return

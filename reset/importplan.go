@@ -27,7 +27,10 @@ type ImportOptions struct {
 	// Prune deletes leases of the table that are not in the export, so
 	// that an import undoes a reset that recreated leases.
 	Prune bool
-	Clock leasecore.Clock
+	// NoTable says the table does not exist yet (a dry run of an import
+	// that would create it): the plan is made against an empty table.
+	NoTable bool
+	Clock   leasecore.Clock
 }
 
 // PlanImport reads the table and decides, lease by lease, what restoring
@@ -46,9 +49,13 @@ func PlanImport(ctx context.Context, ddb TableAPI, opt ImportOptions) (*Plan, er
 		return nil, inputErrorf("--prune deletes leases of the application's own table; it does not go with --to-app")
 	}
 	now := clock.Now()
-	scan, err := leasecore.ScanTable(ctx, ddb, opt.Table, leasecore.ScanOptions{ConsistentRead: true, KeepItems: true})
-	if err != nil {
-		return nil, fmt.Errorf("scan lease table %q: %w", opt.Table, err)
+	var scan leasecore.ScanResult
+	if !opt.NoTable {
+		var err error
+		scan, err = leasecore.ScanTable(ctx, ddb, opt.Table, leasecore.ScanOptions{ConsistentRead: true, KeepItems: true})
+		if err != nil {
+			return nil, fmt.Errorf("scan lease table %q: %w", opt.Table, err)
+		}
 	}
 	p := &Plan{Kind: "import", Table: opt.Table, Target: "export " + opt.File, ReadAt: now, Scan: scan}
 	raw := itemsByKey(scan.Items)

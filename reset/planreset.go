@@ -30,6 +30,9 @@ type ResetOptions struct {
 	Concurrency int
 	// Retry applies to ListShards.
 	Retry reshard.Retry
+	// Progress, when set, hears of each shard searched for a time: done of
+	// total. It may be called from several goroutines at once.
+	Progress func(done, total int)
 }
 
 // PlanReset reads the lease table (and, for every target but a positions
@@ -230,7 +233,7 @@ func (rp *resetPlanner) atTime(ctx context.Context, kin StreamAPI) error {
 			}
 		}
 	}
-	res := &timeResolver{kin: kin, stream: rp.stream.Name, g: rp.g, at: at, concurrency: rp.opt.Concurrency}
+	res := &timeResolver{kin: kin, stream: rp.stream.Name, g: rp.g, at: at, concurrency: rp.opt.Concurrency, progress: rp.opt.Progress}
 	if res.concurrency == 0 {
 		res.concurrency = 8
 	}

@@ -1,0 +1,283 @@
+package cmd
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kcltool/kcltool/reset"
+)
+
+// backupDirDefault is how the help shows --backup-dir's default: the rule,
+// not this machine's path, so that the generated command reference is the
+// same everywhere.
+const backupDirDefault = "$XDG_STATE_HOME/kcltool/backups or ~/.local/state/kcltool/backups"
+
+// addBackupDirFlag registers --backup-dir with an empty default value; the
+// folder is decided when it is needed (backupDir).
+func addBackupDirFlag(c *cobra.Command, dst *string, usage string) {
+	// The variable's note is written here so that it comes before the
+	// default, as cobra places it for every other flag.
+	c.Flags().StringVar(dst, "backup-dir", "", usage+" [$"+envName("backup-dir")+"] (default "+backupDirDefault+")")
+}
+
+// backupDir is --backup-dir, or the XDG state folder kcltool keeps its
+// backups in: $XDG_STATE_HOME/kcltool/backups, or
+// ~/.local/state/kcltool/backups when XDG_STATE_HOME is unset (or, against
+// the XDG rules, relative). One known folder rather than the current one,
+// which scattered backups wherever a reset happened to be run.
+func backupDir(f *Factory, flag string) (string, error) {
+	if flag != "" {
+		return flag, nil
+	}
+	if x := f.Getenv("XDG_STATE_HOME"); x != "" && filepath.IsAbs(x) {
+		return filepath.Join(x, "kcltool", "backups"), nil
+	}
+	home := f.Getenv("HOME")
+	if home == "" {
+		var err error
+		if home, err = os.UserHomeDir(); err != nil || home == "" {
+			return "", usageErrorf("no home folder for the default --backup-dir (%s): pass --backup-dir", backupDirDefault)
+		}
+	}
+	return filepath.Join(home, ".local", "state", "kcltool", "backups"), nil
+}
+
+// makeBackupDir decides the folder and creates it, readable by the user
+// only (backups hold the whole table), before anything else happens: a
+// folder that cannot be created fails the command at once, not after the
+// sample.
+func makeBackupDir(f *Factory, flag string) (string, error) {
+	dir, err := backupDir(f, flag)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("backup folder: %w (pass --backup-dir to save elsewhere)", err)
+	}
+	return dir, nil
+}
+
+func newCheckpointBackupsCmd(f *Factory) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "backups",
+		Short: "The backups that reset and import saved before writing",
+	}
+	c.AddCommand(newCheckpointBackupsLsCmd(f))
+	return c
+}
+
+type backupsLsOptions struct {
+	appFlags
+	Output    string
+	BackupDir string
+}
+
+func newCheckpointBackupsLsCmd(f *Factory) *cobra.Command {
+	o := &backupsLsOptions{}
+	c := &cobra.Command{
+		Use:     "ls [--app APP] [--backup-dir DIR]",
+		Aliases: []string{"list"},
+		Short:   "List the backups in the backup folder",
+		Long: `List the backups that checkpoint reset and checkpoint import --execute saved
+before their first write, oldest first: the file, the lease table, the time of
+the read, the number of leases and the size. Each is a complete export of the
+table; restore one with the command the reset printed:
+
+  kcltool checkpoint import --app APP --file FILE [--prune] --execute
+
+The folder is --backup-dir, by default $XDG_STATE_HOME/kcltool/backups, or
+~/.local/state/kcltool/backups when XDG_STATE_HOME is unset. --app or --table
+lists only the backups of that table. Only the header of each file is read.`,
+		Example: `  kcltool checkpoint backups ls
+  kcltool checkpoint backups ls --app orders -o wide
+  kcltool checkpoint backups ls -o json | jq -r '.[-1].path'`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(o.Output); err != nil {
+				return err
+			}
+			return runBackupsLs(f, o)
+		},
+	}
+	c.Flags().StringVar(&o.App, "app", "", "only the backups of this application's lease table")
+	c.Flags().StringVar(&o.Table, "table", "", "only the backups of this lease table")
+	addBackupDirFlag(c, &o.BackupDir, "the folder to list")
+	addOutputFlag(c, &o.Output)
+	return c
+}
+
+// backupJSON is the documented JSON shape of one backup (docs/json.md).
+// Every key is always present; plan is null when the plan file is missing.
+type backupJSON struct {
+	File       string  `json:"file"`
+	Path       string  `json:"path"`
+	Kind       string  `json:"kind"`
+	Table      string  `json:"table"`
+	ExportedAt string  `json:"exportedAt"`
+	Leases     int     `json:"leases"`
+	NonLeases  int     `json:"nonLeases"`
+	Malformed  int     `json:"malformed"`
+	SizeBytes  int64   `json:"sizeBytes"`
+	Plan       *string `json:"plan"`
+}
+
+const backupSuffix = ".backup.json"
+
+func runBackupsLs(f *Factory, o *backupsLsOptions) error {
+	dir, err := backupDir(f, o.BackupDir)
+	if err != nil {
+		return err
+	}
+	only := o.Table
+	if only == "" {
+		only = o.App
+	}
+	rows, err := readBackups(f, dir, only)
+	if err != nil {
+		return err
+	}
+	if len(rows) == 0 {
+		fmt.Fprintf(f.IO.ErrOut, "kcltool: no backups in %s\n", dir)
+	}
+	return renderBackups(f.IO, o.Output, rows)
+}
+
+// readBackups summarises every backup in dir, oldest first. A file that is
+// not a readable export is reported and left out.
+func readBackups(f *Factory, dir, table string) ([]backupJSON, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("backup folder: %w", err)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		abs = dir
+	}
+	var rows []backupJSON
+	times := map[string]time.Time{}
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !strings.HasPrefix(name, "kcltool-") || !strings.HasSuffix(name, backupSuffix) {
+			continue
+		}
+		path := filepath.Join(abs, name)
+		s, size, err := summarise(path)
+		if err != nil {
+			fmt.Fprintf(f.IO.ErrOut, "kcltool: warning: skipped %s: %v\n", path, err)
+			continue
+		}
+		if table != "" && s.Table != table {
+			continue
+		}
+		r := backupJSON{File: name, Path: path, Kind: backupKind(name), Table: s.Table,
+			ExportedAt: s.ExportedAt.UTC().Format(time.RFC3339Nano), Leases: s.Leases, NonLeases: s.NonLeases,
+			Malformed: s.Malformed, SizeBytes: size}
+		if plan := strings.TrimSuffix(path, backupSuffix) + ".plan.json"; regularFileExists(plan) {
+			r.Plan = &plan
+		}
+		times[name] = s.ExportedAt
+		rows = append(rows, r)
+	}
+	sort.SliceStable(rows, func(i, j int) bool {
+		ti, tj := times[rows[i].File], times[rows[j].File]
+		if !ti.Equal(tj) {
+			return ti.Before(tj)
+		}
+		return rows[i].File < rows[j].File
+	})
+	return rows, nil
+}
+
+func summarise(path string) (reset.ExportSummary, int64, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return reset.ExportSummary{}, 0, err
+	}
+	defer fh.Close()
+	st, err := fh.Stat()
+	if err != nil {
+		return reset.ExportSummary{}, 0, err
+	}
+	s, err := reset.ReadExportSummary(fh)
+	return s, st.Size(), err
+}
+
+// backupKind is the command that saved the backup, from its name
+// (kcltool-KIND-TABLE-TIME.backup.json).
+func backupKind(name string) string {
+	k, _, _ := strings.Cut(strings.TrimPrefix(name, "kcltool-"), "-")
+	return k
+}
+
+func regularFileExists(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && !st.IsDir()
+}
+
+var backupCSVColumns = []string{"file", "path", "kind", "table", "exportedAt", "leases", "nonLeases", "malformed", "sizeBytes", "plan"}
+
+func renderBackups(io *IOStreams, format string, rows []backupJSON) error {
+	switch format {
+	case FormatJSON:
+		return writeJSONLines(io.Out, rows)
+	case FormatCSV:
+		var out [][]string
+		for _, r := range rows {
+			plan := ""
+			if r.Plan != nil {
+				plan = *r.Plan
+			}
+			out = append(out, []string{r.File, r.Path, r.Kind, r.Table, r.ExportedAt, strconv.Itoa(r.Leases), strconv.Itoa(r.NonLeases),
+				strconv.Itoa(r.Malformed), strconv.FormatInt(r.SizeBytes, 10), plan})
+		}
+		return writeCSV(io.Out, backupCSVColumns, out)
+	}
+	header := []string{"FILE", "TABLE", "TIME", "LEASES", "SIZE"}
+	if format == FormatWide {
+		header = []string{"PATH", "KIND", "TABLE", "TIME", "LEASES", "NON-LEASES", "MALFORMED", "SIZE", "PLAN"}
+	}
+	var out [][]string
+	for _, r := range rows {
+		at := r.ExportedAt
+		if t, err := time.Parse(time.RFC3339Nano, at); err == nil {
+			at = t.UTC().Format("2006-01-02T15:04:05Z")
+		}
+		row := []string{r.File, r.Table, at, strconv.Itoa(r.Leases), humanBytes(r.SizeBytes)}
+		if format == FormatWide {
+			plan := "-"
+			if r.Plan != nil {
+				plan = filepath.Base(*r.Plan)
+			}
+			row = []string{r.Path, r.Kind, r.Table, at, strconv.Itoa(r.Leases), strconv.Itoa(r.NonLeases), strconv.Itoa(r.Malformed), humanBytes(r.SizeBytes), plan}
+		}
+		out = append(out, row)
+	}
+	return writeTable(io, header, out)
+}
+
+// humanBytes shows a size for people: 812B, 14.2KiB, 3.0MiB.
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return strconv.FormatInt(n, 10) + "B"
+	}
+	v, suffix := float64(n)/unit, "KiB"
+	for _, s := range []string{"MiB", "GiB", "TiB"} {
+		if v < unit {
+			break
+		}
+		v, suffix = v/unit, s
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64) + suffix
+}

@@ -1,0 +1,182 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/kcltool/kcltool/leasecore"
+	"github.com/kcltool/kcltool/reset"
+)
+
+// progress tells an operator at a terminal what long work is doing: one
+// line on stderr, redrawn in place, cleared when the work ends so that the
+// results that follow start on a clean line. When stderr is not a terminal
+// it writes nothing at all: logs, pipes and CI output hold results and
+// warnings only.
+//
+// The domain packages report through plain callbacks (done, total); this is
+// the one place that turns them into text.
+type progress struct {
+	w     io.Writer // nil when stderr is not a terminal: every method is a no-op
+	clock leasecore.Clock
+
+	mu    sync.Mutex
+	shown bool   // a line is on the screen
+	last  string // the text drawn last
+}
+
+// newProgress returns a progress line on f's stderr, silent unless stderr
+// is a terminal.
+func newProgress(f *Factory) *progress {
+	p := &progress{clock: f.Clock}
+	if f.IO.ErrTTY {
+		p.w = f.IO.ErrOut
+	}
+	if p.clock == nil {
+		p.clock = leasecore.RealClock()
+	}
+	return p
+}
+
+// show redraws the line with the text.
+func (p *progress) show(format string, args ...any) {
+	if p.w == nil {
+		return
+	}
+	text := "kcltool: " + fmt.Sprintf(format, args...)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.shown && text == p.last {
+		return
+	}
+	// \r returns to the start of the line, ESC[K clears what a longer
+	// earlier text left behind.
+	fmt.Fprintf(p.w, "\r%s\x1b[K", text)
+	p.shown, p.last = true, text
+}
+
+// counter returns a callback for the domain packages' Progress options:
+// "kcltool: <verb> 3 of 12 <noun>". It is safe for concurrent use.
+func (p *progress) counter(verb, noun string) func(done, total int) {
+	if p.w == nil {
+		return nil
+	}
+	if noun != "" {
+		noun = " " + noun
+	}
+	return func(done, total int) { p.show("%s %d of %d%s", verb, done, total, noun) }
+}
+
+// done clears the line; a later show draws a new one. Callers end the
+// work, goroutines included, before they call it.
+func (p *progress) done() {
+	if p.w == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.shown {
+		fmt.Fprint(p.w, "\r\x1b[K")
+	}
+	p.shown = false
+}
+
+// scanProgress counts the Scan pages and items of a lease-table read and
+// shows them: at once, or with quietFor > 0 only from the second page on or
+// once the read has taken that long, so that the usual small table shows
+// nothing. It wraps the client rather than reaching into the scan, which
+// needs no hook in leasecore.
+type scanProgress struct {
+	leaseTableReader
+	p     *progress
+	table string
+
+	pages, items atomic.Int64
+	loud         atomic.Bool
+	stop         chan struct{}
+	stopped      chan struct{} // closed when the timer's goroutine is gone
+	stopOnce     sync.Once
+}
+
+// leaseTableReader is what the read commands call on a lease table.
+type leaseTableReader interface {
+	DescribeTable(ctx context.Context, params *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
+	Scan(ctx context.Context, params *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
+}
+
+// watchScan wraps api so that its Scan calls are shown on p. Call end when
+// the read is over.
+func watchScan(api leaseTableReader, p *progress, table string, quietFor time.Duration) *scanProgress {
+	s := &scanProgress{leaseTableReader: api, p: p, table: table, stop: make(chan struct{}), stopped: make(chan struct{})}
+	if p.w == nil || quietFor <= 0 {
+		close(s.stopped)
+		if p.w != nil {
+			s.loud.Store(true)
+			s.draw()
+		}
+		return s
+	}
+	// A slow first page would otherwise show nothing until it arrives.
+	t := p.clock.NewTimer(quietFor)
+	go func() {
+		defer close(s.stopped)
+		defer t.Stop()
+		select {
+		case <-t.C():
+			s.loud.Store(true)
+			s.draw()
+		case <-s.stop:
+		}
+	}()
+	return s
+}
+
+// Scan reads one page through the wrapped client and counts it.
+func (s *scanProgress) Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	out, err := s.leaseTableReader.Scan(ctx, in, optFns...)
+	if err == nil && s.p.w != nil {
+		s.items.Add(int64(len(out.Items)))
+		if s.pages.Add(1) > 1 {
+			s.loud.Store(true)
+		}
+		s.draw()
+	}
+	return out, err
+}
+
+func (s *scanProgress) draw() {
+	if !s.loud.Load() {
+		return
+	}
+	pages, items := s.pages.Load(), s.items.Load()
+	if pages == 0 {
+		s.p.show("reading lease table %q...", s.table)
+		return
+	}
+	s.p.show("reading lease table %q: %s, %s", s.table, plural(int(pages), "page"), plural(int(items), "item"))
+}
+
+// end stops the timer and clears the line.
+func (s *scanProgress) end() {
+	s.stopOnce.Do(func() { close(s.stop) })
+	<-s.stopped // a timer firing just now draws before the line is cleared
+	s.p.done()
+}
+
+// watchedTable is a lease table for reset and import whose scans are shown
+// by scan; its writes go straight through.
+type watchedTable struct {
+	reset.TableAPI
+	scan *scanProgress
+}
+
+// Scan reads one page through the progress counter.
+func (w watchedTable) Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	return w.scan.Scan(ctx, in, optFns...)
+}
