@@ -79,8 +79,7 @@ func renderLag(io *IOStreams, format string, l *inspect.Lag) error {
 			rows = append(rows, []string{r.Stream, r.ShardID, deref(j.LeaseKey), deref(j.LeaseOwner), deref(j.Checkpoint),
 				shardStatus(r), millis(r.MillisBehindLatest), string(r.State), strings.Join(j.BlockedBy, ";")})
 		}
-		return writeCSV(io.Out, []string{"streamName", "shardId", "leaseKey", "leaseOwner", "checkpoint", "shardStatus",
-			"millisBehindLatest", "state", "blockedBy"}, rows)
+		return writeCSV(io.Out, lagCSVColumns, rows)
 	}
 	wide := format == FormatWide
 	header := []string{"SHARD", "LEASE-OWNER", "CHECKPOINT", "SHARD-STATUS", "BEHIND", "STATE"}

@@ -115,7 +115,7 @@ func renderDoctor(f *Factory, format string, rep *inspect.Report, failOn inspect
 			recs = append(recs, []string{fd.ID, fd.Severity.String(), fd.Summary, strings.Join(fd.Evidence.Shards, ";"),
 				strings.Join(fd.Evidence.Workers, ";"), fd.Cause, fd.Fix})
 		}
-		return writeCSV(io.Out, []string{"id", "severity", "summary", "shards", "workers", "cause", "fix"}, recs)
+		return writeCSV(io.Out, doctorCSVColumns, recs)
 	}
 	return renderDoctorTable(f, format == FormatWide, rep, failOn)
 }

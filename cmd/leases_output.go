@@ -179,7 +179,7 @@ func renderNonLeases(io *IOStreams, format string, l *inspect.Listing) error {
 		rows = append(rows, []string{n.Key, n.EntityType})
 	}
 	if format == FormatCSV {
-		return writeCSV(io.Out, []string{"leaseKey", "entityType"}, rows)
+		return writeCSV(io.Out, nonLeaseCSVColumns, rows)
 	}
 	if len(rows) == 0 {
 		fmt.Fprintf(io.ErrOut, "kcltool: no non-lease items in table %q\n", l.Table)

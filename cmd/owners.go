@@ -117,7 +117,7 @@ func renderOwners(f *Factory, format string, o *inspect.Owners, sampled bool) er
 		for _, r := range rows {
 			recs = append(recs, []string{r.Worker, strconv.Itoa(r.Leases), strconv.Itoa(r.FairShare), strings.Join(r.Shards, ";")})
 		}
-		return writeCSV(io.Out, []string{"worker", "leases", "fairShare", "shards"}, recs)
+		return writeCSV(io.Out, ownersCSVColumns, recs)
 	}
 	header := []string{"WORKER", "LEASES", "FAIR-SHARE", "BALANCE"}
 	if sampled {
