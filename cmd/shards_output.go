@@ -173,8 +173,8 @@ func writeTree(io *IOStreams, l *inspect.Lineage, wide bool) error {
 	}
 	if len(l.Orphans) > 0 {
 		fmt.Fprintln(io.Out)
-		fmt.Fprintln(io.Out, st.Warn.Render(fmt.Sprintf("%s of shards the stream does not have (trimmed, or a deleted or recreated stream)",
-			plural(len(l.Orphans), "orphan-lease"))))
+		fmt.Fprintln(io.Out, st.Warn.Render(fmt.Sprintf("orphan-lease: %s of shards the stream does not have (trimmed, or a deleted or recreated stream)",
+			plural(len(l.Orphans), "lease"))))
 		for _, o := range l.Orphans {
 			if o.Blocking {
 				fmt.Fprintln(io.Out, st.Warn.Render(fmt.Sprintf("%s blocks %s until it is at SHARD_END or removed", o.LeaseKey, strings.Join(o.Children, ","))))

@@ -2,6 +2,9 @@ package cmd
 
 import (
 	"context"
+	"os/exec"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -179,16 +182,36 @@ func TestLineageSplitAndMerge(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
+	nb := "\u00a0"
 	for _, w := range []string{
-		"├── " + shardID(5), "└── " + shardID(6),
-		shardID(7), "(merge: also under " + shardID(1) + ")", "(merge: also under " + shardID(6) + ")",
-		"waiting on " + shardID(1) + " (checkpoint ",
-		"shardId-000000000099",
+		"SHARD                          SHARE   STATUS   OWNER      CHECKPOINT ",
+		"├──" + nb + shardID(5) + "       10.0%   open     -          -    ",
+		"└──" + nb + shardID(6),
+		// The merge child under each parent, naming the other one, waiting
+		// on the parent that is not at SHARD_END.
+		strings.Repeat(nb, 4) + "└──" + nb + shardID(7) + "   30.0%   open     -          TRIM_HORIZON ",
+		"waiting-on-parent   " + shardID(1) + "   " + shardID(1) + "\n",
+		"waiting-on-parent   " + shardID(1) + "   " + shardID(6) + "\n",
+		"\nshardId-000000000099           -       -        worker-c   ",
+		"orphan-lease: 1 lease of shards the stream does not have",
 	} {
 		if !strings.Contains(out, w) {
 			t.Errorf("lineage lacks %q:\n%s", w, out)
 		}
 	}
+	if strings.Contains(out, "no lease") {
+		t.Errorf("lineage says \"no lease\":\n%s", out)
+	}
+	awkColumns(t, out, 8)
+	wide, _, _ := s.kcltool("lineage", "--stream", s.stream, "--app", s.table, "-o", "wide")
+	if !strings.Contains(wide, "ALSO-UNDER             HASH-RANGE ") || !strings.Contains(wide, "   SUBSEQ   LEASE-KEY\n") ||
+		!regexp.MustCompile(`\n`+shardID(0)+` .* 0-68056473384187692692674921486353642290 +0 +`+shardID(0)+`\n`).MatchString(wide) {
+		t.Errorf("wide lineage lacks the hash range, sub-sequence number and lease key:\n%s", wide)
+	}
+	awkColumns(t, wide, 11)
+	bare, _, _ := s.kcltool("lineage", "--stream", s.stream)
+	awkColumns(t, bare, 4)
+
 	js, _, _ := s.kcltool("shards", "lineage", "--stream", s.stream, "--app", s.table, "-o", "json")
 	rows := jsonRows(t, js)
 	if len(rows) != 8 {
@@ -197,6 +220,36 @@ func TestLineageSplitAndMerge(t *testing.T) {
 	golden(t, "lineage.json", normalize(js))
 	dot, _, _ := s.kcltool("lineage", "--stream", s.stream, "-o", "dot")
 	golden(t, "lineage.dot", normalize(dot))
+}
+
+// awkColumns checks that every line of a table, up to the first blank
+// line, has n fields as awk splits them (on spaces and tabs), and with awk
+// itself where there is one.
+func awkColumns(t *testing.T, out string, n int) {
+	t.Helper()
+	table, _, _ := strings.Cut(out, "\n\n")
+	table = strings.TrimRight(table, "\n")
+	for _, line := range strings.Split(table, "\n") {
+		if got := len(strings.FieldsFunc(line, func(r rune) bool { return r == ' ' || r == '\t' })); got != n {
+			t.Errorf("%d fields, want %d: %q", got, n, line)
+		}
+	}
+	awk, err := exec.LookPath("awk")
+	if err != nil {
+		return
+	}
+	cmd := exec.Command(awk, `{ print NF }`)
+	cmd.Stdin = strings.NewReader(table + "\n")
+	got, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range strings.Fields(string(got)) {
+		if f != strconv.Itoa(n) {
+			t.Errorf("awk counts %s fields on a line, want %d:\n%s", f, n, table)
+			break
+		}
+	}
 }
 
 // TestLeasesOwnersBalance flags imbalance beyond one lease and unassigned
