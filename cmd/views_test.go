@@ -82,8 +82,34 @@ func TestCheckpointDiffEveryState(t *testing.T) {
 	}
 	golden(t, "checkpoint-diff.json", normalize(out))
 
-	// The table names the blocking parent and sums up each state.
+	// The table names the blocking parent and sums up each state. BEHIND
+	// is rounded for people: whole seconds here, 0s at the tip, "-" where
+	// not measured.
 	table, _, _ := s.kcltool("lag", "--app", s.table, "--stream", s.stream)
+	tableRows := 0
+	for _, line := range strings.Split(table, "\n") {
+		f := strings.Fields(line) // SHARD LEASE-OWNER CHECKPOINT SHARD-STATUS BEHIND STATE
+		if len(f) < 6 || !strings.HasPrefix(f[0], "shardId-") {
+			continue
+		}
+		tableRows++
+		want := "-"
+		switch f[0] {
+		case shardID(3):
+			want = "0s"
+		case shardID(2):
+			if !regexp.MustCompile(`^(<1s|[1-9]\d*s|[1-9]\d*m\d+s)$`).MatchString(f[4]) {
+				t.Errorf("behind shard: BEHIND %q is not rounded for people", f[4])
+			}
+			continue
+		}
+		if f[4] != want {
+			t.Errorf("%s: BEHIND %q, want %q", f[0], f[4], want)
+		}
+	}
+	if tableRows != 9 {
+		t.Errorf("%d rows, want 9:\n%s", tableRows, table)
+	}
 	for _, w := range []string{"blocked on " + shardID(1), "9 rows: 1 at-tip, 1 behind, 1 not-started, 2 drained, 1 closed-undrained, 1 blocked, 1 missing-lease, 1 orphan-lease"} {
 		if !strings.Contains(table, w) {
 			t.Errorf("table lacks %q:\n%s", w, table)
