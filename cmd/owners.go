@@ -126,17 +126,15 @@ func renderOwners(f *Factory, format string, o *inspect.Owners, sampled bool) er
 	header = append(header, "SHARDS")
 	var recs [][]string
 	for _, r := range rows {
-		name := r.Worker
-		if r.Leader {
-			name += " (leader)"
-		}
-		rec := []string{name, strconv.Itoa(r.Leases), strconv.Itoa(r.FairShare), fmt.Sprintf("%+d", r.Leases-r.FairShare)}
+		// The leader is named under the table, not in the cell: a cell
+		// with a space would shift every later column for awk.
+		rec := []string{r.Worker, strconv.Itoa(r.Leases), strconv.Itoa(r.FairShare), fmt.Sprintf("%+d", r.Leases-r.FairShare)}
 		if sampled {
 			rec = append(rec, strconv.FormatInt(*r.Renewals, 10), strconv.Itoa(*r.Expired))
 		}
 		shards := strings.Join(r.Shards, ",")
 		if format != FormatWide && len(r.Shards) > 4 {
-			shards = strings.Join(r.Shards[:4], ",") + fmt.Sprintf(",… (+%d)", len(r.Shards)-4)
+			shards = strings.Join(r.Shards[:4], ",") + fmt.Sprintf(",…(+%d)", len(r.Shards)-4)
 		}
 		recs = append(recs, append(rec, shards))
 	}
@@ -148,6 +146,9 @@ func renderOwners(f *Factory, format string, o *inspect.Owners, sampled bool) er
 	st := io.Styles()
 	fmt.Fprintln(io.Out)
 	fmt.Fprintln(io.Out, st.Dim.Render(fmt.Sprintf("%s, %s, fair share %d", plural(o.Leases, "lease"), plural(len(o.Workers), "worker"), o.FairShare)))
+	if o.Leader != "" {
+		fmt.Fprintln(io.Out, st.Dim.Render("KCL 3.x leader: "+o.Leader))
+	}
 	if o.Imbalanced {
 		fmt.Fprintln(io.Out, st.Warn.Render("imbalanced: workers differ by more than one lease (KCL 2.x steals one lease per taker run, every 20s by default)"))
 	}

@@ -309,3 +309,20 @@ func TestLeasesOwnersBalance(t *testing.T) {
 	js, _, _ := s.kcltool("leases", "owners", "--app", table, "-o", "json")
 	golden(t, "owners.json", js)
 }
+
+// TestLeasesOwnersKCL3 names the KCL 3.x leader under the table, not in the
+// WORKER cell, so awk sees the same columns on every row.
+func TestLeasesOwnersKCL3(t *testing.T) {
+	ddb := emulator.DynamoDB(t)
+	table := seedTable(t)
+	seedFiles(t, ddb, table, fixturesDir(t), "f2-kcl35-active.json", "f6-kcl35-non-lease.jsonl")
+	s := &scenario{t: t}
+	out, errOut, code := s.kcltool("leases", "owners", "--app", table)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "\nworker-b   1        1            +0        shardId-000000000001\n") || !strings.Contains(out, "\nKCL 3.x leader: worker-b\n") {
+		t.Errorf("owners table:\n%s", out)
+	}
+	awkColumns(t, out, 5)
+}
