@@ -42,7 +42,8 @@ type jsonKey struct {
 
 // jsonCommand documents one command's JSON.
 type jsonCommand struct {
-	Name  string // the heading and the lookup key: "leases ls"
+	Name  string // the lookup key: "leases ls"
+	Title string // the heading; "`kcltool NAME -o json`" when empty
 	Shape string // what the document is, in a sentence or two
 	Keys  []jsonKey
 	CSV   []string // the -o csv header; nil without CSV output
@@ -95,7 +96,7 @@ var jsonSchemas = []jsonCommand{
 			{"leaseKey", tString, "the shard id, or `account:stream:epoch:shardId` in a multi-stream table"},
 			{"leaseOwner", tStringOrNull, "the worker holding the lease; null when unassigned"},
 			{"leaseCounter", tNumber, "incremented by every renewal, take and checkpoint"},
-			{"ownerSwitchesSinceCheckpoint", tNumber, ""},
+			{"ownerSwitchesSinceCheckpoint", tNumber, "owner changes since the last checkpoint"},
 			{"checkpoint", tString, "a sequence number (a string: 56 digits overflow JSON numbers) or `TRIM_HORIZON`, `LATEST`, `SHARD_END`, `AT_TIMESTAMP`"},
 			{"checkpointSubSequenceNumber", tNumber, "KPL sub-record index"},
 			{"pendingCheckpoint", tStringOrNull, "a two-phase checkpoint in progress; null when none"},
@@ -154,7 +155,7 @@ var jsonSchemas = []jsonCommand{
 			{"checkpoint", tStringOrNull, "null without a lease"},
 			{"checkpointSubSequenceNumber", tNumberOrNull, "null without a lease"},
 			{"shardStatus", tStringOrNull, "`open` or `closed`; null for an `orphan-lease`"},
-			{"millisBehindLatest", tNumberOrNull, "milliseconds behind the tip; null where not measured (closed shards, sentinel checkpoints, no lease)"},
+			{"millisBehindLatest", tNumberOrNull, "milliseconds behind the tip (the table's BEHIND shows it rounded: `32s`, `4m10s`, `2h3m`); null where not measured: closed shards, sentinel checkpoints, no lease"},
 			{"state", tString, "`at-tip`, `behind`, `not-started`, `drained`, `closed-undrained`, `blocked`, `missing-lease` or `orphan-lease`"},
 			{"blockedBy", tStrings, "the parents a `blocked` row waits for; `[]` otherwise"},
 			{"note", tStringOrNull, "a few words for `missing-lease`, `orphan-lease` and cleaned-up shards; null otherwise"},
@@ -175,10 +176,10 @@ var jsonSchemas = []jsonCommand{
 			{"endingHashKey", tString, "decimal"},
 			{"share", tNumber, "its fraction of the hash key space, 0..1"},
 			{"lease", tObjectOrNull, "its lease; null without `--app` or without a lease"},
-			{"lease.leaseKey", tString, ""},
+			{"lease.leaseKey", tString, "the lease key"},
 			{"lease.leaseOwner", tStringOrNull, "null when unassigned"},
-			{"lease.checkpoint", tString, ""},
-			{"lease.checkpointSubSequenceNumber", tNumber, ""},
+			{"lease.checkpoint", tString, "sequence number or sentinel"},
+			{"lease.checkpointSubSequenceNumber", tNumber, "KPL sub-record index"},
 			{"lease.state", tString, "as in `leases ls`"},
 			{"lease.blockedBy", tStrings, "the parents an idle child waits for; `[]` otherwise"},
 			{"lease.waiting", tStringOrNull, "why an idle child waits, in words; null when it does not"},
@@ -195,11 +196,11 @@ var jsonSchemas = []jsonCommand{
 			{"stream", tStringOrNull, "the stream; null without `--stream` (and not a multi-stream table)"},
 			{"started", tString, "start of the window, RFC 3339 UTC"},
 			{"ended", tString, "end of the window, RFC 3339 UTC"},
-			{"windowMillis", tNumber, ""},
-			{"failoverTimeMillis", tNumber, ""},
+			{"windowMillis", tNumber, "the window's length"},
+			{"failoverTimeMillis", tNumber, "the failover time: how far apart the reads are"},
 			{"reads", tNumber, "lease-table reads in the window"},
-			{"leases", tNumber, ""},
-			{"workers", tNumber, ""},
+			{"leases", tNumber, "leases in the table"},
+			{"workers", tNumber, "workers holding a lease"},
 			{"kcl3", tBoolean, "the table is a KCL 3.x table"},
 			{"worst", tString, "`critical`, `warn`, `info`, or `none` without findings"},
 			{"failOn", tString, "the `--fail-on` threshold; `never` for `--fail-on never`"},
@@ -207,28 +208,28 @@ var jsonSchemas = []jsonCommand{
 			{"findings", tObjects, "worst first; `[]` when none"},
 			{"findings[].id", tString, "the finding's id (a contract, as the keys are)"},
 			{"findings[].severity", tString, "`info`, `warn` or `critical`"},
-			{"findings[].summary", tString, ""},
-			{"findings[].evidence", tObject, ""},
+			{"findings[].summary", tString, "one line"},
+			{"findings[].evidence", tObject, "what the finding rests on"},
 			{"findings[].evidence.lines", tStrings, "the facts in words, one per lease, shard or worker"},
 			{"findings[].evidence.values", tNumberMap, "the numbers by name; `{}` when none"},
 			{"findings[].evidence.shards", tStrings, "shard ids (lease keys in multi-stream tables) involved"},
 			{"findings[].evidence.workers", tStrings, "worker ids involved"},
-			{"findings[].cause", tString, ""},
-			{"findings[].fix", tString, ""},
+			{"findings[].cause", tString, "why it happens"},
+			{"findings[].fix", tString, "what to do"},
 			{"cost", tObject, "what the run read"},
-			{"cost.dynamodb", tObject, ""},
-			{"cost.dynamodb.scans", tNumber, ""},
-			{"cost.dynamodb.pages", tNumber, ""},
+			{"cost.dynamodb", tObject, "lease-table reads"},
+			{"cost.dynamodb.scans", tNumber, "full scans of the lease table"},
+			{"cost.dynamodb.pages", tNumber, "Scan pages read"},
 			{"cost.dynamodb.legacyScans", tNumber, "KCL 3.0–3.4 side-table scans"},
-			{"cost.dynamodb.describeTable", tNumber, ""},
-			{"cost.dynamodb.readCapacityUnits", tNumber, ""},
-			{"cost.kinesis", tObject, ""},
-			{"cost.kinesis.getRecords", tNumber, ""},
-			{"cost.kinesis.listShards", tNumber, ""},
-			{"cost.kinesis.describeStreamSummary", tNumber, ""},
-			{"cost.cloudwatch", tObject, ""},
-			{"cost.cloudwatch.getMetricData", tNumber, ""},
-			{"cost.cloudwatch.metrics", tNumber, ""},
+			{"cost.dynamodb.describeTable", tNumber, "DescribeTable calls"},
+			{"cost.dynamodb.readCapacityUnits", tNumber, "read capacity consumed"},
+			{"cost.kinesis", tObject, "stream reads (with `--stream`)"},
+			{"cost.kinesis.getRecords", tNumber, "GetRecords probes"},
+			{"cost.kinesis.listShards", tNumber, "ListShards calls"},
+			{"cost.kinesis.describeStreamSummary", tNumber, "DescribeStreamSummary calls"},
+			{"cost.cloudwatch", tObject, "CloudWatch reads"},
+			{"cost.cloudwatch.getMetricData", tNumber, "GetMetricData requests"},
+			{"cost.cloudwatch.metrics", tNumber, "metrics read"},
 		},
 		CSV:     doctorCSVColumns,
 		CSVNote: "One row per finding; `shards` and `workers` are joined with `;`.",
@@ -242,6 +243,7 @@ var jsonSchemas = []jsonCommand{
 	},
 	{
 		Name:  "plan file",
+		Title: "The plan file saved by `--execute`",
 		Shape: "The `.plan.json` that `--execute` saves beside the backup: one object.",
 		Keys: append([]jsonKey{
 			{"kind", tString, "`reset` or `import`"},
@@ -254,16 +256,17 @@ var jsonSchemas = []jsonCommand{
 	},
 	{
 		Name:  "checkpoint export",
+		Title: "`kcltool checkpoint export` (`-o json`, the default)",
 		Shape: "One object with one item per line; `checkpoint import` reads it back (also files written before these keys were always present).",
 		Keys: []jsonKey{
 			{"format", tString, "`kcltool-lease-table-export`"},
 			{"version", tNumber, "1; it changes only when an older reader would misread the file"},
 			{"table", tString, "the table exported"},
 			{"exportedAt", tString, "when it was read, RFC 3339 UTC, milliseconds"},
-			{"counts", tObject, ""},
-			{"counts.leases", tNumber, ""},
-			{"counts.nonLeases", tNumber, ""},
-			{"counts.malformed", tNumber, ""},
+			{"counts", tObject, "the items by kind"},
+			{"counts.leases", tNumber, "lease items"},
+			{"counts.nonLeases", tNumber, "non-lease items"},
+			{"counts.malformed", tNumber, "malformed items"},
 			{"items", tObjects, "every item of the table"},
 			{"items[].leaseKey", tString, "the item's key"},
 			{"items[].kind", tString, "`lease`, `non-lease` or `malformed`"},
@@ -301,7 +304,11 @@ func jsonSchemaMarkdown() string {
 	b.WriteString(jsonDocBegin + "\n\n")
 	b.WriteString(jsonSchemaNote + "\n")
 	for _, c := range jsonSchemas {
-		fmt.Fprintf(&b, "\n## `%s`\n\n%s\n\n| key | type | meaning |\n|---|---|---|\n", c.Name, c.Shape)
+		title := c.Title
+		if title == "" {
+			title = "`kcltool " + c.Name + " -o json`"
+		}
+		fmt.Fprintf(&b, "\n## %s\n\n%s\n\n| key | type | meaning |\n|---|---|---|\n", title, c.Shape)
 		for _, k := range c.Keys {
 			fmt.Fprintf(&b, "| `%s` | %s | %s |\n", k.Path, k.Type, k.Doc)
 		}

@@ -75,8 +75,8 @@ func TestJSONSchemaMatchesStructs(t *testing.T) {
 	for _, c := range jsonSchemas {
 		seen := map[string]bool{}
 		for _, k := range c.Keys {
-			if seen[k.Path] || !slices.Contains(types, k.Type) {
-				t.Errorf("%s: key %q duplicated or of unknown type %q", c.Name, k.Path, k.Type)
+			if seen[k.Path] || !slices.Contains(types, k.Type) || k.Doc == "" {
+				t.Errorf("%s: key %q duplicated, of unknown type %q or without a meaning", c.Name, k.Path, k.Type)
 			}
 			seen[k.Path] = true
 		}
