@@ -101,10 +101,12 @@ func TestJSONDocsPage(t *testing.T) {
 	if err != nil {
 		page = jsonDocsIntro + "\n"
 	}
+	want = strings.TrimSuffix(want, "\n")
 	begin, end := strings.Index(page, jsonDocBegin), strings.Index(page, jsonDocEnd)
 	var got string
 	if begin >= 0 && end > begin {
-		got = page[begin : end+len(jsonDocEnd)+1]
+		end += len(jsonDocEnd)
+		got = page[begin:end]
 	}
 	if got == want {
 		return
@@ -113,9 +115,9 @@ func TestJSONDocsPage(t *testing.T) {
 		t.Fatalf("%s is not what cmd/json_schema.go renders: run go test ./cmd -run TestJSONDocsPage -update", path)
 	}
 	if begin >= 0 && end > begin {
-		page = page[:begin] + want + page[end+len(jsonDocEnd)+1:]
+		page = page[:begin] + want + page[end:]
 	} else {
-		page = strings.TrimRight(page, "\n") + "\n\n" + want
+		page = strings.TrimRight(page, "\n") + "\n\n" + want + "\n"
 	}
 	if err := os.WriteFile(path, []byte(page), 0o644); err != nil {
 		t.Fatal(err)
