@@ -8,31 +8,27 @@ import (
 	"github.com/kcltool/kcltool/inspect"
 )
 
-// lagJSON is the documented JSON shape of one `checkpoint diff` row.
+// lagJSON is the documented JSON shape of one `checkpoint diff` row
+// (docs/json.md; the key list is jsonSchemas["checkpoint diff"]). Every key
+// is always present; what does not apply is null, lists are [].
 // Fields may be added, never renamed.
 type lagJSON struct {
-	StreamName                  string   `json:"streamName,omitempty"`
-	ShardID                     string   `json:"shardId"`
-	LeaseKey                    *string  `json:"leaseKey"`
-	LeaseOwner                  *string  `json:"leaseOwner"`
-	Checkpoint                  *string  `json:"checkpoint"`
-	CheckpointSubSequenceNumber *int64   `json:"checkpointSubSequenceNumber"`
-	ShardStatus                 *string  `json:"shardStatus"`
-	MillisBehindLatest          *int64   `json:"millisBehindLatest"`
-	State                       string   `json:"state"`
-	BlockedBy                   []string `json:"blockedBy"`
-	Note                        string   `json:"note,omitempty"`
+	StreamName                  optString `json:"streamName"`
+	ShardID                     string    `json:"shardId"`
+	LeaseKey                    *string   `json:"leaseKey"`
+	LeaseOwner                  *string   `json:"leaseOwner"`
+	Checkpoint                  *string   `json:"checkpoint"`
+	CheckpointSubSequenceNumber *int64    `json:"checkpointSubSequenceNumber"`
+	ShardStatus                 *string   `json:"shardStatus"`
+	MillisBehindLatest          *int64    `json:"millisBehindLatest"`
+	State                       string    `json:"state"`
+	BlockedBy                   []string  `json:"blockedBy"`
+	Note                        optString `json:"note"`
 }
 
-func toLagJSON(r inspect.LagRow, multi bool) lagJSON {
-	j := lagJSON{ShardID: r.ShardID, MillisBehindLatest: r.MillisBehindLatest, State: string(r.State),
-		BlockedBy: blockerIDs(r.BlockedBy), Note: r.Note}
-	if j.BlockedBy == nil {
-		j.BlockedBy = []string{}
-	}
-	if multi {
-		j.StreamName = r.Stream
-	}
+func toLagJSON(r inspect.LagRow) lagJSON {
+	j := lagJSON{StreamName: optString(r.Stream), ShardID: r.ShardID, MillisBehindLatest: r.MillisBehindLatest,
+		State: string(r.State), BlockedBy: orEmpty(blockerIDs(r.BlockedBy)), Note: optString(r.Note)}
 	if r.Lease != nil {
 		j.LeaseKey, j.Checkpoint = &r.Lease.LeaseKey, &r.Lease.Checkpoint.SequenceNumber
 		j.CheckpointSubSequenceNumber = &r.Lease.Checkpoint.SubSequenceNumber
@@ -73,18 +69,17 @@ func renderLag(io *IOStreams, format string, l *inspect.Lag) error {
 	case FormatJSON:
 		out := make([]lagJSON, 0, len(l.Rows))
 		for _, r := range l.Rows {
-			out = append(out, toLagJSON(r, multi))
+			out = append(out, toLagJSON(r))
 		}
 		return writeJSONLines(io.Out, out)
 	case FormatCSV:
 		rows := make([][]string, 0, len(l.Rows))
 		for _, r := range l.Rows {
-			j := toLagJSON(r, true)
+			j := toLagJSON(r)
 			rows = append(rows, []string{r.Stream, r.ShardID, deref(j.LeaseKey), deref(j.LeaseOwner), deref(j.Checkpoint),
 				shardStatus(r), millis(r.MillisBehindLatest), string(r.State), strings.Join(j.BlockedBy, ";")})
 		}
-		return writeCSV(io.Out, []string{"streamName", "shardId", "leaseKey", "leaseOwner", "checkpoint", "shardStatus",
-			"millisBehindLatest", "state", "blockedBy"}, rows)
+		return writeCSV(io.Out, lagCSVColumns, rows)
 	}
 	wide := format == FormatWide
 	header := []string{"SHARD", "LEASE-OWNER", "CHECKPOINT", "SHARD-STATUS", "BEHIND", "STATE"}
@@ -97,7 +92,7 @@ func renderLag(io *IOStreams, format string, l *inspect.Lag) error {
 	st := io.Styles()
 	rows := make([][]string, 0, len(l.Rows))
 	for _, r := range l.Rows {
-		j := toLagJSON(r, multi)
+		j := toLagJSON(r)
 		state := string(r.State)
 		if len(j.BlockedBy) > 0 {
 			state += " on " + strings.Join(j.BlockedBy, ",")
@@ -151,14 +146,11 @@ func millis(m *int64) string {
 	return itoa(*m)
 }
 
-// behind renders millisBehindLatest for people: "0s", "1.5s", "3m12s".
+// behind renders millisBehindLatest for the table; unknown is "" (shown as
+// "-"). JSON keeps the milliseconds.
 func behind(m *int64) string {
 	if m == nil {
 		return ""
 	}
-	d := time.Duration(*m) * time.Millisecond
-	if d >= time.Minute {
-		d = d.Round(time.Second)
-	}
-	return d.String()
+	return humanDuration(time.Duration(*m) * time.Millisecond)
 }

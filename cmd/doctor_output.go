@@ -10,11 +10,13 @@ import (
 	"github.com/kcltool/kcltool/inspect"
 )
 
-// doctorJSON is the documented JSON shape of a doctor report.
+// doctorJSON is the documented JSON shape of a doctor report (docs/json.md;
+// the key list is jsonSchemas["doctor"]). Every key is always present: no
+// stream is null; lists are [] and values {} when empty.
 type doctorJSON struct {
 	App                string        `json:"app"`
 	Table              string        `json:"table"`
-	Stream             string        `json:"stream,omitempty"`
+	Stream             optString     `json:"stream"`
 	Started            time.Time     `json:"started"`
 	Ended              time.Time     `json:"ended"`
 	WindowMillis       int64         `json:"windowMillis"`
@@ -65,13 +67,6 @@ type costJSON struct {
 	} `json:"cloudwatch"`
 }
 
-func orEmpty(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
-}
-
 func severityName(s inspect.Severity) string {
 	if s > inspect.SeverityCritical {
 		return "never"
@@ -84,7 +79,7 @@ func severityName(s inspect.Severity) string {
 
 func reportJSON(rep *inspect.Report, failOn inspect.Severity) doctorJSON {
 	j := doctorJSON{
-		App: rep.App, Table: rep.Table, Stream: rep.Stream, Started: rep.Started.UTC(), Ended: rep.Ended.UTC(),
+		App: rep.App, Table: rep.Table, Stream: optString(rep.Stream), Started: rep.Started.UTC(), Ended: rep.Ended.UTC(),
 		WindowMillis: rep.Window.Milliseconds(), FailoverTimeMillis: rep.FailoverTime.Milliseconds(),
 		Reads: rep.Reads, Leases: rep.Leases, Workers: rep.Workers, KCL3: rep.KCL3,
 		Worst: severityName(rep.Worst()), FailOn: severityName(failOn), Failed: len(rep.AtLeast(failOn)) > 0,
@@ -120,7 +115,7 @@ func renderDoctor(f *Factory, format string, rep *inspect.Report, failOn inspect
 			recs = append(recs, []string{fd.ID, fd.Severity.String(), fd.Summary, strings.Join(fd.Evidence.Shards, ";"),
 				strings.Join(fd.Evidence.Workers, ";"), fd.Cause, fd.Fix})
 		}
-		return writeCSV(io.Out, []string{"id", "severity", "summary", "shards", "workers", "cause", "fix"}, recs)
+		return writeCSV(io.Out, doctorCSVColumns, recs)
 	}
 	return renderDoctorTable(f, format == FormatWide, rep, failOn)
 }

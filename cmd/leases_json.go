@@ -16,15 +16,14 @@ type jsonAppender interface {
 }
 
 // appendJSON appends exactly what json.Marshal(j) returns: the struct's field
-// order, its omitempty rules, and encoding/json's escaping. Keep it in step
-// with the struct tags when a field is added.
+// order, null for an empty optString, a nil list or a nil pointer, and
+// encoding/json's escaping. Keep it in step with the struct when a field is
+// added.
 func (j *leaseJSON) appendJSON(b []byte) ([]byte, error) {
 	b = append(b, `{"leaseKey":`...)
 	b = appendJSONString(b, j.LeaseKey)
-	if j.LeaseOwner != "" {
-		b = append(b, `,"leaseOwner":`...)
-		b = appendJSONString(b, j.LeaseOwner)
-	}
+	b = append(b, `,"leaseOwner":`...)
+	b = appendOptString(b, j.LeaseOwner)
 	b = append(b, `,"leaseCounter":`...)
 	b = strconv.AppendInt(b, j.LeaseCounter, 10)
 	b = append(b, `,"ownerSwitchesSinceCheckpoint":`...)
@@ -33,71 +32,61 @@ func (j *leaseJSON) appendJSON(b []byte) ([]byte, error) {
 	b = appendJSONString(b, j.Checkpoint)
 	b = append(b, `,"checkpointSubSequenceNumber":`...)
 	b = strconv.AppendInt(b, j.CheckpointSubSequenceNumber, 10)
-	if j.PendingCheckpoint != "" {
-		b = append(b, `,"pendingCheckpoint":`...)
-		b = appendJSONString(b, j.PendingCheckpoint)
-	}
-	if j.PendingCheckpointSubSequenceNumber != nil {
-		b = append(b, `,"pendingCheckpointSubSequenceNumber":`...)
-		b = strconv.AppendInt(b, *j.PendingCheckpointSubSequenceNumber, 10)
-	}
-	if j.PendingCheckpointState != "" {
-		b = append(b, `,"pendingCheckpointState":`...)
-		b = appendJSONString(b, j.PendingCheckpointState)
-	}
-	if len(j.ParentShardID) > 0 {
-		b = append(b, `,"parentShardId":`...)
-		b = appendJSONStrings(b, j.ParentShardID)
-	}
-	if len(j.ChildShardIDs) > 0 {
-		b = append(b, `,"childShardIds":`...)
-		b = appendJSONStrings(b, j.ChildShardIDs)
-	}
-	if j.StartingHashKey != "" {
-		b = append(b, `,"startingHashKey":`...)
-		b = appendJSONString(b, j.StartingHashKey)
-	}
-	if j.EndingHashKey != "" {
-		b = append(b, `,"endingHashKey":`...)
-		b = appendJSONString(b, j.EndingHashKey)
-	}
-	if j.ThroughputKBps != nil {
+	b = append(b, `,"pendingCheckpoint":`...)
+	b = appendOptString(b, j.PendingCheckpoint)
+	b = append(b, `,"pendingCheckpointSubSequenceNumber":`...)
+	b = appendOptInt(b, j.PendingCheckpointSubSequenceNumber)
+	b = append(b, `,"pendingCheckpointState":`...)
+	b = appendOptString(b, j.PendingCheckpointState)
+	b = append(b, `,"parentShardId":`...)
+	b = appendJSONStrings(b, j.ParentShardID)
+	b = append(b, `,"childShardIds":`...)
+	b = appendJSONStrings(b, j.ChildShardIDs)
+	b = append(b, `,"startingHashKey":`...)
+	b = appendOptString(b, j.StartingHashKey)
+	b = append(b, `,"endingHashKey":`...)
+	b = appendOptString(b, j.EndingHashKey)
+	b = append(b, `,"throughputKBps":`...)
+	if j.ThroughputKBps == nil {
+		b = append(b, "null"...)
+	} else {
 		// Rare, and encoding/json's float form (exponent cut-offs, "e-7"
 		// not "e-07", NaN refused) is not worth restating here.
 		f, err := json.Marshal(*j.ThroughputKBps)
 		if err != nil {
 			return b, err
 		}
-		b = append(b, `,"throughputKBps":`...)
 		b = append(b, f...)
 	}
-	if j.CheckpointOwner != "" {
-		b = append(b, `,"checkpointOwner":`...)
-		b = appendJSONString(b, j.CheckpointOwner)
-	}
-	if j.EntityType != "" {
-		b = append(b, `,"entityType":`...)
-		b = appendJSONString(b, j.EntityType)
-	}
-	if j.StreamName != "" {
-		b = append(b, `,"streamName":`...)
-		b = appendJSONString(b, j.StreamName)
-	}
-	if j.ShardID != "" {
-		b = append(b, `,"shardId":`...)
-		b = appendJSONString(b, j.ShardID)
-	}
+	b = append(b, `,"checkpointOwner":`...)
+	b = appendOptString(b, j.CheckpointOwner)
+	b = append(b, `,"entityType":`...)
+	b = appendOptString(b, j.EntityType)
+	b = append(b, `,"streamName":`...)
+	b = appendOptString(b, j.StreamName)
+	b = append(b, `,"shardId":`...)
+	b = appendOptString(b, j.ShardID)
 	b = append(b, `,"state":`...)
 	b = appendJSONString(b, j.State)
-	if len(j.BlockedBy) > 0 {
-		b = append(b, `,"blockedBy":`...)
-		b = appendJSONStrings(b, j.BlockedBy)
-	}
-	if j.RenewalsSeen != nil {
-		b = append(b, `,"renewalsSeen":`...)
-		b = strconv.AppendInt(b, *j.RenewalsSeen, 10)
-	}
+	b = append(b, `,"blockedBy":`...)
+	b = appendJSONStrings(b, j.BlockedBy)
+	b = append(b, `,"renewalsSeen":`...)
+	b = appendOptInt(b, j.RenewalsSeen)
 	return append(b, '}'), nil
+}
+
+func appendOptString(b []byte, s optString) []byte {
+	if s == "" {
+		return append(b, "null"...)
+	}
+	return appendJSONString(b, string(s))
+}
+
+func appendOptInt(b []byte, n *int64) []byte {
+	if n == nil {
+		return append(b, "null"...)
+	}
+	return strconv.AppendInt(b, *n, 10)
 }
 
 // appendJSONString quotes s as json.Marshal does. Lease keys, owners and
@@ -130,7 +119,11 @@ var jsonPlain = func() (t [256]bool) {
 	return t
 }()
 
+// appendJSONStrings writes a list as json.Marshal does: null when nil.
 func appendJSONStrings(b []byte, ss []string) []byte {
+	if ss == nil {
+		return append(b, "null"...)
+	}
 	b = append(b, '[')
 	for i, s := range ss {
 		if i > 0 {

@@ -138,7 +138,7 @@ func TestLeaseJSONAppendTable(t *testing.T) {
 	// checked for all 256 and not hidden by a neighbour that escapes anyway.
 	for c := range 256 {
 		s := "a" + string([]byte{byte(c)}) + "b"
-		checkLeaseJSON(t, "byte "+strconv.Itoa(c), withLease(func(j *leaseJSON) { j.LeaseOwner, j.BlockedBy = s, []string{s} }))
+		checkLeaseJSON(t, "byte "+strconv.Itoa(c), withLease(func(j *leaseJSON) { j.LeaseOwner, j.BlockedBy = optString(s), []string{s} }))
 	}
 }
 
@@ -207,12 +207,12 @@ func TestLeaseJSONAppendRandom(t *testing.T) {
 	}
 	for i := range 5000 {
 		j := leaseJSON{
-			LeaseKey: str(), LeaseOwner: str(), LeaseCounter: num(), OwnerSwitchesSinceCheckpoint: num(),
-			Checkpoint: str(), CheckpointSubSequenceNumber: num(), PendingCheckpoint: str(),
-			PendingCheckpointSubSequenceNumber: optNum(), PendingCheckpointState: str(),
-			ParentShardID: strs(), ChildShardIDs: strs(), StartingHashKey: str(), EndingHashKey: str(),
-			ThroughputKBps: optFloat(), CheckpointOwner: str(), EntityType: str(), StreamName: str(),
-			ShardID: str(), State: str(), BlockedBy: strs(), RenewalsSeen: optNum(),
+			LeaseKey: str(), LeaseOwner: optString(str()), LeaseCounter: num(), OwnerSwitchesSinceCheckpoint: num(),
+			Checkpoint: str(), CheckpointSubSequenceNumber: num(), PendingCheckpoint: optString(str()),
+			PendingCheckpointSubSequenceNumber: optNum(), PendingCheckpointState: optString(str()),
+			ParentShardID: strs(), ChildShardIDs: strs(), StartingHashKey: optString(str()), EndingHashKey: optString(str()),
+			ThroughputKBps: optFloat(), CheckpointOwner: optString(str()), EntityType: optString(str()), StreamName: optString(str()),
+			ShardID: optString(str()), State: str(), BlockedBy: strs(), RenewalsSeen: optNum(),
 		}
 		checkLeaseJSON(t, "random #"+itoa(int64(i)), j)
 		if t.Failed() {

@@ -11,53 +11,54 @@ import (
 	"github.com/kcltool/kcltool/reshard"
 )
 
-// leaseJSON is the documented JSON shape of one lease (README, "JSON
-// output"). Keys are the KCL attribute names; absent attributes are omitted.
-// Hash keys and sequence numbers are strings, other numbers are numbers.
-// Fields may be added, never renamed.
+// leaseJSON is the documented JSON shape of one lease (docs/json.md; the
+// key list is jsonSchemas["leases ls"]). Keys are the KCL attribute names.
+// Every key is always present: an attribute the item does not have is null,
+// a list it does not have is []. Hash keys and sequence numbers are strings,
+// other numbers are numbers. Fields may be added, never renamed.
 type leaseJSON struct {
-	LeaseKey                           string   `json:"leaseKey"`
-	LeaseOwner                         string   `json:"leaseOwner,omitempty"`
-	LeaseCounter                       int64    `json:"leaseCounter"`
-	OwnerSwitchesSinceCheckpoint       int64    `json:"ownerSwitchesSinceCheckpoint"`
-	Checkpoint                         string   `json:"checkpoint"`
-	CheckpointSubSequenceNumber        int64    `json:"checkpointSubSequenceNumber"`
-	PendingCheckpoint                  string   `json:"pendingCheckpoint,omitempty"`
-	PendingCheckpointSubSequenceNumber *int64   `json:"pendingCheckpointSubSequenceNumber,omitempty"`
-	PendingCheckpointState             string   `json:"pendingCheckpointState,omitempty"`
-	ParentShardID                      []string `json:"parentShardId,omitempty"`
-	ChildShardIDs                      []string `json:"childShardIds,omitempty"`
-	StartingHashKey                    string   `json:"startingHashKey,omitempty"`
-	EndingHashKey                      string   `json:"endingHashKey,omitempty"`
-	ThroughputKBps                     *float64 `json:"throughputKBps,omitempty"`
-	CheckpointOwner                    string   `json:"checkpointOwner,omitempty"`
-	EntityType                         string   `json:"entityType,omitempty"`
-	StreamName                         string   `json:"streamName,omitempty"`
-	ShardID                            string   `json:"shardId,omitempty"`
-	State                              string   `json:"state"`
-	BlockedBy                          []string `json:"blockedBy,omitempty"`
-	RenewalsSeen                       *int64   `json:"renewalsSeen,omitempty"`
+	LeaseKey                           string    `json:"leaseKey"`
+	LeaseOwner                         optString `json:"leaseOwner"`
+	LeaseCounter                       int64     `json:"leaseCounter"`
+	OwnerSwitchesSinceCheckpoint       int64     `json:"ownerSwitchesSinceCheckpoint"`
+	Checkpoint                         string    `json:"checkpoint"`
+	CheckpointSubSequenceNumber        int64     `json:"checkpointSubSequenceNumber"`
+	PendingCheckpoint                  optString `json:"pendingCheckpoint"`
+	PendingCheckpointSubSequenceNumber *int64    `json:"pendingCheckpointSubSequenceNumber"`
+	PendingCheckpointState             optString `json:"pendingCheckpointState"`
+	ParentShardID                      []string  `json:"parentShardId"`
+	ChildShardIDs                      []string  `json:"childShardIds"`
+	StartingHashKey                    optString `json:"startingHashKey"`
+	EndingHashKey                      optString `json:"endingHashKey"`
+	ThroughputKBps                     *float64  `json:"throughputKBps"`
+	CheckpointOwner                    optString `json:"checkpointOwner"`
+	EntityType                         optString `json:"entityType"`
+	StreamName                         optString `json:"streamName"`
+	ShardID                            optString `json:"shardId"`
+	State                              string    `json:"state"`
+	BlockedBy                          []string  `json:"blockedBy"`
+	RenewalsSeen                       *int64    `json:"renewalsSeen"`
 }
 
 func toLeaseJSON(r inspect.LeaseRow) leaseJSON {
 	j := leaseJSON{
-		LeaseKey: r.LeaseKey, LeaseOwner: r.LeaseOwner, LeaseCounter: r.LeaseCounter,
+		LeaseKey: r.LeaseKey, LeaseOwner: optString(r.LeaseOwner), LeaseCounter: r.LeaseCounter,
 		OwnerSwitchesSinceCheckpoint: r.OwnerSwitchesSinceCheckpoint,
 		Checkpoint:                   r.Checkpoint.SequenceNumber,
 		CheckpointSubSequenceNumber:  r.Checkpoint.SubSequenceNumber,
-		ParentShardID:                r.ParentShardIDs, ChildShardIDs: r.ChildShardIDs,
-		StartingHashKey: r.StartingHashKey, EndingHashKey: r.EndingHashKey,
-		ThroughputKBps: r.ThroughputKBps, CheckpointOwner: r.CheckpointOwner,
-		EntityType: r.EntityType, StreamName: r.StreamName, ShardID: r.ShardID,
-		State: string(r.State), BlockedBy: blockerIDs(r.BlockedBy), RenewalsSeen: r.RenewalsSeen,
+		ParentShardID:                orEmpty(r.ParentShardIDs), ChildShardIDs: orEmpty(r.ChildShardIDs),
+		StartingHashKey: optString(r.StartingHashKey), EndingHashKey: optString(r.EndingHashKey),
+		ThroughputKBps: r.ThroughputKBps, CheckpointOwner: optString(r.CheckpointOwner),
+		EntityType: optString(r.EntityType), StreamName: optString(r.StreamName), ShardID: optString(r.ShardID),
+		State: string(r.State), BlockedBy: orEmpty(blockerIDs(r.BlockedBy)), RenewalsSeen: r.RenewalsSeen,
 	}
 	if p := r.PendingCheckpoint; p != nil {
-		j.PendingCheckpoint = p.SequenceNumber
+		j.PendingCheckpoint = optString(p.SequenceNumber)
 		sub := p.SubSequenceNumber
 		j.PendingCheckpointSubSequenceNumber = &sub
 	}
 	if r.PendingCheckpointState != nil {
-		j.PendingCheckpointState = base64.StdEncoding.EncodeToString(r.PendingCheckpointState)
+		j.PendingCheckpointState = optString(base64.StdEncoding.EncodeToString(r.PendingCheckpointState))
 	}
 	return j
 }
@@ -158,17 +159,27 @@ func writeLeaseSummary(io *IOStreams, l *inspect.Listing) error {
 	return nil
 }
 
+// nonLeaseJSON is one item of `leases ls --non-leases -o json`.
+type nonLeaseJSON struct {
+	LeaseKey   string    `json:"leaseKey"`
+	EntityType optString `json:"entityType"`
+}
+
 func renderNonLeases(io *IOStreams, format string, l *inspect.Listing) error {
 	switch format {
 	case FormatJSON:
-		return writeJSONLines(io.Out, l.NonLeases)
+		out := make([]nonLeaseJSON, 0, len(l.NonLeases))
+		for _, n := range l.NonLeases {
+			out = append(out, nonLeaseJSON{LeaseKey: n.Key, EntityType: optString(n.EntityType)})
+		}
+		return writeJSONLines(io.Out, out)
 	}
 	rows := make([][]string, 0, len(l.NonLeases))
 	for _, n := range l.NonLeases {
 		rows = append(rows, []string{n.Key, n.EntityType})
 	}
 	if format == FormatCSV {
-		return writeCSV(io.Out, []string{"leaseKey", "entityType"}, rows)
+		return writeCSV(io.Out, nonLeaseCSVColumns, rows)
 	}
 	if len(rows) == 0 {
 		fmt.Fprintf(io.ErrOut, "kcltool: no non-lease items in table %q\n", l.Table)

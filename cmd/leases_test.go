@@ -90,6 +90,20 @@ func TestLsJSONKeepsEveryFixtureAttribute(t *testing.T) {
 				t.Errorf("no state in %v", obj)
 			}
 			delete(obj, "state")
+			// Every documented key is there; those the item does not
+			// have are null (lists []), and only those.
+			for _, key := range schemaPaths("leases ls") {
+				v, ok := obj[key]
+				if !ok && key != "state" {
+					t.Errorf("key %q missing", key)
+				}
+				if l, isList := v.([]any); v == nil || isList && len(l) == 0 {
+					if _, has := item[key]; has {
+						t.Errorf("%s: fixture has it, JSON has %v", key, v)
+					}
+					delete(obj, key)
+				}
+			}
 			if len(obj) != len(item) {
 				t.Errorf("JSON has %d attributes, fixture %d: %v", len(obj), len(item), obj)
 			}

@@ -64,17 +64,19 @@ items (last update age and CPU series) the leader balances by.`,
 	return c
 }
 
-// ownerJSON is the documented JSON shape of one `leases owners` worker.
+// ownerJSON is the documented JSON shape of one `leases owners` worker
+// (docs/json.md; the key list is jsonSchemas["leases owners"]). Every key
+// is always present: what was not measured is null, lists are [].
 type ownerJSON struct {
 	Worker     string     `json:"worker"`
 	Leases     int        `json:"leases"`
 	FairShare  int        `json:"fairShare"`
 	Shards     []string   `json:"shards"`
-	Expired    *int       `json:"expired,omitempty"`
-	Renewals   *int64     `json:"renewals,omitempty"`
-	LastUpdate *time.Time `json:"lastUpdate,omitempty"`
-	CPU        []float64  `json:"cpu,omitempty"`
-	Leader     bool       `json:"leader,omitempty"`
+	Expired    *int       `json:"expired"`
+	Renewals   *int64     `json:"renewals"`
+	LastUpdate *time.Time `json:"lastUpdate"`
+	CPU        []float64  `json:"cpu"`
+	Leader     bool       `json:"leader"`
 }
 
 func ownersJSON(o *inspect.Owners, sampled bool) []ownerJSON {
@@ -84,21 +86,20 @@ func ownersJSON(o *inspect.Owners, sampled bool) []ownerJSON {
 	}
 	out := make([]ownerJSON, 0, len(o.Workers))
 	for _, w := range o.Workers {
-		j := ownerJSON{Worker: w.Worker, Leases: len(w.Shards), FairShare: o.FairShare, Shards: w.Shards,
-			Renewals: w.Renewals, Leader: o.Leader != "" && o.Leader == w.Worker}
-		if j.Shards == nil {
-			j.Shards = []string{}
-		}
+		j := ownerJSON{Worker: w.Worker, Leases: len(w.Shards), FairShare: o.FairShare, Shards: orEmpty(w.Shards),
+			CPU: []float64{}, Leader: o.Leader != "" && o.Leader == w.Worker}
 		if sampled {
 			n := w.Expired
-			j.Expired = &n
+			j.Expired, j.Renewals = &n, w.Renewals
 		}
 		if m, ok := metrics[w.Worker]; ok {
 			if !m.LastUpdate.IsZero() {
-				t := m.LastUpdate
+				t := m.LastUpdate.UTC()
 				j.LastUpdate = &t
 			}
-			j.CPU = m.CPU
+			if m.CPU != nil {
+				j.CPU = m.CPU
+			}
 		}
 		out = append(out, j)
 	}
@@ -116,7 +117,7 @@ func renderOwners(f *Factory, format string, o *inspect.Owners, sampled bool) er
 		for _, r := range rows {
 			recs = append(recs, []string{r.Worker, strconv.Itoa(r.Leases), strconv.Itoa(r.FairShare), strings.Join(r.Shards, ";")})
 		}
-		return writeCSV(io.Out, []string{"worker", "leases", "fairShare", "shards"}, recs)
+		return writeCSV(io.Out, ownersCSVColumns, recs)
 	}
 	header := []string{"WORKER", "LEASES", "FAIR-SHARE", "BALANCE"}
 	if sampled {
@@ -125,17 +126,15 @@ func renderOwners(f *Factory, format string, o *inspect.Owners, sampled bool) er
 	header = append(header, "SHARDS")
 	var recs [][]string
 	for _, r := range rows {
-		name := r.Worker
-		if r.Leader {
-			name += " (leader)"
-		}
-		rec := []string{name, strconv.Itoa(r.Leases), strconv.Itoa(r.FairShare), fmt.Sprintf("%+d", r.Leases-r.FairShare)}
+		// The leader is named under the table, not in the cell: a cell
+		// with a space would shift every later column for awk.
+		rec := []string{r.Worker, strconv.Itoa(r.Leases), strconv.Itoa(r.FairShare), fmt.Sprintf("%+d", r.Leases-r.FairShare)}
 		if sampled {
 			rec = append(rec, strconv.FormatInt(*r.Renewals, 10), strconv.Itoa(*r.Expired))
 		}
 		shards := strings.Join(r.Shards, ",")
 		if format != FormatWide && len(r.Shards) > 4 {
-			shards = strings.Join(r.Shards[:4], ",") + fmt.Sprintf(",… (+%d)", len(r.Shards)-4)
+			shards = strings.Join(r.Shards[:4], ",") + fmt.Sprintf(",…(+%d)", len(r.Shards)-4)
 		}
 		recs = append(recs, append(rec, shards))
 	}
@@ -147,6 +146,9 @@ func renderOwners(f *Factory, format string, o *inspect.Owners, sampled bool) er
 	st := io.Styles()
 	fmt.Fprintln(io.Out)
 	fmt.Fprintln(io.Out, st.Dim.Render(fmt.Sprintf("%s, %s, fair share %d", plural(o.Leases, "lease"), plural(len(o.Workers), "worker"), o.FairShare)))
+	if o.Leader != "" {
+		fmt.Fprintln(io.Out, st.Dim.Render("KCL 3.x leader: "+o.Leader))
+	}
 	if o.Imbalanced {
 		fmt.Fprintln(io.Out, st.Warn.Render("imbalanced: workers differ by more than one lease (KCL 2.x steals one lease per taker run, every 20s by default)"))
 	}
@@ -159,7 +161,7 @@ func renderOwners(f *Factory, format string, o *inspect.Owners, sampled bool) er
 		for _, m := range o.Metrics {
 			age := ""
 			if !m.LastUpdate.IsZero() {
-				age = f.Clock.Now().Sub(m.LastUpdate).Round(time.Second).String()
+				age = humanDuration(f.Clock.Now().Sub(m.LastUpdate))
 			}
 			var cpu []string
 			for _, v := range m.CPU {

@@ -76,8 +76,8 @@ changed is reported and skipped (exit 3), never overwritten.
 lease as just read, bumps its counter and removes its owner, so the worker
 holding it loses it and its successor starts from the new checkpoint.
 Records the old holder was processing may be handled twice, and it may
-handle a few records past the reset before it notices (see "Checkpoint
-reset" in the README). --force also overrides a KCL 3.x graceful handoff.`,
+handle a few records past the reset before it notices (see docs/reset.md,
+"--force"). --force also overrides a KCL 3.x graceful handoff.`,
 		Example: `  kcltool checkpoint reset --app orders --stream orders --at 2026-11-01T10:00Z
   kcltool checkpoint reset --app orders --stream orders --by-duration 2h --execute
   kcltool checkpoint reset --app orders --stream orders --to latest --shard shardId-000000000003 --execute

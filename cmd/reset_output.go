@@ -9,10 +9,12 @@ import (
 	"github.com/kcltool/kcltool/reset"
 )
 
-// changeJSON is the documented JSON shape of one plan row (README, "checkpoint reset").
-// before is null for a lease that does not exist yet, after for one that is
-// deleted or skipped. result and detail appear once the plan was applied.
-// Fields may be added, never renamed.
+// changeJSON is the documented JSON shape of one plan row (docs/json.md;
+// the key list is jsonSchemas["checkpoint reset"]). Every key is always
+// present: before is null for a lease that does not exist yet, after for
+// one that is deleted or skipped; leaseOwner, checkpointOwner and
+// leaseCounter are null when the lease has none; result and detail are null
+// until the plan is applied. Fields may be added, never renamed.
 type changeJSON struct {
 	LeaseKey        string        `json:"leaseKey"`
 	ShardID         string        `json:"shardId"`
@@ -20,11 +22,11 @@ type changeJSON struct {
 	Before          *positionJSON `json:"before"`
 	After           *positionJSON `json:"after"`
 	Reason          string        `json:"reason"`
-	LeaseOwner      string        `json:"leaseOwner,omitempty"`
-	CheckpointOwner string        `json:"checkpointOwner,omitempty"`
-	LeaseCounter    *int64        `json:"leaseCounter,omitempty"`
-	Result          string        `json:"result,omitempty"`
-	Detail          string        `json:"detail,omitempty"`
+	LeaseOwner      optString     `json:"leaseOwner"`
+	CheckpointOwner optString     `json:"checkpointOwner"`
+	LeaseCounter    *int64        `json:"leaseCounter"`
+	Result          optString     `json:"result"`
+	Detail          optString     `json:"detail"`
 }
 
 type positionJSON struct {
@@ -41,13 +43,13 @@ func toPositionJSON(n *leasecore.SequenceNumber) *positionJSON {
 
 func toChangeJSON(c reset.Change, r *reset.Result) changeJSON {
 	j := changeJSON{LeaseKey: c.LeaseKey, ShardID: c.ShardID, Action: string(c.Action), Before: toPositionJSON(c.Before),
-		After: toPositionJSON(c.After), Reason: c.Reason, LeaseOwner: c.Lease.LeaseOwner, CheckpointOwner: c.Lease.CheckpointOwner}
+		After: toPositionJSON(c.After), Reason: c.Reason, LeaseOwner: optString(c.Lease.LeaseOwner), CheckpointOwner: optString(c.Lease.CheckpointOwner)}
 	if c.Current != nil {
 		n := c.Lease.LeaseCounter
 		j.LeaseCounter = &n
 	}
 	if r != nil {
-		j.Result, j.Detail = string(r.Outcome), r.Detail
+		j.Result, j.Detail = optString(r.Outcome), optString(r.Detail)
 	}
 	return j
 }
@@ -96,7 +98,7 @@ func renderPlan(io *IOStreams, format string, plan *reset.Plan, x *reset.Executi
 		for _, r := range rows {
 			b, bs := positionCells(r.Before)
 			a, as := positionCells(r.After)
-			out = append(out, []string{r.LeaseKey, r.ShardID, r.Action, b, bs, a, as, r.Reason, r.Result, r.Detail, r.LeaseOwner})
+			out = append(out, []string{r.LeaseKey, r.ShardID, r.Action, b, bs, a, as, r.Reason, string(r.Result), string(r.Detail), string(r.LeaseOwner)})
 		}
 		return writeCSV(io.Out, planCSVColumns, out)
 	}
@@ -111,18 +113,18 @@ func renderPlan(io *IOStreams, format string, plan *reset.Plan, x *reset.Executi
 	}
 	var out [][]string
 	for _, r := range rows {
-		row := []string{r.LeaseKey, r.LeaseOwner, positionText(r.Before, io.OutTTY), positionText(r.After, io.OutTTY), r.Action, r.Reason}
+		row := []string{r.LeaseKey, string(r.LeaseOwner), positionText(r.Before, io.OutTTY), positionText(r.After, io.OutTTY), r.Action, r.Reason}
 		if format == FormatWide {
 			counter := ""
 			if r.LeaseCounter != nil {
 				counter = strconv.FormatInt(*r.LeaseCounter, 10)
 			}
-			row = []string{r.LeaseKey, r.LeaseOwner, counter, row[2], row[3], row[4], row[5]}
+			row = []string{r.LeaseKey, string(r.LeaseOwner), counter, row[2], row[3], row[4], row[5]}
 		}
 		if x != nil {
-			res := r.Result
-			if r.Detail != "" && r.Result != string(reset.OutcomeUnchanged) {
-				res += ": " + r.Detail
+			res := string(r.Result)
+			if r.Detail != "" && res != string(reset.OutcomeUnchanged) {
+				res += ": " + string(r.Detail)
 			}
 			row = append(row, res)
 		}

@@ -30,18 +30,25 @@ func newShardsLineageCmd(f *Factory, use string) *cobra.Command {
 	c := &cobra.Command{
 		Use:   use + " --stream STREAM [--app APP]",
 		Short: "Print the stream's parent→child shard tree, with lease states when --app is given",
-		Long: `Print the shards of a stream as a tree of splits and merges. Each shard shows
-its share of the hash key space and its range, and whether it is open or closed.
-A merge child appears under both of its parents, marked.
+		Long: `Print the shards of a stream as a tree of splits and merges, one shard a
+line: SHARD (the tree drawing and the shard id), SHARE of the hash key space
+and STATUS (open or closed). A merge child appears under both of its parents;
+ALSO-UNDER names the other parent.
 
-With --app, each shard also shows its lease: owner, checkpoint and state, and an
-idle child says why, for example "waiting on shardId-000000000000 (checkpoint
-4959…8898, not SHARD_END)". Leases of shards the stream no longer has are
-listed at the end.
+With --app, each shard also shows its lease: OWNER, CHECKPOINT, STATE (as in
+leases ls) and WAITING-ON, the parents an idle child waits for because their
+checkpoint is not SHARD_END. A shard without a lease shows "-" there. Leases
+of shards the stream no longer has are listed after the tree with STATE
+orphan-lease.
+
+No cell contains a space and an empty one is "-", so awk counts the same
+columns on every line: the tree drawing is made of no-break spaces.
+-o wide adds HASH-RANGE and, with --app, SUBSEQ and LEASE-KEY.
 
 -o dot prints a Graphviz digraph: kcltool lineage --stream S -o dot | dot -Tpng > lineage.png`,
 		Example: `  kcltool shards lineage --stream orders
   kcltool lineage --stream orders --app orders
+  kcltool lineage --stream orders --app orders | awk '$6 == "waiting-on-parent" {print $7}'
   kcltool lineage --stream orders --app orders -o dot | dot -Tsvg > lineage.svg`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.Output != formatDot {

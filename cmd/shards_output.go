@@ -11,7 +11,9 @@ import (
 	"github.com/kcltool/kcltool/reshard"
 )
 
-// lineageJSON is the documented JSON shape of one `shards lineage` node.
+// lineageJSON is the documented JSON shape of one `shards lineage` node
+// (docs/json.md; the key list is jsonSchemas["shards lineage"]). Every key
+// is always present: what a shard does not have is null, lists are [].
 type lineageJSON struct {
 	ShardID               string            `json:"shardId"`
 	ParentShardID         *string           `json:"parentShardId"`
@@ -26,13 +28,13 @@ type lineageJSON struct {
 
 // lineageLeaseJSON is the lease part of a lineage node.
 type lineageLeaseJSON struct {
-	LeaseKey                    string   `json:"leaseKey"`
-	LeaseOwner                  *string  `json:"leaseOwner"`
-	Checkpoint                  string   `json:"checkpoint"`
-	CheckpointSubSequenceNumber int64    `json:"checkpointSubSequenceNumber"`
-	State                       string   `json:"state"`
-	BlockedBy                   []string `json:"blockedBy"`
-	Waiting                     string   `json:"waiting,omitempty"`
+	LeaseKey                    string    `json:"leaseKey"`
+	LeaseOwner                  *string   `json:"leaseOwner"`
+	Checkpoint                  string    `json:"checkpoint"`
+	CheckpointSubSequenceNumber int64     `json:"checkpointSubSequenceNumber"`
+	State                       string    `json:"state"`
+	BlockedBy                   []string  `json:"blockedBy"`
+	Waiting                     optString `json:"waiting"`
 }
 
 func strPtr(s string) *string {
@@ -44,18 +46,12 @@ func strPtr(s string) *string {
 
 func toLineageJSON(n *inspect.LineageNode) lineageJSON {
 	j := lineageJSON{ShardID: n.ShardID, ParentShardID: strPtr(n.ParentShardID), AdjacentParentShardID: strPtr(n.AdjacentParentShardID),
-		ChildShardIDs: n.ChildShardIDs, Open: n.Open, StartingHashKey: n.HashRange.Start.String(),
+		ChildShardIDs: orEmpty(n.ChildShardIDs), Open: n.Open, StartingHashKey: n.HashRange.Start.String(),
 		EndingHashKey: n.HashRange.End.String(), Share: n.Share()}
-	if j.ChildShardIDs == nil {
-		j.ChildShardIDs = []string{}
-	}
 	if n.Lease != nil {
 		lj := &lineageLeaseJSON{LeaseKey: n.Lease.LeaseKey, LeaseOwner: strPtr(n.Lease.LeaseOwner), Checkpoint: n.Lease.Checkpoint.SequenceNumber,
-			CheckpointSubSequenceNumber: n.Lease.Checkpoint.SubSequenceNumber, State: string(n.State), BlockedBy: blockerIDs(n.BlockedBy)}
-		if lj.BlockedBy == nil {
-			lj.BlockedBy = []string{}
-		}
-		lj.Waiting = waitingText(n.BlockedBy)
+			CheckpointSubSequenceNumber: n.Lease.Checkpoint.SubSequenceNumber, State: string(n.State), BlockedBy: orEmpty(blockerIDs(n.BlockedBy))}
+		lj.Waiting = optString(waitingText(n.BlockedBy))
 		j.Lease = lj
 	}
 	return j
@@ -89,39 +85,62 @@ func renderLineage(io *IOStreams, format string, l *inspect.Lineage) error {
 			}
 			rows = append(rows, row)
 		}
-		return writeCSV(io.Out, []string{"shardId", "parentShardId", "adjacentParentShardId", "childShardIds", "open",
-			"startingHashKey", "endingHashKey", "share", "leaseOwner", "checkpoint", "state"}, rows)
+		return writeCSV(io.Out, lineageCSVColumns, rows)
 	case formatDot:
 		return writeDot(io.Out, l)
 	}
 	return writeTree(io, l, format == FormatWide)
 }
 
-// writeTree prints roots first, each child indented under its parent. A
-// merge child is printed under both parents; under the second it is marked
-// and not expanded again.
+// lineageCSVColumns is the header of `shards lineage -o csv`, the same
+// with or without --app.
+var lineageCSVColumns = []string{"shardId", "parentShardId", "adjacentParentShardId", "childShardIds", "open",
+	"startingHashKey", "endingHashKey", "share", "leaseOwner", "checkpoint", "state"}
+
+// treeSpace is a no-break space (U+00A0). The tree drawing is made of it
+// instead of plain spaces so the drawing and the shard id are one field for
+// awk, cut -d' ' and read: the columns after it keep their numbers at every
+// depth. It looks the same on a terminal.
+const treeSpace = "\u00a0"
+
+var (
+	treeBranch     = "├──" + treeSpace
+	treeLastBranch = "└──" + treeSpace
+	treeIndent     = "│" + strings.Repeat(treeSpace, 3)
+	treeLastIndent = strings.Repeat(treeSpace, 4)
+)
+
+// writeTree prints the lineage as a table whose first column is the tree:
+// roots first, each child indented under its parent. A merge child is
+// printed under both parents; ALSO-UNDER names the other one, and under the
+// second it is not expanded again. No cell holds a space, and a missing
+// value is "-", so every line has the same number of fields.
 func writeTree(io *IOStreams, l *inspect.Lineage, wide bool) error {
 	st := io.Styles()
+	header := []string{"SHARD", "SHARE", "STATUS"}
+	if l.WithLeases {
+		header = append(header, "OWNER", "CHECKPOINT", "STATE", "WAITING-ON")
+	}
+	header = append(header, "ALSO-UNDER")
+	if wide {
+		header = append(header, "HASH-RANGE")
+		if l.WithLeases {
+			header = append(header, "SUBSEQ", "LEASE-KEY")
+		}
+	}
+	var rows [][]string
 	expanded := map[string]bool{}
 	var walk func(id, prefix string, last, root bool, via string)
 	walk = func(id, prefix string, last, root bool, via string) {
 		n := l.Nodes[id]
 		branch, next := "", ""
 		if !root {
-			branch, next = "├── ", "│   "
+			branch, next = treeBranch, treeIndent
 			if last {
-				branch, next = "└── ", "    "
+				branch, next = treeLastBranch, treeLastIndent
 			}
 		}
-		line := prefix + branch + nodeText(n, l, wide, io.OutTTY)
-		if n.IsMergeChild() {
-			other := n.ParentShardID
-			if other == via {
-				other = n.AdjacentParentShardID
-			}
-			line += st.Dim.Render(fmt.Sprintf("  (merge: also under %s)", other))
-		}
-		fmt.Fprintln(io.Out, line)
+		rows = append(rows, nodeRow(prefix+branch, n, via, l.WithLeases, wide, io.OutTTY))
 		if expanded[id] {
 			return
 		}
@@ -136,40 +155,70 @@ func writeTree(io *IOStreams, l *inspect.Lineage, wide bool) error {
 	for _, id := range l.Graph.Roots() {
 		walk(id, "", true, true, "")
 	}
+	// Leases of shards the stream does not have are rows too, so a script
+	// sees every lease; STATE says what they are.
+	for _, o := range l.Orphans {
+		row := []string{orphanShard(o), "", "", o.Owner, shorten(o.Checkpoint.SequenceNumber, io.OutTTY), "orphan-lease", "", ""}
+		if wide {
+			row = append(row, "", itoa(o.Checkpoint.SubSequenceNumber), o.LeaseKey)
+		}
+		rows = append(rows, row)
+	}
+	if len(rows) == 0 {
+		fmt.Fprintf(io.ErrOut, "kcltool: stream %q has no shards\n", l.Stream)
+		return nil
+	}
+	if err := writeTable(io, header, rows); err != nil {
+		return err
+	}
 	if len(l.Orphans) > 0 {
 		fmt.Fprintln(io.Out)
-		fmt.Fprintln(io.Out, st.Warn.Render("leases of shards the stream does not have (trimmed, or a deleted or recreated stream):"))
+		fmt.Fprintln(io.Out, st.Warn.Render(fmt.Sprintf("orphan-lease: %s of shards the stream does not have (trimmed, or a deleted or recreated stream)",
+			plural(len(l.Orphans), "lease"))))
 		for _, o := range l.Orphans {
-			line := fmt.Sprintf("  %s  owner %s  checkpoint %s", o.LeaseKey, dash(o.Owner), shorten(o.Checkpoint.SequenceNumber, io.OutTTY))
 			if o.Blocking {
-				line += "  blocks " + strings.Join(o.Children, ",")
+				fmt.Fprintln(io.Out, st.Warn.Render(fmt.Sprintf("%s blocks %s until it is at SHARD_END or removed", o.LeaseKey, strings.Join(o.Children, ","))))
 			}
-			fmt.Fprintln(io.Out, line)
 		}
 	}
 	return nil
 }
 
-func nodeText(n *inspect.LineageNode, l *inspect.Lineage, wide, tty bool) string {
+// nodeRow is one shard's row: tree and id, share, status, and with --app
+// its lease; "" cells print as "-".
+func nodeRow(tree string, n *inspect.LineageNode, via string, withLeases, wide, tty bool) []string {
 	status := "closed"
 	if n.Open {
 		status = "open"
 	}
-	text := fmt.Sprintf("%s  %5.1f%%  %s", n.ShardID, n.Share()*100, status)
+	row := []string{tree + n.ShardID, fmt.Sprintf("%.1f%%", n.Share()*100), status}
+	if withLeases {
+		if n.Lease == nil {
+			row = append(row, "", "", "", "")
+		} else {
+			row = append(row, n.Lease.LeaseOwner, shorten(n.Lease.Checkpoint.SequenceNumber, tty), string(n.State),
+				strings.Join(blockerIDs(n.BlockedBy), ","))
+		}
+	}
+	also := ""
+	if n.IsMergeChild() {
+		also = n.ParentShardID
+		if also == via {
+			also = n.AdjacentParentShardID
+		}
+	}
+	row = append(row, also)
 	if wide {
-		text += "  [" + n.HashRange.Start.String() + " … " + n.HashRange.End.String() + "]"
+		row = append(row, hashRange(n.HashRange.Start.String(), n.HashRange.End.String()))
+		if withLeases {
+			if n.Lease == nil {
+				row = append(row, "", "")
+			} else {
+				row = append(row, itoa(n.Lease.Checkpoint.SubSequenceNumber), n.Lease.LeaseKey)
+			}
+		}
 	}
-	if !l.WithLeases {
-		return text
-	}
-	if n.Lease == nil {
-		return text + "  no lease"
-	}
-	text += fmt.Sprintf("  %s  %s  %s", dash(n.Lease.LeaseOwner), shorten(n.Lease.Checkpoint.SequenceNumber, tty), n.State)
-	if len(n.BlockedBy) > 0 {
-		text += ": " + waitingText(n.BlockedBy)
-	}
-	return text
+	return row
 }
 
 func dash(s string) string {
@@ -211,4 +260,11 @@ func writeDot(w io.Writer, l *inspect.Lineage) error {
 
 func checkpointLabel(cp leasecore.SequenceNumber) string {
 	return shorten(cp.SequenceNumber, true)
+}
+
+func orphanShard(o reshard.Orphan) string {
+	if o.ShardID != "" {
+		return o.ShardID
+	}
+	return o.LeaseKey
 }

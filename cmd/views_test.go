@@ -2,6 +2,9 @@ package cmd
 
 import (
 	"context"
+	"os/exec"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -79,8 +82,34 @@ func TestCheckpointDiffEveryState(t *testing.T) {
 	}
 	golden(t, "checkpoint-diff.json", normalize(out))
 
-	// The table names the blocking parent and sums up each state.
+	// The table names the blocking parent and sums up each state. BEHIND
+	// is rounded for people: whole seconds here, 0s at the tip, "-" where
+	// not measured.
 	table, _, _ := s.kcltool("lag", "--app", s.table, "--stream", s.stream)
+	tableRows := 0
+	for _, line := range strings.Split(table, "\n") {
+		f := strings.Fields(line) // SHARD LEASE-OWNER CHECKPOINT SHARD-STATUS BEHIND STATE
+		if len(f) < 6 || !strings.HasPrefix(f[0], "shardId-") {
+			continue
+		}
+		tableRows++
+		want := "-"
+		switch f[0] {
+		case shardID(3):
+			want = "0s"
+		case shardID(2):
+			if !regexp.MustCompile(`^(<1s|[1-9]\d*s|[1-9]\d*m\d+s)$`).MatchString(f[4]) {
+				t.Errorf("behind shard: BEHIND %q is not rounded for people", f[4])
+			}
+			continue
+		}
+		if f[4] != want {
+			t.Errorf("%s: BEHIND %q, want %q", f[0], f[4], want)
+		}
+	}
+	if tableRows != 9 {
+		t.Errorf("%d rows, want 9:\n%s", tableRows, table)
+	}
 	for _, w := range []string{"blocked on " + shardID(1), "9 rows: 1 at-tip, 1 behind, 1 not-started, 2 drained, 1 closed-undrained, 1 blocked, 1 missing-lease, 1 orphan-lease"} {
 		if !strings.Contains(table, w) {
 			t.Errorf("table lacks %q:\n%s", w, table)
@@ -179,16 +208,36 @@ func TestLineageSplitAndMerge(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
+	nb := "\u00a0"
 	for _, w := range []string{
-		"├── " + shardID(5), "└── " + shardID(6),
-		shardID(7), "(merge: also under " + shardID(1) + ")", "(merge: also under " + shardID(6) + ")",
-		"waiting on " + shardID(1) + " (checkpoint ",
-		"shardId-000000000099",
+		"SHARD                          SHARE   STATUS   OWNER      CHECKPOINT ",
+		"├──" + nb + shardID(5) + "       10.0%   open     -          -    ",
+		"└──" + nb + shardID(6),
+		// The merge child under each parent, naming the other one, waiting
+		// on the parent that is not at SHARD_END.
+		strings.Repeat(nb, 4) + "└──" + nb + shardID(7) + "   30.0%   open     -          TRIM_HORIZON ",
+		"waiting-on-parent   " + shardID(1) + "   " + shardID(1) + "\n",
+		"waiting-on-parent   " + shardID(1) + "   " + shardID(6) + "\n",
+		"\nshardId-000000000099           -       -        worker-c   ",
+		"orphan-lease: 1 lease of shards the stream does not have",
 	} {
 		if !strings.Contains(out, w) {
 			t.Errorf("lineage lacks %q:\n%s", w, out)
 		}
 	}
+	if strings.Contains(out, "no lease") {
+		t.Errorf("lineage says \"no lease\":\n%s", out)
+	}
+	awkColumns(t, out, 8)
+	wide, _, _ := s.kcltool("lineage", "--stream", s.stream, "--app", s.table, "-o", "wide")
+	if !strings.Contains(wide, "ALSO-UNDER             HASH-RANGE ") || !strings.Contains(wide, "   SUBSEQ   LEASE-KEY\n") ||
+		!regexp.MustCompile(`\n`+shardID(0)+` .* 0-68056473384187692692674921486353642290 +0 +`+shardID(0)+`\n`).MatchString(wide) {
+		t.Errorf("wide lineage lacks the hash range, sub-sequence number and lease key:\n%s", wide)
+	}
+	awkColumns(t, wide, 11)
+	bare, _, _ := s.kcltool("lineage", "--stream", s.stream)
+	awkColumns(t, bare, 4)
+
 	js, _, _ := s.kcltool("shards", "lineage", "--stream", s.stream, "--app", s.table, "-o", "json")
 	rows := jsonRows(t, js)
 	if len(rows) != 8 {
@@ -197,6 +246,36 @@ func TestLineageSplitAndMerge(t *testing.T) {
 	golden(t, "lineage.json", normalize(js))
 	dot, _, _ := s.kcltool("lineage", "--stream", s.stream, "-o", "dot")
 	golden(t, "lineage.dot", normalize(dot))
+}
+
+// awkColumns checks that every line of a table, up to the first blank
+// line, has n fields as awk splits them (on spaces and tabs), and with awk
+// itself where there is one.
+func awkColumns(t *testing.T, out string, n int) {
+	t.Helper()
+	table, _, _ := strings.Cut(out, "\n\n")
+	table = strings.TrimRight(table, "\n")
+	for _, line := range strings.Split(table, "\n") {
+		if got := len(strings.FieldsFunc(line, func(r rune) bool { return r == ' ' || r == '\t' })); got != n {
+			t.Errorf("%d fields, want %d: %q", got, n, line)
+		}
+	}
+	awk, err := exec.LookPath("awk")
+	if err != nil {
+		return
+	}
+	cmd := exec.Command(awk, `{ print NF }`)
+	cmd.Stdin = strings.NewReader(table + "\n")
+	got, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range strings.Fields(string(got)) {
+		if f != strconv.Itoa(n) {
+			t.Errorf("awk counts %s fields on a line, want %d:\n%s", f, n, table)
+			break
+		}
+	}
 }
 
 // TestLeasesOwnersBalance flags imbalance beyond one lease and unassigned
@@ -229,4 +308,21 @@ func TestLeasesOwnersBalance(t *testing.T) {
 	}
 	js, _, _ := s.kcltool("leases", "owners", "--app", table, "-o", "json")
 	golden(t, "owners.json", js)
+}
+
+// TestLeasesOwnersKCL3 names the KCL 3.x leader under the table, not in the
+// WORKER cell, so awk sees the same columns on every row.
+func TestLeasesOwnersKCL3(t *testing.T) {
+	ddb := emulator.DynamoDB(t)
+	table := seedTable(t)
+	seedFiles(t, ddb, table, fixturesDir(t), "f2-kcl35-active.json", "f6-kcl35-non-lease.jsonl")
+	s := &scenario{t: t}
+	out, errOut, code := s.kcltool("leases", "owners", "--app", table)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "\nworker-b   1        1            +0        shardId-000000000001\n") || !strings.Contains(out, "\nKCL 3.x leader: worker-b\n") {
+		t.Errorf("owners table:\n%s", out)
+	}
+	awkColumns(t, out, 5)
 }

@@ -113,14 +113,16 @@ type exportCounts struct {
 }
 
 // exportItemRaw is one item line: the marks first, then the item in
-// DynamoDB JSON.
+// DynamoDB JSON. Every key is always present, null where it does not apply
+// (docs/json.md); the reader accepts the keys missing too, as older
+// exports have them.
 type exportItemRaw struct {
 	LeaseKey          string          `json:"leaseKey"`
 	Kind              string          `json:"kind"`
-	EntityType        string          `json:"entityType,omitempty"`
-	Checkpoint        *string         `json:"checkpoint,omitempty"`
-	SubSequenceNumber *int64          `json:"subSequenceNumber,omitempty"`
-	Error             string          `json:"error,omitempty"`
+	EntityType        *string         `json:"entityType"`
+	Checkpoint        *string         `json:"checkpoint"`
+	SubSequenceNumber *int64          `json:"subSequenceNumber"`
+	Error             *string         `json:"error"`
 	Item              json.RawMessage `json:"item"`
 }
 
@@ -154,7 +156,7 @@ func (it ExportItem) marshal() ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("export item %q: %w", it.LeaseKey, err)
 	}
-	r := exportItemRaw{LeaseKey: it.LeaseKey, Kind: it.Kind, EntityType: it.EntityType, Error: it.Error, Item: item}
+	r := exportItemRaw{LeaseKey: it.LeaseKey, Kind: it.Kind, EntityType: nullIfEmpty(it.EntityType), Error: nullIfEmpty(it.Error), Item: item}
 	if it.Checkpoint != nil {
 		cp, sub := it.Checkpoint.SequenceNumber, it.Checkpoint.SubSequenceNumber
 		r.Checkpoint, r.SubSequenceNumber = &cp, &sub
@@ -166,6 +168,13 @@ func (it ExportItem) marshal() ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+func nullIfEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 func jsonString(s string) string {

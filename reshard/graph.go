@@ -2,7 +2,6 @@ package reshard
 
 import (
 	"container/heap"
-	"encoding/json"
 	"fmt"
 	"math/big"
 	"slices"
@@ -48,33 +47,6 @@ func (n Node) IsMergeChild() bool { return n.AdjacentParentShardID != "" }
 
 // Share is the shard's fraction of the hash key space, 0..1.
 func (n Node) Share() float64 { return n.HashRange.Share() }
-
-// MarshalJSON gives the node the field names of `kcltool shards lineage -o
-// json`, with hash keys as decimal strings (they exceed JSON's safe integers).
-func (n Node) MarshalJSON() ([]byte, error) {
-	children := n.ChildShardIDs
-	if children == nil {
-		children = []string{}
-	}
-	return json.Marshal(struct {
-		ShardID               string   `json:"shardId"`
-		ParentShardID         *string  `json:"parentShardId"`
-		AdjacentParentShardID *string  `json:"adjacentParentShardId"`
-		ChildShardIDs         []string `json:"childShardIds"`
-		Open                  bool     `json:"open"`
-		StartingHashKey       string   `json:"startingHashKey"`
-		EndingHashKey         string   `json:"endingHashKey"`
-		Share                 float64  `json:"share"`
-	}{n.ShardID, nonEmpty(n.ParentShardID), nonEmpty(n.AdjacentParentShardID), children, n.Open,
-		n.HashRange.Start.String(), n.HashRange.End.String(), n.Share()})
-}
-
-func nonEmpty(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
 
 // Graph is the lineage of a stream's shards as one ListShards call saw them.
 // It is immutable once built and safe for concurrent reads.

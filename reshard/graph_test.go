@@ -1,7 +1,6 @@
 package reshard
 
 import (
-	"encoding/json"
 	"math/big"
 	"slices"
 	"strconv"
@@ -220,20 +219,6 @@ func TestCheckTiling(t *testing.T) {
 	}
 	if got := g.WithoutAncestors(sids(0, 1, 2, 3, 4, 6, 7, 8, 5, 9, 10)); !slices.Equal(got, sids(4, 8, 9, 10)) {
 		t.Errorf("WithoutAncestors = %v", got)
-	}
-}
-
-func TestNodeJSON(t *testing.T) {
-	n, _ := kclExample(t).Node(sid(9))
-	b, err := json.Marshal(n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	start, end := part(6, 1)
-	want := `{"shardId":"shardId-000000000009","parentShardId":"shardId-000000000005","adjacentParentShardId":null,` +
-		`"childShardIds":[],"open":true,"startingHashKey":"` + start + `","endingHashKey":"` + end + `","share":0.125}`
-	if string(b) != want {
-		t.Errorf("got  %s\nwant %s", b, want)
 	}
 }
 

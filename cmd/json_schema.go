@@ -1,0 +1,342 @@
+package cmd
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/kcltool/kcltool/reset"
+)
+
+// This file is the one list of every command's JSON keys. docs/json.md is
+// rendered from it (jsonSchemaMarkdown), the JSON structs are checked
+// against it field by field, and the end-to-end test checks the real
+// binary's output against it: a key added to a struct and not here, or
+// documented and not printed, fails a test.
+
+// JSON value types. "… or null" types are null when the value is absent;
+// lists are [] when empty, never null.
+const (
+	tString        = "string"
+	tStringOrNull  = "string or null"
+	tNumber        = "number"
+	tNumberOrNull  = "number or null"
+	tBoolean       = "boolean"
+	tStrings       = "list of strings"
+	tNumbers       = "list of numbers"
+	tObject        = "object"
+	tObjectOrNull  = "object or null"
+	tObjects       = "list of objects"
+	tNumberMap     = "object of numbers" // keys are names, not documented one by one
+	tDynamoDBItem  = "object (DynamoDB JSON)"
+	jsonSchemaNote = "Every documented key is always present. A value that is absent is `null`; a list with nothing in it is `[]`, never `null`. Keys may be added in later versions, never renamed or removed."
+)
+
+// jsonKey is one documented key. Path is the key's place in the object:
+// "lease.leaseOwner" is inside the object under "lease", "findings[].id"
+// inside each object of the list "findings".
+type jsonKey struct {
+	Path string
+	Type string
+	Doc  string
+}
+
+// jsonCommand documents one command's JSON.
+type jsonCommand struct {
+	Name  string // the lookup key: "leases ls"
+	Title string // the heading; "`kcltool NAME -o json`" when empty
+	Shape string // what the document is, in a sentence or two
+	Keys  []jsonKey
+	CSV   []string // the -o csv header; nil without CSV output
+	// CSVNote says how lists and nested values go into CSV fields.
+	CSVNote string
+}
+
+var (
+	nonLeaseCSVColumns = []string{"leaseKey", "entityType"}
+	ownersCSVColumns   = []string{"worker", "leases", "fairShare", "shards"}
+	lagCSVColumns      = []string{"streamName", "shardId", "leaseKey", "leaseOwner", "checkpoint", "shardStatus",
+		"millisBehindLatest", "state", "blockedBy"}
+	doctorCSVColumns = []string{"id", "severity", "summary", "shards", "workers", "cause", "fix"}
+)
+
+// planRowKeys are the keys of one reset or import plan row; the plan file
+// holds the same rows under "changes".
+var planRowKeys = []jsonKey{
+	{"leaseKey", tString, "the lease"},
+	{"shardId", tString, "its raw shard id"},
+	{"action", tString, "`update`, `create`, `restore`, `delete`, `unchanged` or `skip` (for example a lease whose shard the stream no longer has)"},
+	{"before", tObjectOrNull, "the position as read; null when the lease does not exist"},
+	{"before.checkpoint", tString, "sequence number or sentinel"},
+	{"before.subSequenceNumber", tNumber, "KPL sub-sequence number"},
+	{"after", tObjectOrNull, "the position it gets; null for `delete` and `skip`"},
+	{"after.checkpoint", tString, "sequence number or sentinel"},
+	{"after.subSequenceNumber", tNumber, "KPL sub-sequence number"},
+	{"reason", tString, "why, in words; it says when a lease is in a KCL 3.x handoff"},
+	{"leaseOwner", tStringOrNull, "the owner as read; null when unassigned or when the lease does not exist"},
+	{"checkpointOwner", tStringOrNull, "KCL 3.x handoff: the worker still processing; null otherwise"},
+	{"leaseCounter", tNumberOrNull, "the counter as read; null when the lease does not exist"},
+	{"result", tStringOrNull, "after `--execute`: `applied`, `unchanged`, `skipped` (changed since the plan: not written), `failed` or `not-attempted`; null in a dry run"},
+	{"detail", tStringOrNull, "after `--execute`: the error or what changed; null when there is nothing to say or in a dry run"},
+}
+
+func prefixed(prefix string, keys []jsonKey) []jsonKey {
+	out := make([]jsonKey, len(keys))
+	for i, k := range keys {
+		out[i] = jsonKey{prefix + k.Path, k.Type, k.Doc}
+	}
+	return out
+}
+
+// jsonSchemas is every command's JSON, in the order docs/json.md shows them.
+var jsonSchemas = []jsonCommand{
+	{
+		Name:  "leases ls",
+		Shape: "An array, one object per lease, one object per line (`[]` when no lease matches). Keys are the KCL attribute names.",
+		Keys: []jsonKey{
+			{"leaseKey", tString, "the shard id, or `account:stream:epoch:shardId` in a multi-stream table"},
+			{"leaseOwner", tStringOrNull, "the worker holding the lease; null when unassigned"},
+			{"leaseCounter", tNumber, "incremented by every renewal, take and checkpoint"},
+			{"ownerSwitchesSinceCheckpoint", tNumber, "owner changes since the last checkpoint"},
+			{"checkpoint", tString, "a sequence number (a string: 56 digits overflow JSON numbers) or `TRIM_HORIZON`, `LATEST`, `SHARD_END`, `AT_TIMESTAMP`"},
+			{"checkpointSubSequenceNumber", tNumber, "KPL sub-record index"},
+			{"pendingCheckpoint", tStringOrNull, "a two-phase checkpoint in progress; null when none"},
+			{"pendingCheckpointSubSequenceNumber", tNumberOrNull, "null when no pending checkpoint"},
+			{"pendingCheckpointState", tStringOrNull, "base64 of the binary attribute; null when absent"},
+			{"parentShardId", tStrings, "one parent after a split, two after a merge (the KCL attribute name is singular); `[]` for none"},
+			{"childShardIds", tStrings, "written at SHARD_END; `[]` before"},
+			{"startingHashKey", tStringOrNull, "decimal, up to 2^128−1; null when the lease does not record it"},
+			{"endingHashKey", tStringOrNull, "decimal; null when the lease does not record it"},
+			{"throughputKBps", tNumberOrNull, "KCL 3.x; null otherwise"},
+			{"checkpointOwner", tStringOrNull, "KCL 3.x graceful handoff: the worker still processing; null otherwise"},
+			{"entityType", tStringOrNull, "`LEASE` in KCL 3.5+; null before"},
+			{"streamName", tStringOrNull, "multi-stream tables: `account:stream:epoch`; null in a single-stream table"},
+			{"shardId", tStringOrNull, "multi-stream tables: the raw shard id; null in a single-stream table"},
+			{"state", tString, "derived: `shard-end`, `handoff`, `waiting-on-parent`, `expired`, `owned` or `unassigned`"},
+			{"blockedBy", tStrings, "derived: the parents a `waiting-on-parent` lease waits for; `[]` otherwise"},
+			{"renewalsSeen", tNumberOrNull, "derived, with `--sample`: how far the counter moved; null without `--sample`"},
+		},
+		CSV:     leaseCSVColumns,
+		CSVNote: "`shardId` is the shard id in every table; lists are joined with `;`.",
+	},
+	{
+		Name:  "leases ls --non-leases",
+		Shape: "An array, one object per KCL 3.x non-lease item (leader lock, migration state, worker metrics).",
+		Keys: []jsonKey{
+			{"leaseKey", tString, "the item's key"},
+			{"entityType", tStringOrNull, "`LEADER`, `CLIENT_VERSION_MIGRATION`, `WORKER_METRIC_STATS`, …; null when the item has none"},
+		},
+		CSV: nonLeaseCSVColumns,
+	},
+	{
+		Name:  "leases owners",
+		Shape: "An array, one object per worker holding a lease.",
+		Keys: []jsonKey{
+			{"worker", tString, "the worker id (`leaseOwner`)"},
+			{"leases", tNumber, "leases it holds, SHARD_END ones not counted"},
+			{"fairShare", tNumber, "ceil(leases / workers), the KCL 2.x taker's target"},
+			{"shards", tStrings, "the shard ids (lease keys) it holds"},
+			{"expired", tNumberOrNull, "with `--sample`: its leases whose counter did not move; null without `--sample`"},
+			{"renewals", tNumberOrNull, "with `--sample`: how far its counters moved; null without `--sample`"},
+			{"lastUpdate", tStringOrNull, "KCL 3.x: when its worker-metrics item was last updated (RFC 3339, UTC); null without one"},
+			{"cpu", tNumbers, "KCL 3.x: its worker-metrics CPU series; `[]` without one"},
+			{"leader", tBoolean, "KCL 3.x: it holds the leader lock"},
+		},
+		CSV:     ownersCSVColumns,
+		CSVNote: "`shards` is joined with `;`.",
+	},
+	{
+		Name:  "checkpoint diff",
+		Shape: "`checkpoint diff` and its alias `lag`: an array, one object per shard or lease.",
+		Keys: []jsonKey{
+			{"streamName", tStringOrNull, "the stream the row belongs to"},
+			{"shardId", tString, "the shard id"},
+			{"leaseKey", tStringOrNull, "null for a shard without a lease"},
+			{"leaseOwner", tStringOrNull, "null without a lease or when unassigned"},
+			{"checkpoint", tStringOrNull, "null without a lease"},
+			{"checkpointSubSequenceNumber", tNumberOrNull, "null without a lease"},
+			{"shardStatus", tStringOrNull, "`open` or `closed`; null for an `orphan-lease`"},
+			{"millisBehindLatest", tNumberOrNull, "milliseconds behind the tip (the table's BEHIND shows it rounded: `32s`, `4m10s`, `2h3m`); null where not measured: closed shards, sentinel checkpoints, no lease"},
+			{"state", tString, "`at-tip`, `behind`, `not-started`, `drained`, `closed-undrained`, `blocked`, `missing-lease` or `orphan-lease`"},
+			{"blockedBy", tStrings, "the parents a `blocked` row waits for; `[]` otherwise"},
+			{"note", tStringOrNull, "a few words for `missing-lease`, `orphan-lease` and cleaned-up shards; null otherwise"},
+		},
+		CSV:     lagCSVColumns,
+		CSVNote: "`blockedBy` is joined with `;`.",
+	},
+	{
+		Name:  "shards lineage",
+		Shape: "`shards lineage` and its alias `lineage`: an array, one object per shard, parents before children. Leases of shards the stream does not have are not in it (see `checkpoint diff`).",
+		Keys: []jsonKey{
+			{"shardId", tString, "the shard id"},
+			{"parentShardId", tStringOrNull, "null for a shard without a parent"},
+			{"adjacentParentShardId", tStringOrNull, "the second parent of a merge; null otherwise"},
+			{"childShardIds", tStrings, "`[]` for an open shard"},
+			{"open", tBoolean, "the shard takes writes"},
+			{"startingHashKey", tString, "decimal"},
+			{"endingHashKey", tString, "decimal"},
+			{"share", tNumber, "its fraction of the hash key space, 0..1"},
+			{"lease", tObjectOrNull, "its lease; null without `--app` or without a lease"},
+			{"lease.leaseKey", tString, "the lease key"},
+			{"lease.leaseOwner", tStringOrNull, "null when unassigned"},
+			{"lease.checkpoint", tString, "sequence number or sentinel"},
+			{"lease.checkpointSubSequenceNumber", tNumber, "KPL sub-record index"},
+			{"lease.state", tString, "as in `leases ls`"},
+			{"lease.blockedBy", tStrings, "the parents an idle child waits for; `[]` otherwise"},
+			{"lease.waiting", tStringOrNull, "why an idle child waits, in words; null when it does not"},
+		},
+		CSV:     lineageCSVColumns,
+		CSVNote: "`childShardIds` is joined with `;`; the lease columns are empty without a lease.",
+	},
+	{
+		Name:  "doctor",
+		Shape: "One object, indented. With `--watch`, one compact object per line per report.",
+		Keys: []jsonKey{
+			{"app", tString, "the application"},
+			{"table", tString, "the lease table"},
+			{"stream", tStringOrNull, "the stream; null without `--stream` (and not a multi-stream table)"},
+			{"started", tString, "start of the window, RFC 3339 UTC"},
+			{"ended", tString, "end of the window, RFC 3339 UTC"},
+			{"windowMillis", tNumber, "the window's length"},
+			{"failoverTimeMillis", tNumber, "the failover time: how far apart the reads are"},
+			{"reads", tNumber, "lease-table reads in the window"},
+			{"leases", tNumber, "leases in the table"},
+			{"workers", tNumber, "workers holding a lease"},
+			{"kcl3", tBoolean, "the table is a KCL 3.x table"},
+			{"worst", tString, "`critical`, `warn`, `info`, or `none` without findings"},
+			{"failOn", tString, "the `--fail-on` threshold; `never` for `--fail-on never`"},
+			{"failed", tBoolean, "exit 3 applies"},
+			{"findings", tObjects, "worst first; `[]` when none"},
+			{"findings[].id", tString, "the finding's id (a contract, as the keys are)"},
+			{"findings[].severity", tString, "`info`, `warn` or `critical`"},
+			{"findings[].summary", tString, "one line"},
+			{"findings[].evidence", tObject, "what the finding rests on"},
+			{"findings[].evidence.lines", tStrings, "the facts in words, one per lease, shard or worker"},
+			{"findings[].evidence.values", tNumberMap, "the numbers by name; `{}` when none"},
+			{"findings[].evidence.shards", tStrings, "shard ids (lease keys in multi-stream tables) involved"},
+			{"findings[].evidence.workers", tStrings, "worker ids involved"},
+			{"findings[].cause", tString, "why it happens"},
+			{"findings[].fix", tString, "what to do"},
+			{"cost", tObject, "what the run read"},
+			{"cost.dynamodb", tObject, "lease-table reads"},
+			{"cost.dynamodb.scans", tNumber, "full scans of the lease table"},
+			{"cost.dynamodb.pages", tNumber, "Scan pages read"},
+			{"cost.dynamodb.legacyScans", tNumber, "KCL 3.0–3.4 side-table scans"},
+			{"cost.dynamodb.describeTable", tNumber, "DescribeTable calls"},
+			{"cost.dynamodb.readCapacityUnits", tNumber, "read capacity consumed"},
+			{"cost.kinesis", tObject, "stream reads (with `--stream`)"},
+			{"cost.kinesis.getRecords", tNumber, "GetRecords probes"},
+			{"cost.kinesis.listShards", tNumber, "ListShards calls"},
+			{"cost.kinesis.describeStreamSummary", tNumber, "DescribeStreamSummary calls"},
+			{"cost.cloudwatch", tObject, "CloudWatch reads"},
+			{"cost.cloudwatch.getMetricData", tNumber, "GetMetricData requests"},
+			{"cost.cloudwatch.metrics", tNumber, "metrics read"},
+		},
+		CSV:     doctorCSVColumns,
+		CSVNote: "One row per finding; `shards` and `workers` are joined with `;`.",
+	},
+	{
+		Name:    "checkpoint reset",
+		Shape:   "`checkpoint reset` and `checkpoint import` print their plan: an array, one object per lease. After `--execute` the same rows carry `result` and `detail`.",
+		Keys:    planRowKeys,
+		CSV:     planCSVColumns,
+		CSVNote: "`before` and `after` are the checkpoints, their sub-sequence numbers in the next columns.",
+	},
+	{
+		Name:  "plan file",
+		Title: "The plan file saved by `--execute`",
+		Shape: "The `.plan.json` that `--execute` saves beside the backup: one object.",
+		Keys: append([]jsonKey{
+			{"kind", tString, "`reset` or `import`"},
+			{"table", tString, "the lease table"},
+			{"target", tString, "the target, in words"},
+			{"readAt", tString, "when the table was read, RFC 3339 UTC"},
+			{"warnings", tStrings, "`[]` when none"},
+			{"changes", tObjects, "the plan rows, as `checkpoint reset` prints them"},
+		}, prefixed("changes[].", planRowKeys)...),
+	},
+	{
+		Name:  "checkpoint backups ls",
+		Shape: "An array, one object per backup in the backup folder, oldest first (`[]` when there is none).",
+		Keys: []jsonKey{
+			{"file", tString, "the backup's file name"},
+			{"path", tString, "its absolute path"},
+			{"kind", tString, "the command that saved it: `reset` or `import`"},
+			{"table", tString, "the table it holds, from the file's header"},
+			{"exportedAt", tString, "when the table was read, from the file's header"},
+			{"leases", tNumber, "lease items, from the header"},
+			{"nonLeases", tNumber, "non-lease items, from the header"},
+			{"malformed", tNumber, "malformed items, from the header"},
+			{"sizeBytes", tNumber, "the file's size"},
+			{"plan", tStringOrNull, "the `.plan.json` saved with it; null when absent"},
+		},
+		CSV: backupCSVColumns,
+	},
+	{
+		Name:  "checkpoint export",
+		Title: "`kcltool checkpoint export` (`-o json`, the default)",
+		Shape: "One object with one item per line; `checkpoint import` reads it back (also files written before these keys were always present).",
+		Keys: []jsonKey{
+			{"format", tString, "`kcltool-lease-table-export`"},
+			{"version", tNumber, "1; it changes only when an older reader would misread the file"},
+			{"table", tString, "the table exported"},
+			{"exportedAt", tString, "when it was read, RFC 3339 UTC, milliseconds"},
+			{"counts", tObject, "the items by kind"},
+			{"counts.leases", tNumber, "lease items"},
+			{"counts.nonLeases", tNumber, "non-lease items"},
+			{"counts.malformed", tNumber, "malformed items"},
+			{"items", tObjects, "every item of the table"},
+			{"items[].leaseKey", tString, "the item's key"},
+			{"items[].kind", tString, "`lease`, `non-lease` or `malformed`"},
+			{"items[].entityType", tStringOrNull, "non-lease items: their `entityType`; null for the others"},
+			{"items[].checkpoint", tStringOrNull, "leases: the checkpoint; null for the others"},
+			{"items[].subSequenceNumber", tNumberOrNull, "leases: the checkpoint's sub-sequence number; null for the others"},
+			{"items[].error", tStringOrNull, "malformed items: why KCL could not read it; null for the others"},
+			{"items[].item", tDynamoDBItem, "the item as DynamoDB holds it (`aws dynamodb put-item --item` form), attributes sorted"},
+		},
+		CSV:     reset.ExportCSVHeader,
+		CSVNote: "`item` holds the item in DynamoDB JSON, so the CSV is as complete as the JSON; the first three columns are a positions file for `checkpoint reset --from-file`. A CSV export does not record the table name.",
+	},
+}
+
+// jsonSchema returns the named command's schema; it panics on a name that
+// is not in jsonSchemas, which only a test can pass.
+func jsonSchema(name string) jsonCommand {
+	for _, c := range jsonSchemas {
+		if c.Name == name {
+			return c
+		}
+	}
+	panic("no JSON schema named " + name)
+}
+
+// Markers around the part of docs/json.md rendered from jsonSchemas.
+const (
+	jsonDocBegin = "<!-- BEGIN generated from cmd/json_schema.go; to change it, edit that file and run: go test ./cmd -run TestJSONDocsPage -update -->"
+	jsonDocEnd   = "<!-- END generated -->"
+)
+
+// jsonSchemaMarkdown renders jsonSchemas for docs/json.md, markers included.
+func jsonSchemaMarkdown() string {
+	var b strings.Builder
+	b.WriteString(jsonDocBegin + "\n\n")
+	b.WriteString(jsonSchemaNote + "\n")
+	for _, c := range jsonSchemas {
+		title := c.Title
+		if title == "" {
+			title = "`kcltool " + c.Name + " -o json`"
+		}
+		fmt.Fprintf(&b, "\n## %s\n\n%s\n\n| key | type | meaning |\n|---|---|---|\n", title, c.Shape)
+		for _, k := range c.Keys {
+			fmt.Fprintf(&b, "| `%s` | %s | %s |\n", k.Path, k.Type, k.Doc)
+		}
+		if c.CSV != nil {
+			fmt.Fprintf(&b, "\n`-o csv` has a header row and always these columns, in this order: `%s`. An absent value is an empty field, never `-`.", strings.Join(c.CSV, ","))
+			if c.CSVNote != "" {
+				b.WriteString(" " + c.CSVNote)
+			}
+			b.WriteString("\n")
+		}
+	}
+	b.WriteString("\n" + jsonDocEnd + "\n")
+	return b.String()
+}
