@@ -22,6 +22,9 @@ import (
 // person exploring, and it cannot be a command a script meant to run, as
 // every command a script runs takes flags.
 func checkCommandPath(root *cobra.Command, args []string) error {
+	if len(args) > 0 && args[0] == "help" {
+		return checkHelpTopic(root, args[1:])
+	}
 	cmd, rest, err := root.Find(args)
 	if err != nil || cmd == root || !cmd.HasSubCommands() {
 		return nil // cobra reports the top level and leaf commands itself
@@ -36,6 +39,29 @@ func checkCommandPath(root *cobra.Command, args []string) error {
 		return &ExitError{Code: ExitUsage, Err: fmt.Errorf("%s needs a command: %s", cmd.CommandPath(), strings.Join(subcommandNames(cmd), ", "))}
 	}
 	return nil // nothing (help, exit 0), or an unknown flag that cobra names
+}
+
+// checkHelpTopic fails `kcltool help TOPIC` whose topic names no command,
+// as a typo of the command itself would: cobra's help printed "Unknown help
+// topic" and exited 0.
+func checkHelpTopic(root *cobra.Command, topic []string) error {
+	var words []string
+	for _, w := range topic {
+		if !strings.HasPrefix(w, "-") {
+			words = append(words, w)
+		}
+	}
+	if len(words) == 0 {
+		return nil
+	}
+	cmd, rest, err := root.Find(words)
+	if err != nil {
+		return unknownCommandError(root, words[0])
+	}
+	if len(rest) > 0 {
+		return unknownCommandError(cmd, rest[0])
+	}
+	return nil
 }
 
 // scanGroupArgs reads a group's arguments the way pflag would, without
