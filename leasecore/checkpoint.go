@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // ErrCheckpointBehind refuses a checkpoint lower than the lease's current
@@ -52,7 +53,7 @@ func (c *Coordinator) CheckpointTenure(ctx context.Context, key string, tenure u
 		// Each request has its own deadline (Config.ItemTimeout), so a hung
 		// connection cannot hold the lease's lock (and so its renewals)
 		// past the failover time.
-		l, err := CheckpointLease(ctx, c.api, c.table, hl.lease, cp)
+		l, err := checkpointLease(ctx, c.api, c.table, hl.lease, cp, hl.unknownCheckpoints)
 		var own *OwnWriteError
 		switch {
 		case err == nil:
@@ -73,10 +74,18 @@ func (c *Coordinator) CheckpointTenure(ctx context.Context, key string, tenure u
 		case errors.Is(err, ErrLeaseLost):
 			c.drop(hl, LeaseLost, err)
 			return err
-		case ctx.Err() != nil, errorCode(err) != "" && !Retryable(err):
-			return err // only throttles, server faults and network errors are worth another try
 		}
-		hl.unresolved(sent, err)
+		if !isThrottle(err) && !rejected(err) {
+			// Maybe applied: the next write's condition failure and read
+			// will tell, even if this call gives up now.
+			hl.unresolved(sent, err)
+			if !slices.Contains(hl.unknownCheckpoints, cp) {
+				hl.unknownCheckpoints = append(hl.unknownCheckpoints, cp)
+			}
+		}
+		if ctx.Err() != nil || rejected(err) {
+			return err // throttles, server faults and network errors are worth another try
+		}
 		c.stats.retries.Add(1)
 		c.log.Debug("retrying checkpoint", "lease", key, "attempt", attempt, "err", err)
 		if serr := Sleep(ctx, c.clock, c.retryBackoff(attempt)); serr != nil {

@@ -66,8 +66,11 @@ type heldLease struct {
 	// outcome is unknown (timed out, reset, answer lost): if a later read
 	// shows it applied, it was applied no earlier than this.
 	unknownSince time.Time
-	tenure       uint64
-	dropped      bool
+	// unknownCheckpoints are the checkpoints of writes since renewedAt whose
+	// outcome is unknown: the table may hold one of them.
+	unknownCheckpoints []SequenceNumber
+	tenure             uint64
+	dropped            bool
 }
 
 // applied records a write of this worker on the lease that is known to have
@@ -82,13 +85,13 @@ func (hl *heldLease) applied(l Lease, sent time.Time) {
 	if sent.Before(hl.renewedAt) {
 		sent = hl.renewedAt
 	}
-	hl.lease, hl.renewedAt, hl.unknownSince = l, sent, time.Time{}
+	hl.lease, hl.renewedAt, hl.unknownSince, hl.unknownCheckpoints = l, sent, time.Time{}, nil
 }
 
 // unresolved notes a write sent at sent that failed without a definite
 // answer. A throttle is definite: nothing was written.
 func (hl *heldLease) unresolved(sent time.Time, err error) {
-	if hl.unknownSince.IsZero() && !isThrottle(err) {
+	if hl.unknownSince.IsZero() && !isThrottle(err) && !rejected(err) {
 		hl.unknownSince = sent
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
 
 // ErrLeaseLost means this worker no longer holds a lease: a counter- or
@@ -150,4 +151,19 @@ func Transient(err error) bool {
 	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) || errors.Is(err, io.EOF) ||
 		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) ||
 		strings.Contains(err.Error(), "connection reset") || strings.Contains(err.Error(), "EOF")
+}
+
+// rejected reports a definite refusal: the service answered with a client
+// error other than throttling (validation, access, a missing table), so the
+// write was not applied and sending it again will not help. A server fault,
+// a throttle, a broken connection or a timeout is not a refusal.
+func rejected(err error) bool {
+	if errorCode(err) == "" || Retryable(err) {
+		return false
+	}
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) {
+		return re.HTTPStatusCode() >= 400 && re.HTTPStatusCode() < 500
+	}
+	return true
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -163,6 +164,13 @@ func TakeLease(ctx context.Context, api LeaseUpdateAPI, table string, l Lease, w
 // carries them. A condition failure means the lease is lost (ErrLeaseLost),
 // unless the item shows exactly this write already applied.
 func CheckpointLease(ctx context.Context, api LeaseUpdateAPI, table string, l Lease, cp SequenceNumber) (Lease, error) {
+	return checkpointLease(ctx, api, table, l, cp, nil)
+}
+
+// checkpointLease is CheckpointLease for the coordinator, which also knows
+// unresolved, the checkpoints of earlier writes of its own whose outcome is
+// unknown: an item at counter N+1 showing one of them was that write.
+func checkpointLease(ctx context.Context, api LeaseUpdateAPI, table string, l Lease, cp SequenceNumber, unresolved []SequenceNumber) (Lease, error) {
 	if !ValidCheckpoint(cp.SequenceNumber) {
 		return l, fmt.Errorf("checkpoint lease %s: %q is not a sequence number or sentinel", l.LeaseKey, cp.SequenceNumber)
 	}
@@ -203,11 +211,12 @@ func CheckpointLease(ctx context.Context, api LeaseUpdateAPI, table string, l Le
 	switch {
 	case mine && cur.Checkpoint == cp && cur.OwnerSwitchesSinceCheckpoint == 0:
 		return cur, nil // this checkpoint, applied by an earlier attempt
-	case mine && cur.Checkpoint == l.Checkpoint:
+	case mine && (cur.Checkpoint == l.Checkpoint || slices.Contains(unresolved, cur.Checkpoint)):
 		// One write conditioned on N was applied, and it was not this
 		// checkpoint: it was the owner's renewal whose answer was lost
 		// (nothing else bumps the counter and leaves owner and checkpoint
-		// as they were). Only one write conditioned on N can apply.
+		// as they were), or its earlier checkpoint whose outcome was
+		// unknown. Only one write conditioned on N can apply.
 		return l, &OwnWriteError{Current: cur}
 	}
 	return l, lostFromItem("checkpoint", l, cur, ok, nil)

@@ -96,6 +96,10 @@ func NewFaultProxy(tb interface {
 	p := &FaultProxy{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), rate: rate, match: match, fault: fault,
 		requests: map[string]int64{}, iterators: map[string]bool{}, closed: make(chan struct{})}
 	rp := httputil.NewSingleHostReverseProxy(u)
+	// A server (or a proxy chained behind this one) that hangs up is a
+	// broken connection for the client too, not an HTTP 502: that keeps
+	// chained proxies' faults what they are.
+	rp.ErrorHandler = func(w http.ResponseWriter, _ *http.Request, _ error) { hangUp(w) }
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.serve(rp, w, r)
 	}))
