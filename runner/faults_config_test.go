@@ -1,0 +1,8 @@
+package runner
+
+import "time"
+
+// shortKinesisTimeout sets the Kinesis request deadline of a test worker.
+// (Kept apart so that the fault tests can be run against code without the
+// setting, where it is a no-op, to show that they fail there.)
+func shortKinesisTimeout(cfg *Config, d time.Duration) { cfg.KinesisTimeout = d }

@@ -1,0 +1,92 @@
+package runner
+
+import (
+	"bytes"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+
+	"github.com/kcltool/kcltool/internal/emulator"
+)
+
+// logBuffer keeps a worker's log for a test to search, and shows it in the
+// test's output too.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func recordedLogger(t *testing.T, id string) (*slog.Logger, *logBuffer) {
+	buf := &logBuffer{}
+	w := io.MultiWriter(tlogWriter{t}, buf)
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug})).With("test_worker", id), buf
+}
+
+// A GetRecords that is never answered, not even after the fault heals,
+// stalls its shard only until the request's deadline: the read is retried,
+// the records written after the heal are handled within the deadline plus
+// the retry's backoff, and the failure is logged at warn, with the error, at
+// once.
+func TestGetRecordsNeverAnsweredTimesOut(t *testing.T) {
+	s := newStack(t, 1)
+	proxy := emulator.NewFaultProxy(t, emulator.KinesisEndpoint(t), emulator.Hang, 0, "GetRecords", 1)
+	through := s
+	through.kin = kinesis.NewFromConfig(emulator.Config(), func(o *kinesis.Options) { o.BaseEndpoint = aws.String(proxy.URL) })
+	out := outFile(t)
+	cfg := s.config(t, "w1", out)
+	var logs *logBuffer
+	cfg.Log, logs = recordedLogger(t, "w1")
+	cfg.Metrics = NewMetrics()
+	shortKinesisTimeout(&cfg, time.Second)
+	start(t, through, cfg)
+
+	s.put(t, func(k string) string { return k + ":before" }, keys("k", 10)...)
+	eventually(t, 20*time.Second, "10 records handled", func() bool { return len(readHandled(t, out)) >= 10 })
+
+	proxy.SetRate(1)
+	eventually(t, 10*time.Second, "a GetRecords held unanswered", func() bool { return proxy.Held.Load() > 0 })
+	time.Sleep(200 * time.Millisecond)
+	proxy.SetRate(0) // healed: new requests pass, the held one stays held
+	healed := time.Now()
+	s.put(t, func(k string) string { return k + ":after" }, keys("k", 10)...)
+	eventually(t, 15*time.Second, "the records written after the heal handled", func() bool { return len(readHandled(t, out)) >= 20 })
+	// Deadline 1s, then a backoff under 200ms, the idle pause (100ms) and
+	// the handler; room for a slow machine.
+	if took := time.Since(healed); took > 4*time.Second {
+		t.Fatalf("records handled %s after the heal, want within the 1s deadline plus backoff", took)
+	}
+	log := logs.String()
+	if !strings.Contains(log, `level=WARN msg="reads of the shard are failing; retrying (the lease is kept)"`) ||
+		!strings.Contains(log, "timedOut=true") || !strings.Contains(log, "deadline exceeded") {
+		t.Fatalf("the timed-out read is not logged at warn with its error:\n%s", log)
+	}
+	if !strings.Contains(log, `msg="reads of the shard recovered"`) {
+		t.Fatalf("the recovery is not logged:\n%s", log)
+	}
+	var metrics bytes.Buffer
+	if err := cfg.Metrics.WritePrometheus(&metrics); err != nil {
+		t.Fatal(err)
+	}
+	prefix := `kcltool_shard_read_timeouts_total{app="` + s.table + `",stream="` + s.stream + `",shard="shardId-000000000000"} `
+	if v, ok := sampleValue(metrics.String(), prefix); !ok || v < 1 {
+		t.Fatalf("read timeouts metric %v (found %v), want at least 1:\n%s", v, ok, metrics.String())
+	}
+}
