@@ -6,3 +6,6 @@ import "time"
 // (Kept apart so that the fault tests can be run against code without the
 // setting, where it is a no-op, to show that they fail there.)
 func shortKinesisTimeout(cfg *Config, d time.Duration) { cfg.KinesisTimeout = d }
+
+// shortDynamoDBTimeout sets the DynamoDB request deadline of a test worker.
+func shortDynamoDBTimeout(cfg *Config, d time.Duration) { cfg.DynamoDBTimeout = d }

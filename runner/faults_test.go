@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
 	"github.com/kcltool/kcltool/internal/emulator"
@@ -89,4 +90,46 @@ func TestGetRecordsNeverAnsweredTimesOut(t *testing.T) {
 	if v, ok := sampleValue(metrics.String(), prefix); !ok || v < 1 {
 		t.Fatalf("read timeouts metric %v (found %v), want at least 1:\n%s", v, ok, metrics.String())
 	}
+}
+
+// A worker whose first ListShards, GetShardIterator or lease-creating
+// PutItem is never answered starts anyway once the fault heals: each of
+// those requests is cut off at its deadline and retried.
+func TestCallNeverAnsweredAtStart(t *testing.T) {
+	for _, c := range []struct{ service, op string }{
+		{"kinesis", "ListShards"}, {"kinesis", "GetShardIterator"}, {"dynamodb", "PutItem"},
+	} {
+		t.Run(c.op, func(t *testing.T) {
+			s := newStack(t, 1)
+			kp := emulator.NewFaultProxy(t, emulator.KinesisEndpoint(t), emulator.Hang, 0, c.op, 1)
+			dp := emulator.NewFaultProxy(t, emulator.DynamoDBEndpoint(t), emulator.Hang, 0, c.op, 1)
+			faulty := kp
+			if c.service == "dynamodb" {
+				faulty = dp
+			}
+			faulty.SetRate(1)
+			through := s
+			through.kin = kinesis.NewFromConfig(emulator.Config(), func(o *kinesis.Options) { o.BaseEndpoint = aws.String(kp.URL) })
+			through.ddb = via(dp.URL)
+			out := outFile(t)
+			cfg := s.config(t, "w1", out)
+			shortKinesisTimeout(&cfg, time.Second)
+			shortDynamoDBTimeout(&cfg, time.Second)
+			s.put(t, func(k string) string { return k }, keys("k", 5)...)
+			start(t, through, cfg)
+			eventually(t, 10*time.Second, c.op+" held unanswered", func() bool { return faulty.Held.Load() > 0 })
+			faulty.SetRate(0)
+			healed := time.Now()
+			eventually(t, 15*time.Second, "the records handled after the heal", func() bool { return len(readHandled(t, out)) >= 5 })
+			if took := time.Since(healed); took > 5*time.Second {
+				t.Fatalf("records handled %s after the heal, want within the 1s deadline plus backoff", took)
+			}
+		})
+	}
+}
+
+// via returns a DynamoDB client that talks to the server through url (a
+// fault proxy).
+func via(url string) *dynamodb.Client {
+	return dynamodb.NewFromConfig(emulator.Config(), func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(url) })
 }
