@@ -355,7 +355,7 @@ func (c *Coordinator) releaseOne(ctx context.Context, hl *heldLease) error {
 		case errors.Is(err, ErrLeaseLost):
 			c.drop(hl, LeaseLost, err)
 			return nil
-		case ctx.Err() != nil || !Retryable(err) || attempt > 8:
+		case ctx.Err() != nil || !Transient(err) || attempt > 8:
 			return err
 		}
 		c.stats.retries.Add(1)
