@@ -9,3 +9,11 @@ func shortKinesisTimeout(cfg *Config, d time.Duration) { cfg.KinesisTimeout = d 
 
 // shortDynamoDBTimeout sets the DynamoDB request deadline of a test worker.
 func shortDynamoDBTimeout(cfg *Config, d time.Duration) { cfg.DynamoDBTimeout = d }
+
+// shortWarnInterval shortens the interval of the "still failing" warnings
+// and returns the undo.
+func shortWarnInterval(d time.Duration) func() {
+	old := failingWarnEvery
+	failingWarnEvery = d
+	return func() { failingWarnEvery = old }
+}

@@ -133,3 +133,59 @@ func TestCallNeverAnsweredAtStart(t *testing.T) {
 func via(url string) *dynamodb.Client {
 	return dynamodb.NewFromConfig(emulator.Config(), func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(url) })
 }
+
+// A shard whose reads keep failing is logged at warn at the first failure,
+// then once per interval (30s; 1s here) while it goes on, not at every
+// retry; throttling alone only once it has lasted an interval.
+func TestFailingReadsWarnAtOnceThenAtIntervals(t *testing.T) {
+	defer shortWarnInterval(time.Second)()
+	for _, c := range []struct {
+		name  string
+		fault emulator.Fault
+	}{{"server error", emulator.ServerError}, {"throttled", emulator.Throttle}} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newStack(t, 1)
+			proxy := emulator.NewFaultProxy(t, emulator.KinesisEndpoint(t), c.fault, 0, "GetRecords", 1)
+			through := s
+			through.kin = kinesis.NewFromConfig(emulator.Config(), func(o *kinesis.Options) { o.BaseEndpoint = aws.String(proxy.URL) })
+			out := outFile(t)
+			cfg := s.config(t, "w1", out)
+			var logs *logBuffer
+			cfg.Log, logs = recordedLogger(t, "w1")
+			start(t, through, cfg)
+			s.put(t, func(k string) string { return k }, keys("k", 3)...)
+			eventually(t, 20*time.Second, "3 records handled", func() bool { return len(readHandled(t, out)) >= 3 })
+
+			proxy.SetRate(1)
+			failing := time.Now()
+			eventually(t, 10*time.Second, "a failed read", func() bool { return proxy.Injected.Load() > 0 })
+			time.Sleep(3500*time.Millisecond - time.Since(failing))
+			proxy.SetRate(0)
+			s.put(t, func(k string) string { return k }, keys("after", 3)...)
+			eventually(t, 10*time.Second, "reads recover", func() bool { return len(readHandled(t, out)) >= 6 })
+
+			log := logs.String()
+			first := strings.Count(log, `level=WARN msg="reads of the shard are failing; retrying (the lease is kept)"`)
+			again := strings.Count(log, `level=WARN msg="reads of the shard are still failing; retrying (the lease is kept)"`)
+			attempts := proxy.Injected.Load()
+			t.Logf("%d failed reads: %d first warnings, %d repeated", attempts, first, again)
+			switch {
+			case c.fault == emulator.Throttle:
+				// Expected under load: debug at first, warn once it lasts.
+				warn := strings.Index(log, `level=WARN msg="reads of the shard are failing`)
+				debug := strings.Index(log, `level=DEBUG msg="Kinesis call failed; retrying"`)
+				if first != 1 || debug < 0 || debug > warn {
+					t.Fatalf("throttled reads: want debug lines first, then one warning once they lasted 1s:\n%s", log)
+				}
+			case first != 1 || again < 1 || again > 3 || int64(first+again) >= attempts:
+				t.Fatalf("%d failed reads over 3.5s logged %d first and %d repeated warnings; want 1, then one a second:\n%s", attempts, first, again, log)
+			}
+			if c.fault == emulator.ServerError && !strings.Contains(log, "InternalServerError") {
+				t.Fatalf("the warning lacks the error:\n%s", log)
+			}
+			if !strings.Contains(log, `msg="reads of the shard recovered"`) {
+				t.Fatalf("the recovery is not logged:\n%s", log)
+			}
+		})
+	}
+}

@@ -67,11 +67,13 @@ const (
 	// refreshAfter: after this many failures in a row the iterator is
 	// replaced, in case it is what the server chokes on.
 	refreshAfter = 4
-	// failingWarnEvery: a shard whose reads keep failing is logged at warn
-	// at the first failure after a success (throttles: once they have
-	// lasted this long) and again at this interval while they go on.
-	failingWarnEvery = 30 * time.Second
 )
+
+// failingWarnEvery: a shard whose reads keep failing is logged at warn at
+// the first failure after a success (throttles: once they have lasted this
+// long) and again at this interval while they go on. A variable so that
+// tests can shorten it.
+var failingWarnEvery = 30 * time.Second
 
 func newFetcher(kin KinesisAPI, stream reshard.Stream, shardID string, start leasecore.SequenceNumber, cfg Config, hr HashRange, stats *shardStats, log *slog.Logger) *fetcher {
 	return &fetcher{
