@@ -2,6 +2,7 @@ package runner
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -188,4 +189,64 @@ func TestFailingReadsWarnAtOnceThenAtIntervals(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Two workers whose lease-table writes lose 30% of their answers after
+// being applied, while records flow and every batch is checkpointed: no
+// lease is lost in 20s (failover 1.5s, so renewals every 475ms), and every
+// record is handled.
+func TestLostWriteAnswersLoseNoLeaseWhileConsuming(t *testing.T) {
+	s := newStack(t, 4)
+	out := outFile(t)
+	var proxies []*emulator.FaultProxy
+	var metrics []*Metrics
+	for i, id := range []string{"w1", "w2"} {
+		p := emulator.NewFaultProxy(t, emulator.DynamoDBEndpoint(t), emulator.LoseResponse, 0, "UpdateItem", uint64(i+1))
+		through := s
+		through.ddb = via(p.URL)
+		cfg := s.config(t, id, out)
+		cfg.Metrics = NewMetrics()
+		start(t, through, cfg)
+		proxies, metrics = append(proxies, p), append(metrics, cfg.Metrics)
+	}
+	// value reads a worker metric from the Prometheus text.
+	value := func(i int, name string) float64 {
+		var b bytes.Buffer
+		if err := metrics[i].WritePrometheus(&b); err != nil {
+			t.Fatal(err)
+		}
+		v, _ := sampleValue(b.String(), name+`{app="`+s.table+`",worker="w`+fmt.Sprint(i+1)+`"} `)
+		return v
+	}
+	eventually(t, 20*time.Second, "2 leases each", func() bool {
+		return value(0, "kcltool_worker_leases_held") == 2 && value(1, "kcltool_worker_leases_held") == 2
+	})
+	lost := func() float64 {
+		return value(0, "kcltool_worker_leases_lost_total") + value(1, "kcltool_worker_leases_lost_total")
+	}
+	before := lost()
+
+	for _, p := range proxies {
+		p.SetRate(0.3)
+	}
+	sent := 0
+	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); {
+		s.put(t, func(k string) string { return k }, keys(fmt.Sprintf("r%d-", sent), 8)...)
+		sent += 8
+		time.Sleep(200 * time.Millisecond)
+	}
+	for _, p := range proxies {
+		p.SetRate(0)
+	}
+	if n := lost() - before; n != 0 {
+		t.Fatalf("%v leases lost with only lost write answers", n)
+	}
+	eventually(t, 20*time.Second, "every record handled", func() bool {
+		seen := map[string]bool{}
+		for _, h := range readHandled(t, out) {
+			seen[h.PartitionKey] = true
+		}
+		return len(seen) >= sent
+	})
+	t.Logf("%d records; answers lost: %d", sent, proxies[0].Injected.Load()+proxies[1].Injected.Load())
 }
