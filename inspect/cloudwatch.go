@@ -27,6 +27,7 @@ const (
 	mKCLReassigned  = "kcl.numOfLeasesReassignment"
 	mKCLShardLag    = "kcl.millisBehindLatest" // subject: shard
 	mKCLAppLag      = "kcl.applicationMillisBehindLatest"
+	mKCLReadSuccess = "kcl.getRecordsSuccess" // subject: shard
 )
 
 // cloudWatchChecks names what is lost without CloudWatch.

@@ -151,6 +151,9 @@ func (g *diagnosis) kclSpecs() []metricSpec {
 			continue
 		}
 		add(mKCLShardLag, l.LeaseKey, "MillisBehindLatest", "Maximum", op("ProcessTask"), [2]string{"ShardId", l.LeaseKey})
+		// 0/1 per GetRecords call (KCL and kcltool run alike): tells a
+		// shard whose reads fail from one whose handler fails.
+		add(mKCLReadSuccess, l.LeaseKey, "KinesisDataFetcher.getRecords.Success", "Average", op("ProcessTask"), [2]string{"ShardId", l.LeaseKey})
 	}
 	return specs
 }

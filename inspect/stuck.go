@@ -10,16 +10,42 @@ import (
 
 // checkStuck finds the poison-record pattern: the lease is renewed all
 // window long, so its worker is alive and holds it, but the checkpoint never
-// moves while the shard has records after it.
+// moves while the shard has records after it. When the worker's own metrics
+// show that its reads of the shard fail (KinesisDataFetcher.getRecords.Success
+// mostly 0), the cause is Kinesis, not the handler, and the finding says so.
 func (g *diagnosis) checkStuck() {
 	if g.lag == nil || len(g.view.samples) < 2 {
 		return
 	}
+	var handler, reads []*LagRow
+	for _, r := range g.stuckRows() {
+		if _, failing := g.readsFailing(r.Lease.LeaseKey); failing {
+			reads = append(reads, r)
+		} else {
+			handler = append(handler, r)
+		}
+	}
+	if len(handler) > 0 {
+		g.addStuck(handler, "",
+			"the record processor keeps failing or hanging on the records right after the checkpoint — typically a poison record retried forever — so the worker holds the shard but never checkpoints past it; a handler slower than the window looks the same",
+			"find the failing record in the worker's logs (the shard and checkpoint above); fix the handler, or let it give up on the record: kcltool run --max-retries N or --max-record-age D with --bisect-on-error and --on-failure DIR; "+
+				"in a Java KCL processor, catch the exception in processRecords, park the record and checkpoint past it")
+	}
+	if len(reads) > 0 {
+		g.addStuck(reads, "Kinesis reads failing; ",
+			"the worker's GetRecords calls on these shards fail or time out (its KinesisDataFetcher.getRecords.Success metric is mostly 0): it keeps renewing the lease while it retries, so no other worker takes the shard over; the handler is not what holds it up",
+			"look in the worker's log for \"reads of the shard are failing\" and the error it names; check the network path to Kinesis (VPC endpoint, proxy, NAT, DNS), kinesis:GetRecords and kinesis:GetShardIterator permissions, and kms:Decrypt for an encrypted stream; "+
+				"kcltool run gives up on a call after --kinesis-timeout and retries it")
+	}
+}
+
+// addStuck reports stuck rows with a cause.
+func (g *diagnosis) addStuck(rows []*LagRow, what, cause, fix string) {
 	window := g.view.window()
 	sev := SeverityWarn
 	var lines, shards, workers []string
 	worst := int64(0)
-	for _, r := range g.stuckRows() {
+	for _, r := range rows {
 		h := g.view.history(r.Lease.LeaseKey)
 		behind := time.Duration(*r.MillisBehindLatest) * time.Millisecond
 		// A first unprocessed record older than the window was there all
@@ -35,22 +61,38 @@ func (g *diagnosis) checkStuck() {
 		if n := r.Lease.OwnerSwitchesSinceCheckpoint; n > 0 {
 			line += fmt.Sprintf("; %d owner switches since the last checkpoint", n)
 		}
+		if ok, failing := g.readsFailing(r.Lease.LeaseKey); failing {
+			line += fmt.Sprintf("; KinesisDataFetcher.getRecords.Success averaged %.2f (%.0f%% of its reads failed)", ok, 100*(1-ok))
+		}
 		lines = append(lines, line)
-	}
-	if len(shards) == 0 {
-		return
 	}
 	g.add(Finding{
 		ID: FindStuckShard, Severity: sev,
-		Summary: fmt.Sprintf("%s stuck: leases renewed, checkpoints not moving for %s, records waiting: %s",
-			plural(len(shards), "shard"), roundDur(window), listShort(shards)),
+		Summary: fmt.Sprintf("%s stuck: %sleases renewed, checkpoints not moving for %s, records waiting: %s",
+			plural(len(shards), "shard"), what, roundDur(window), listShort(shards)),
 		Evidence: Evidence{Lines: lines, Shards: shards, Workers: uniqueSorted(workers), Values: map[string]float64{
 			"stuckShards": float64(len(shards)), "maxMillisBehind": float64(worst), "windowMillis": float64(window.Milliseconds()),
 		}},
-		Cause: "the record processor keeps failing or hanging on the records right after the checkpoint — typically a poison record retried forever — so the worker holds the shard but never checkpoints past it; a handler slower than the window looks the same",
-		Fix: "find the failing record in the worker's logs (the shard and checkpoint above); fix the handler, or let it give up on the record: kcltool run --max-retries N or --max-record-age D with --bisect-on-error and --on-failure DIR; " +
-			"in a Java KCL processor, catch the exception in processRecords, park the record and checkpoint past it",
+		Cause: cause,
+		Fix:   fix,
 	})
+}
+
+// readsFailing reads the worker's KinesisDataFetcher.getRecords.Success
+// for a shard: the share of its GetRecords calls that succeeded over the
+// metrics window, and whether most of them failed. Without the metric
+// (no CloudWatch, or a worker that does not publish it) nothing is known.
+func (g *diagnosis) readsFailing(shard string) (success float64, failing bool) {
+	vs := g.metrics.valuesOf(mKCLReadSuccess, shard)
+	if len(vs) == 0 {
+		return 0, false
+	}
+	sum := 0.0
+	for _, v := range vs {
+		sum += v
+	}
+	success = sum / float64(len(vs))
+	return success, success < 0.5
 }
 
 // stuckRows are the stream rows whose lease was renewed by one live owner

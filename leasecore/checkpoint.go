@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // ErrCheckpointBehind refuses a checkpoint lower than the lease's current
@@ -49,21 +50,41 @@ func (c *Coordinator) CheckpointTenure(ctx context.Context, key string, tenure u
 			c.drop(hl, LeaseLost, err)
 			return err
 		}
-		// Bounded per attempt, so a hung connection cannot hold the lease's
-		// lock (and so its renewals) past the failover time.
-		actx, cancel := context.WithTimeout(ctx, c.cfg.RenewInterval)
-		l, err := CheckpointLease(actx, c.api, c.table, hl.lease, cp)
-		cancel()
+		// Each request has its own deadline (Config.ItemTimeout), so a hung
+		// connection cannot hold the lease's lock (and so its renewals)
+		// past the failover time.
+		l, err := checkpointLease(ctx, c.api, c.table, hl.lease, cp, hl.unknownCheckpoints)
+		var own *OwnWriteError
 		switch {
 		case err == nil:
-			hl.lease, hl.renewedAt = l, sent
+			hl.applied(l, sent)
 			c.stats.checkpoints.Add(1)
 			return nil
+		case errors.As(err, &own):
+			// A renewal whose answer was lost had been applied: the lease
+			// is still this worker's, at the counter the read shows.
+			c.log.Debug("a renewal whose answer was lost had been applied; checkpointing at the counter read back",
+				"lease", key, "leaseCounter", own.Current.LeaseCounter)
+			if hl.unknownSince.IsZero() {
+				hl.lease = own.Current // when it was applied is unknown: the holding keeps its date
+			} else {
+				hl.applied(own.Current, hl.unknownSince)
+			}
+			continue
 		case errors.Is(err, ErrLeaseLost):
 			c.drop(hl, LeaseLost, err)
 			return err
-		case ctx.Err() != nil, errorCode(err) != "" && !Retryable(err):
-			return err // only throttles, server faults and network errors are worth another try
+		}
+		if !isThrottle(err) && !rejected(err) {
+			// Maybe applied: the next write's condition failure and read
+			// will tell, even if this call gives up now.
+			hl.unresolved(sent, err)
+			if !slices.Contains(hl.unknownCheckpoints, cp) {
+				hl.unknownCheckpoints = append(hl.unknownCheckpoints, cp)
+			}
+		}
+		if ctx.Err() != nil || rejected(err) {
+			return err // throttles, server faults and network errors are worth another try
 		}
 		c.stats.retries.Add(1)
 		c.log.Debug("retrying checkpoint", "lease", key, "attempt", attempt, "err", err)

@@ -53,12 +53,32 @@ func TestCloudWatchMetricsUseKCLNames(t *testing.T) {
 	}
 	for _, want := range []string{"ProcessTask/MillisBehindLatest", "ProcessTask/RecordsProcessed", "ProcessTask/DataBytesProcessed",
 		"ProcessTask/RecordProcessor.processRecords.Time", "RenewAllLeases/CurrentLeases", "RenewAllLeases/LostLeases",
-		"TakeLeases/TakenLeases", "ApplicationTracker/MillisBehindLatest"} {
+		"TakeLeases/TakenLeases", "ApplicationTracker/MillisBehindLatest", "ProcessTask/KinesisDataFetcher.getRecords.Success"} {
 		if !seen[want] {
 			t.Errorf("no %s published; got %v", want, seen)
 		}
 	}
 	if total := records["shardId-000000000000"] + records["shardId-000000000001"]; total != 30 {
 		t.Errorf("RecordsProcessed sums to %v over the shards, want 30 (%v)", total, fmt.Sprint(records))
+	}
+}
+
+// A PutMetricData that is never answered holds the publisher only until its
+// 5s deadline (the KCL's): the metrics of later periods are published once
+// CloudWatch answers again.
+func TestCloudWatchNeverAnsweredDoesNotStopPublishing(t *testing.T) {
+	fake := emulator.NewCloudWatch(t)
+	proxy := emulator.NewFaultProxy(t, fake.URL, emulator.Hang, 1, "", 1)
+	s := newStack(t, 1)
+	cfg := s.config(t, "w1", outFile(t))
+	cfg.CloudWatch = cloudwatch.NewFromConfig(emulator.Config(), func(o *cloudwatch.Options) { o.BaseEndpoint = aws.String(proxy.URL) })
+	cfg.CloudWatchInterval = 200 * time.Millisecond
+	start(t, s, cfg)
+	eventually(t, 10*time.Second, "a PutMetricData held unanswered", func() bool { return proxy.Held.Load() > 0 })
+	proxy.SetRate(0)
+	healed := time.Now()
+	eventually(t, 15*time.Second, "metrics published after the heal", func() bool { return len(fake.Data()) > 0 })
+	if took := time.Since(healed); took > 8*time.Second {
+		t.Fatalf("metrics published %s after the heal, want within the 5s deadline plus a period", took)
 	}
 }
