@@ -311,7 +311,7 @@ func classifyStdout(res *Result, out *stdoutCapture, records []Record) {
 	switch {
 	case err != nil:
 		res.Err = err
-	case overflowed && out.markers != bytes.Count(window, responseMarker):
+	case overflowed && out.markers != countMarkers(window):
 		res.Err = fmt.Errorf("handler wrote %d bytes to stdout and its batchItemFailures response was not within the last %d; write logs to stderr", out.total, stdoutKeep)
 	case out.markers > 0 && resp == nil:
 		// Better to retry than to checkpoint past items the handler may have
