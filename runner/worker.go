@@ -247,6 +247,12 @@ func (w *Worker) onEvent(e leasecore.LeaseEvent) {
 		}
 		select {
 		case <-r.done:
+			if errors.Is(r.endErr, leasecore.ErrLeaseLost) {
+				// The reader found the loss first, when its checkpoint
+				// failed, and stopped; the event comes after.
+				r.log.Warn("lease lost: stopped the shard", "err", e.Err)
+				return
+			}
 			// Nothing was running: a finished shard's lease that the
 			// cleanup deleted, or one lost while idle.
 			r.log.Info("lease gone; the shard was not being read", "err", e.Err)

@@ -1,0 +1,69 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kcltool/kcltool/leasecore"
+)
+
+// syncBuffer is a log sink tests read while the worker writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// A lease stolen while its shard is being read, whose loss the reader's own
+// checkpoint notices before the renewer does, is logged as a loss that
+// stopped the shard, not as one of a shard that "was not being read".
+func TestLeaseLostAtCheckpointIsLoggedAsStoppingTheShard(t *testing.T) {
+	s := newStack(t, 1)
+	out := outFile(t)
+	s.put(t, func(k string) string { return k }, keys("k", 5)...)
+	cfg := s.config(t, "victim", out, "sh", "-c", `touch "$OUT.started"; while [ ! -e "$OUT.go" ]; do sleep 0.01; done; cat >> "$OUT"`)
+	// A failover time long enough that the renewer does not notice first.
+	cfg.Lease.FailoverTime = 6 * time.Second
+	logs := &syncBuffer{}
+	cfg.Log = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("worker log:\n%s", logs.String())
+		}
+	})
+	start(t, s, cfg)
+	eventually(t, 20*time.Second, "the handler to start", func() bool { _, err := os.Stat(out + ".started"); return err == nil })
+
+	held := leases(t, s)["shardId-000000000000"]
+	if _, ok, err := leasecore.TakeLease(context.Background(), s.ddb, s.table, held, "thief"); err != nil || !ok {
+		t.Fatalf("steal: ok=%v err=%v", ok, err)
+	}
+	// The handler ends now: its checkpoint is the first to find the lease gone.
+	if err := os.WriteFile(out+".go", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the worker to log the loss of the shard", func() bool {
+		return strings.Contains(logs.String(), `"msg":"lease lost: stopped the shard"`) ||
+			strings.Contains(logs.String(), "the shard was not being read")
+	})
+	if l := logs.String(); strings.Contains(l, "the shard was not being read") {
+		t.Fatal(`the shard was being read, but its loss was logged as "the shard was not being read"`)
+	}
+}
