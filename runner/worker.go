@@ -293,6 +293,11 @@ func (w *Worker) syncShards(ctx context.Context) error {
 	rep, err := reshard.SyncShards(ctx, w.kin, w.ddb, w.table, reshard.SyncOptions{
 		Stream: w.cfg.Stream, Initial: w.cfg.Initial, Retry: w.table.Retry,
 	})
+	// At every sync, not once: such an item blocks its shard for good, and
+	// a warning given only at start is long gone when someone looks.
+	for _, m := range rep.Malformed {
+		w.log.Warn("malformed lease item: no worker reads its shard until it is repaired (kcltool doctor prints the command that repairs it)", "err", m)
+	}
 	if err != nil {
 		return err
 	}

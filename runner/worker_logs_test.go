@@ -10,6 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/kcltool/kcltool/internal/emulator"
 	"github.com/kcltool/kcltool/leasecore"
 )
 
@@ -65,5 +70,32 @@ func TestLeaseLostAtCheckpointIsLoggedAsStoppingTheShard(t *testing.T) {
 	})
 	if l := logs.String(); strings.Contains(l, "the shard was not being read") {
 		t.Fatal(`the shard was being read, but its loss was logged as "the shard was not being read"`)
+	}
+}
+
+// A malformed lease item is warned about at every shard sync, not once: it
+// blocks its shard for as long as it stays.
+func TestMalformedLeaseWarnedAtEveryShardSync(t *testing.T) {
+	s := newStack(t, 2)
+	emulator.CreateLeaseTable(t, s.ddb, s.table)
+	item := leasecore.EncodeLease(leasecore.Lease{LeaseKey: "shardId-000000000001", Checkpoint: leasecore.SequenceNumber{SequenceNumber: leasecore.TRIM_HORIZON}})
+	item[leasecore.AttrLeaseCounter] = &types.AttributeValueMemberS{Value: "7"}
+	if _, err := s.ddb.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := s.config(t, "w1", outFile(t))
+	cfg.ShardSyncInterval = 500 * time.Millisecond
+	logs := &syncBuffer{}
+	cfg.Log = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("worker log:\n%s", logs.String())
+		}
+	})
+	r := start(t, s, cfg)
+	const want = `"level":"WARN","msg":"malformed lease item: no worker reads its shard until it is repaired (kcltool doctor prints the command that repairs it)","worker":"w1","err":"lease \"shardId-000000000001\": leaseCounter has type S, want N"`
+	eventually(t, 10*time.Second, "the warning at three shard syncs", func() bool { return strings.Count(logs.String(), want) >= 3 })
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
 	}
 }
