@@ -253,9 +253,10 @@ func (w *Worker) onEvent(e leasecore.LeaseEvent) {
 				r.log.Warn("lease lost: stopped the shard", "err", e.Err)
 				return
 			}
-			// Nothing was running: a finished shard's lease that the
-			// cleanup deleted, or one lost while idle.
-			r.log.Info("lease gone; the shard was not being read", "err", e.Err)
+			// The reader had ended on its own before: it finished the
+			// shard (the cleanup then deletes the lease), or it found the
+			// lease deleted.
+			r.log.Info("lease gone; the shard's reader had already stopped", "err", e.Err)
 		default:
 			r.log.Warn("lease lost: stopped the shard", "err", e.Err)
 		}
