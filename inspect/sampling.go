@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
 )
@@ -16,17 +18,32 @@ type sample struct {
 	byKey     map[string]leasecore.Lease
 	nonLeases []leasecore.NonLeaseItem
 	malformed []error
+	// malformedItems are the raw items behind malformed, sorted by key,
+	// for the repair commands.
+	malformedItems []map[string]types.AttributeValue
 }
 
 // takeSample scans the lease table once.
 func (d *Doctor) takeSample(ctx context.Context) (sample, error) {
 	at := d.clock.Now()
-	res, err := leasecore.ScanTable(ctx, d.table, d.opt.Table, leasecore.ScanOptions{Segments: d.segments})
+	res, err := leasecore.ScanTable(ctx, d.table, d.opt.Table, leasecore.ScanOptions{Segments: d.segments, KeepItems: true})
 	if err != nil {
 		return sample{}, fmt.Errorf("scan lease table %q: %w", d.opt.Table, err)
 	}
 	d.meter.note(func(c *ReadCost) { c.Scans++ })
-	return sample{at: at, leases: res.Leases, byKey: reshard.ByKey(res.Leases), nonLeases: res.NonLeases, malformed: res.Malformed}, nil
+	s := sample{at: at, leases: res.Leases, byKey: reshard.ByKey(res.Leases), nonLeases: res.NonLeases, malformed: res.Malformed}
+	// Only the malformed items are kept raw: the rest is in leases.
+	if len(res.Malformed) > 0 {
+		for _, item := range res.Items {
+			if leasecore.IsLeaseItem(item) {
+				if _, err := leasecore.DecodeLease(item); err != nil {
+					s.malformedItems = append(s.malformedItems, item)
+				}
+			}
+		}
+		sortItemsByKey(s.malformedItems)
+	}
+	return s, nil
 }
 
 // sampleWindow reads the table every failover time until the window is

@@ -48,6 +48,9 @@ type SyncReport struct {
 	// IgnoreUnexpectedChildShards is set.
 	Inconsistent []string
 	Orphans      []Orphan
+	// Malformed are the lease items of the table that do not decode, one
+	// *leasecore.MalformedError each: nobody reads their shards.
+	Malformed []error
 }
 
 // SyncShards is KCL's shard sync (HierarchicalShardSyncer): it lists the
@@ -90,6 +93,7 @@ func SyncShards(ctx context.Context, kin KinesisAPI, ddb SyncAPI, t Table, opt S
 		return rep, fmt.Errorf("read lease table %s: %w", t.Name, err)
 	}
 	rep.Leases = LeasesOfStream(scan.Leases, opt.Stream)
+	rep.Malformed = scan.Malformed
 	rep.EmptyTable = len(rep.Leases) == 0
 
 	rep.Inconsistent = rep.Graph.Inconsistent()

@@ -229,6 +229,15 @@ func (h *Handler) Run(ctx context.Context, b Batch) Result {
 			_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		}
 	}()
+	// The handler's exit ends its batch. What it left in its group is told
+	// to stop now, while the handler, not yet reaped, still holds the
+	// group's id: their hold on stdout and stderr then ends too, and Wait
+	// need not sit out pipeGrace.
+	var termSent time.Time
+	if waitExitedUnreaped(pgid) {
+		termSent = time.Now()
+		_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	}
 	waitErr := cmd.Wait()
 	// A process the handler left behind may hold stdin open without
 	// reading: closing our end ends a write still blocked on it.
@@ -238,6 +247,7 @@ func (h *Handler) Run(ctx context.Context, b Batch) Result {
 	mu.Unlock()
 	close(done)
 	wg.Wait()
+	endLeftovers(pgid, termSent)
 
 	res.StderrTail = stderr.String()
 	res.Stderr = stderrLog.result()
@@ -301,7 +311,7 @@ func classifyStdout(res *Result, out *stdoutCapture, records []Record) {
 	switch {
 	case err != nil:
 		res.Err = err
-	case overflowed && out.markers != bytes.Count(window, responseMarker):
+	case overflowed && out.markers != countMarkers(window):
 		res.Err = fmt.Errorf("handler wrote %d bytes to stdout and its batchItemFailures response was not within the last %d; write logs to stderr", out.total, stdoutKeep)
 	case out.markers > 0 && resp == nil:
 		// Better to retry than to checkpoint past items the handler may have

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // Bounds on what is kept of a handler's output. Everything beyond is read
@@ -24,8 +25,34 @@ const (
 
 // responseMarker is the key that makes stdout JSON a partial-failure
 // response. It is searched for as a byte string while stdout streams by, so
-// that a response beyond the kept window is noticed rather than missed.
+// that a response beyond the kept window is noticed rather than missed. The
+// search ignores case: a response spelled "BatchItemFailures" must fail the
+// batch, not pass for plain output and get the batch checkpointed.
 var responseMarker = []byte(`"batchItemFailures"`)
+
+// Keys of the response, which must be spelled exactly so.
+const (
+	keyBatchItemFailures = "batchItemFailures"
+	keyItemIdentifier    = "itemIdentifier"
+)
+
+// countMarkers counts responseMarker in p in any case. Quotes are found
+// with IndexByte, so text without them costs next to nothing.
+func countMarkers(p []byte) int {
+	n := 0
+	for {
+		i := bytes.IndexByte(p, '"')
+		if i < 0 || len(p)-i < len(responseMarker) {
+			return n
+		}
+		if bytes.EqualFold(p[i:i+len(responseMarker)], responseMarker) {
+			n++
+			p = p[i+len(responseMarker):]
+			continue
+		}
+		p = p[i+1:]
+	}
+}
 
 // stdoutCapture keeps the head of stdout for the logs and a window of it
 // for the response, and counts response markers in the whole stream.
@@ -45,7 +72,7 @@ func (c *stdoutCapture) Write(p []byte) (int, error) {
 		c.head = append(c.head, p[:min(room, len(p))]...)
 	}
 	c.scratch = append(append(c.scratch[:0], c.carry...), p...)
-	c.markers += bytes.Count(c.scratch, responseMarker)
+	c.markers += countMarkers(c.scratch)
 	keep := min(len(c.scratch), len(responseMarker)-1)
 	c.carry = append(c.carry[:0], c.scratch[len(c.scratch)-keep:]...)
 	c.window = append(c.window, p...)
@@ -94,9 +121,11 @@ func (t *tailBuffer) String() string {
 
 // batchResponse is the Lambda-style partial-failure response.
 type batchResponse struct {
-	BatchItemFailures []struct {
-		ItemIdentifier *string `json:"itemIdentifier"`
-	} `json:"batchItemFailures"`
+	BatchItemFailures []batchItemFailure
+}
+
+type batchItemFailure struct {
+	ItemIdentifier *string
 }
 
 // findResponse looks for a batchItemFailures object in out. The object may
@@ -104,7 +133,7 @@ type batchResponse struct {
 // it must start a line. It returns the response (nil if there is none) and
 // out without it, for the logs.
 func findResponse(out []byte) (*batchResponse, []byte, error) {
-	if !bytes.Contains(out, responseMarker) {
+	if countMarkers(out) == 0 {
 		return nil, out, nil
 	}
 	var (
@@ -123,7 +152,10 @@ func findResponse(out []byte) (*batchResponse, []byte, error) {
 			dec := json.NewDecoder(bytes.NewReader(out[start:]))
 			var obj map[string]json.RawMessage
 			if dec.Decode(&obj) == nil {
-				if raw, ok := obj["batchItemFailures"]; ok {
+				if key := misCased(obj, keyBatchItemFailures); key != "" {
+					return nil, out, fmt.Errorf("handler response has the key %q; only %q, spelled exactly so, is read, so the whole batch fails rather than be taken as a success", key, keyBatchItemFailures)
+				}
+				if raw, ok := obj[keyBatchItemFailures]; ok {
 					if resp != nil {
 						return nil, out, errors.New("the handler printed more than one batchItemFailures response")
 					}
@@ -149,18 +181,41 @@ func findResponse(out []byte) (*batchResponse, []byte, error) {
 }
 
 // parseResponse checks the batchItemFailures value strictly: Lambda treats
-// a malformed response as a failure of the whole batch, and so do we.
+// a malformed response as a failure of the whole batch, and so do we. Keys
+// are matched exactly (encoding/json would also take "ItemIdentifier").
 func parseResponse(raw json.RawMessage) (*batchResponse, error) {
-	var r batchResponse
-	if err := json.Unmarshal([]byte(`{"batchItemFailures":`+string(raw)+`}`), &r); err != nil {
+	var entries []map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &entries); err != nil {
 		return nil, fmt.Errorf("malformed batchItemFailures response: %v", err)
 	}
-	for i, f := range r.BatchItemFailures {
-		if f.ItemIdentifier == nil || *f.ItemIdentifier == "" {
+	r := &batchResponse{BatchItemFailures: make([]batchItemFailure, len(entries))}
+	for i, e := range entries {
+		if key := misCased(e, keyItemIdentifier); key != "" {
+			return nil, fmt.Errorf("malformed batchItemFailures response: entry %d has the key %q; only %q, spelled exactly so, is read", i, key, keyItemIdentifier)
+		}
+		v, ok := e[keyItemIdentifier]
+		var id *string
+		if ok {
+			if err := json.Unmarshal(v, &id); err != nil {
+				return nil, fmt.Errorf("malformed batchItemFailures response: entry %d: itemIdentifier: %v", i, err)
+			}
+		}
+		if id == nil || *id == "" {
 			return nil, fmt.Errorf("malformed batchItemFailures response: entry %d has no itemIdentifier", i)
 		}
+		r.BatchItemFailures[i].ItemIdentifier = id
 	}
-	return &r, nil
+	return r, nil
+}
+
+// misCased returns a key of obj that is want in another case, or "".
+func misCased(obj map[string]json.RawMessage, want string) string {
+	for key := range obj {
+		if key != want && strings.EqualFold(key, want) {
+			return key
+		}
+	}
+	return ""
 }
 
 // firstFailed maps the response to the index of the first failed record.

@@ -241,6 +241,14 @@ func TestHandlerBatchItemFailures(t *testing.T) {
 		{name: "missing identifier", stdout: `{"batchItemFailures":[{}]}`, outcome: Failed, errText: "no itemIdentifier"},
 		{name: "garbled response", stdout: `{"batchItemFailures":[{"itemIdentifier":"102"}`, outcome: Failed, errText: "no readable response"},
 		{name: "two responses", stdout: "{\"batchItemFailures\":[]}\n{\"batchItemFailures\":[]}", outcome: Failed, errText: "more than one"},
+		// A key in another case is not the response, but a success would
+		// checkpoint records the handler meant to report as failed.
+		{name: "mis-cased key fails the batch", stdout: `{"BatchItemFailures":[{"itemIdentifier":"102"}]}`, outcome: Failed, errText: `key "BatchItemFailures"`},
+		{name: "lower-cased key fails the batch", stdout: `{"batchitemfailures":[]}`, outcome: Failed, errText: `key "batchitemfailures"`},
+		{name: "mis-cased key beside the right one", stdout: `{"batchItemFailures":[],"BATCHITEMFAILURES":[{"itemIdentifier":"102"}]}`, outcome: Failed, errText: `key "BATCHITEMFAILURES"`},
+		{name: "mis-cased key after text, pretty-printed", stdout: "working\n{\n  \"BatchItemFailures\": []\n}", outcome: Failed, errText: `key "BatchItemFailures"`},
+		{name: "mis-cased itemIdentifier", stdout: `{"batchItemFailures":[{"ItemIdentifier":"102"}]}`, outcome: Failed, errText: `key "ItemIdentifier"`},
+		{name: "mis-cased itemIdentifier beside the right one", stdout: `{"batchItemFailures":[{"itemIdentifier":"102","itemidentifier":"101"}]}`, outcome: Failed, errText: `key "itemidentifier"`},
 		{name: "non-zero exit wins", stdout: `{"batchItemFailures":[{"itemIdentifier":"102"}]}`, exit: 1, outcome: Failed, errText: "status 1"},
 	}
 	for _, c := range cases {

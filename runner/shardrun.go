@@ -34,6 +34,9 @@ type shardRun struct {
 	done  chan struct{}
 	stats *shardStats
 	log   *slog.Logger
+
+	// endErr is what ended the reading, readable once done is closed.
+	endErr error
 }
 
 func newShardRun(w *Worker, l leasecore.Lease, tenure uint64, prev <-chan struct{}) *shardRun {
@@ -71,6 +74,7 @@ func (r *shardRun) run() {
 		r.log.Info("reading shard", "checkpoint", start.SequenceNumber, "subSequence", start.SubSequenceNumber)
 		err := r.read(start)
 		if err == nil || r.over(err) {
+			r.endErr = err
 			return
 		}
 		delay := Backoff{}.Delay(attempt, rand.Float64)

@@ -251,9 +251,16 @@ func (w *Worker) onEvent(e leasecore.LeaseEvent) {
 		}
 		select {
 		case <-r.done:
-			// Nothing was running: a finished shard's lease that the
-			// cleanup deleted, or one lost while idle.
-			r.log.Info("lease gone; the shard was not being read", "err", e.Err)
+			if errors.Is(r.endErr, leasecore.ErrLeaseLost) {
+				// The reader found the loss first, when its checkpoint
+				// failed, and stopped; the event comes after.
+				r.log.Warn("lease lost: stopped the shard", "err", e.Err)
+				return
+			}
+			// The reader had ended on its own before: it finished the
+			// shard (the cleanup then deletes the lease), or it found the
+			// lease deleted.
+			r.log.Info("lease gone; the shard's reader had already stopped", "err", e.Err)
 		default:
 			r.log.Warn("lease lost: stopped the shard", "err", e.Err)
 		}
@@ -291,6 +298,11 @@ func (w *Worker) syncShards(ctx context.Context) error {
 	rep, err := reshard.SyncShards(ctx, w.kin, w.ddb, w.table, reshard.SyncOptions{
 		Stream: w.cfg.Stream, Initial: w.cfg.Initial, Retry: w.table.Retry,
 	})
+	// At every sync, not once: such an item blocks its shard for good, and
+	// a warning given only at start is long gone when someone looks.
+	for _, m := range rep.Malformed {
+		w.log.Warn("malformed lease item: no worker reads its shard until it is repaired (kcltool doctor prints the command that repairs it)", "err", m)
+	}
 	if err != nil {
 		return err
 	}
