@@ -24,6 +24,8 @@ type runOptions struct {
 	InitialTimestamp   string
 	MaxRecords         int32
 	IdleBetweenReads   time.Duration
+	KinesisTimeout     time.Duration
+	DynamoDBTimeout    time.Duration
 
 	BatchSize   int
 	BatchWindow time.Duration
@@ -115,6 +117,8 @@ through an elected leader that a 2.x-protocol worker would fight.`,
 	fl.StringVar(&o.InitialTimestamp, "initial-timestamp", "", "the AT_TIMESTAMP instant: RFC 3339 or epoch seconds (implies AT_TIMESTAMP)")
 	fl.Int32Var(&o.MaxRecords, "max-records", runner.DefaultMaxRecords, "records per GetRecords call (at most 10000)")
 	fl.DurationVar(&o.IdleBetweenReads, "idle-between-reads", runner.DefaultIdleBetweenReads, "pause after a read that found the shard's tip (never more than 5 reads/s per shard)")
+	fl.DurationVar(&o.KinesisTimeout, "kinesis-timeout", runner.DefaultKinesisTimeout, "give up on a Kinesis request (GetRecords, GetShardIterator, ListShards) not answered in this time, and retry it (KCL kinesisRequestTimeout)")
+	fl.DurationVar(&o.DynamoDBTimeout, "dynamodb-timeout", runner.DefaultDynamoDBTimeout, "give up on a DynamoDB request not answered in this time, and retry it (KCL dynamoDbRequestTimeout; lease renewals and checkpoints never wait past the renew interval, taker scan pages past --failover-time)")
 
 	fl.IntVar(&o.BatchSize, "batch-size", runner.DefaultBatchSize, "most records per handler run")
 	fl.DurationVar(&o.BatchWindow, "batch-window", 0, "how long a short batch waits for more records (0: hand over what has been read)")

@@ -54,6 +54,7 @@ func (o *runOptions) workerConfig(f *Factory) (runner.Config, error) {
 	for name, d := range map[string]time.Duration{
 		"failover-time": o.FailoverTime, "shutdown-grace": o.ShutdownGrace, "shard-sync-interval": o.ShardSyncInterval,
 		"parent-poll-interval": o.ParentPollInterval, "cleanup-interval": o.CleanupInterval, "cloudwatch-interval": o.CloudWatchInterval,
+		"kinesis-timeout": o.KinesisTimeout, "dynamodb-timeout": o.DynamoDBTimeout,
 	} {
 		if d <= 0 {
 			return cfg, usageErrorf("--%s must be positive", name)
@@ -72,6 +73,7 @@ func (o *runOptions) workerConfig(f *Factory) (runner.Config, error) {
 		},
 		CreateTable: o.CreateTable, Initial: initial,
 		MaxRecords: o.MaxRecords, IdleBetweenReads: o.IdleBetweenReads,
+		KinesisTimeout: o.KinesisTimeout, DynamoDBTimeout: o.DynamoDBTimeout,
 		BatchSize: o.BatchSize, BatchWindow: o.BatchWindow, MaxParallel: o.MaxParallel,
 		Handler: &runner.Handler{Argv: argv, Format: format, Timeout: o.HandlerTimeout, Clock: f.Clock},
 		Backoff: runner.Backoff{Initial: o.RetryBackoff}, MaxRetries: o.MaxRetries, MaxRecordAge: o.MaxRecordAge,

@@ -49,22 +49,34 @@ func (c *Coordinator) CheckpointTenure(ctx context.Context, key string, tenure u
 			c.drop(hl, LeaseLost, err)
 			return err
 		}
-		// Bounded per attempt, so a hung connection cannot hold the lease's
-		// lock (and so its renewals) past the failover time.
-		actx, cancel := context.WithTimeout(ctx, c.cfg.RenewInterval)
-		l, err := CheckpointLease(actx, c.api, c.table, hl.lease, cp)
-		cancel()
+		// Each request has its own deadline (Config.ItemTimeout), so a hung
+		// connection cannot hold the lease's lock (and so its renewals)
+		// past the failover time.
+		l, err := CheckpointLease(ctx, c.api, c.table, hl.lease, cp)
+		var own *OwnWriteError
 		switch {
 		case err == nil:
-			hl.lease, hl.renewedAt = l, sent
+			hl.applied(l, sent)
 			c.stats.checkpoints.Add(1)
 			return nil
+		case errors.As(err, &own):
+			// A renewal whose answer was lost had been applied: the lease
+			// is still this worker's, at the counter the read shows.
+			c.log.Debug("a renewal whose answer was lost had been applied; checkpointing at the counter read back",
+				"lease", key, "leaseCounter", own.Current.LeaseCounter)
+			if hl.unknownSince.IsZero() {
+				hl.lease = own.Current // when it was applied is unknown: the holding keeps its date
+			} else {
+				hl.applied(own.Current, hl.unknownSince)
+			}
+			continue
 		case errors.Is(err, ErrLeaseLost):
 			c.drop(hl, LeaseLost, err)
 			return err
 		case ctx.Err() != nil, errorCode(err) != "" && !Retryable(err):
 			return err // only throttles, server faults and network errors are worth another try
 		}
+		hl.unresolved(sent, err)
 		c.stats.retries.Add(1)
 		c.log.Debug("retrying checkpoint", "lease", key, "attempt", attempt, "err", err)
 		if serr := Sleep(ctx, c.clock, c.retryBackoff(attempt)); serr != nil {

@@ -19,6 +19,11 @@ const (
 	veryOldMultiplier = 3
 	// maxRenewalConcurrency is KCL's maxLeaseRenewalThreads default.
 	maxRenewalConcurrency = 20
+	// DefaultRequestTimeout is KCL's dynamoDbRequestTimeout
+	// (LeaseManagementConfig.DEFAULT_REQUEST_TIMEOUT, 1 minute), the most
+	// any one DynamoDB request of the lease protocol may take. The
+	// coordinator cuts its own requests shorter (see Config.RequestTimeout).
+	DefaultRequestTimeout = time.Minute
 )
 
 // Config holds the leasing settings of one worker. The zero value of every
@@ -53,6 +58,14 @@ type Config struct {
 	// ScanSegments is the number of parallel segments of each taker scan
 	// (KCL's leaseTableScanTotalSegments; default 1).
 	ScanSegments int
+	// RequestTimeout bounds each DynamoDB request (one attempt): KCL's
+	// dynamoDbRequestTimeout, default 1 minute. A request not answered in
+	// time is abandoned and retried like a throttled one. The coordinator
+	// never waits longer than the renew interval for a renewal, checkpoint,
+	// take or read, nor longer than the failover time for a page of the
+	// taker's scan: an answer later than that is of no use to the lease
+	// protocol, whose timings are fractions of the failover time.
+	RequestTimeout time.Duration
 }
 
 // WithDefaults returns c with every unset field set to KCL's default.
@@ -78,6 +91,9 @@ func (c Config) WithDefaults() Config {
 	if c.ScanSegments <= 0 {
 		c.ScanSegments = 1
 	}
+	if c.RequestTimeout <= 0 {
+		c.RequestTimeout = DefaultRequestTimeout
+	}
 	return c
 }
 
@@ -93,6 +109,23 @@ func (c Config) Validate() error {
 		return errors.New("taker interval must not be negative")
 	}
 	return nil
+}
+
+// ItemTimeout is the deadline of one attempt of a single-item request
+// (renew, checkpoint, take, release, read): RequestTimeout, but never more
+// than the renew interval, so that a request nobody answers cannot hold a
+// lease's lock past its next renewal.
+func (c Config) ItemTimeout() time.Duration {
+	c = c.WithDefaults()
+	return min(c.RequestTimeout, c.RenewInterval)
+}
+
+// ScanTimeout is the deadline of one page of the taker's scan:
+// RequestTimeout, but never more than the failover time, so that a page
+// nobody answers delays the taker by at most that.
+func (c Config) ScanTimeout() time.Duration {
+	c = c.WithDefaults()
+	return min(c.RequestTimeout, c.FailoverTime)
 }
 
 // KCLTakerInterval is KCL 2.x's taker interval, 2 × (failover + epsilon):

@@ -44,7 +44,6 @@ type Coordinator struct {
 	lastWait time.Duration                                     // taker goroutine only
 	warned   map[string]bool                                   // taker goroutine only
 	reported struct{ throttled, retries, renewFailures int64 } // taker goroutine only
-	adopted  bool                                              // taker goroutine only: own leases of an earlier run re-adopted
 	tenure   uint64
 	started  bool
 	stopping bool
@@ -63,8 +62,35 @@ type heldLease struct {
 	mu        sync.Mutex
 	lease     Lease     // as of this worker's last successful write: LeaseCounter is the N to condition on
 	renewedAt time.Time // when that write was sent
-	tenure    uint64
-	dropped   bool
+	// unknownSince is when the first write since renewedAt was sent whose
+	// outcome is unknown (timed out, reset, answer lost): if a later read
+	// shows it applied, it was applied no earlier than this.
+	unknownSince time.Time
+	tenure       uint64
+	dropped      bool
+}
+
+// applied records a write of this worker on the lease that is known to have
+// been applied, leaving the lease as l. sent is when the write that
+// succeeded was sent; if an earlier write's outcome was unknown, the table
+// may show that one instead, so the holding is dated from the earlier send.
+// The caller holds hl.mu.
+func (hl *heldLease) applied(l Lease, sent time.Time) {
+	if !hl.unknownSince.IsZero() && hl.unknownSince.Before(sent) {
+		sent = hl.unknownSince
+	}
+	if sent.Before(hl.renewedAt) {
+		sent = hl.renewedAt
+	}
+	hl.lease, hl.renewedAt, hl.unknownSince = l, sent, time.Time{}
+}
+
+// unresolved notes a write sent at sent that failed without a definite
+// answer. A throttle is definite: nothing was written.
+func (hl *heldLease) unresolved(sent time.Time, err error) {
+	if hl.unknownSince.IsZero() && !isThrottle(err) {
+		hl.unknownSince = sent
+	}
 }
 
 // NewCoordinator prepares a worker for the lease table. It makes no calls;
@@ -95,7 +121,7 @@ func NewCoordinator(api CoordinatorAPI, table string, cfg Config, clock Clock, o
 		held: map[string]*heldLease{}, seen: map[string]*observation{},
 		poke: make(chan struct{}, 1),
 	}
-	c.api = meteredAPI{api: api, c: &c.stats}
+	c.api = meteredAPI{api: api, c: &c.stats, item: cfg.ItemTimeout(), scanTimeout: cfg.ScanTimeout()}
 	c.events = newEventQueue(opt.OnEvent)
 	return c, nil
 }

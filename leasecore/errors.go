@@ -1,8 +1,13 @@
 package leasecore
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"strings"
+	"syscall"
 
 	"github.com/aws/smithy-go"
 )
@@ -98,4 +103,51 @@ func isThrottle(err error) bool {
 // isNotFound reports ResourceNotFoundException (no such table).
 func isNotFound(err error) bool {
 	return errorCode(err) == "ResourceNotFoundException"
+}
+
+// UnresolvedError says a conditional write failed its condition and the
+// read that should have told why failed too: the lease's state is unknown,
+// not lost. The caller tries again; only a read that shows another owner or
+// an unexpected counter, or the worker's own lease deadline, ends a holding.
+type UnresolvedError struct {
+	LeaseKey string
+	Op       string
+	Err      error // the failed read
+}
+
+func (e *UnresolvedError) Error() string {
+	return fmt.Sprintf("%s lease %s: condition failed and the read back failed: %v", e.Op, e.LeaseKey, e.Err)
+}
+
+func (e *UnresolvedError) Unwrap() error { return e.Err }
+
+// OwnWriteError says a checkpoint's condition failed because an earlier
+// write of this very worker (a renewal or checkpoint whose answer was lost)
+// moved the counter on by one: Current is the lease as read, to condition
+// the next attempt on.
+type OwnWriteError struct {
+	Current Lease
+}
+
+func (e *OwnWriteError) Error() string {
+	return fmt.Sprintf("lease %s: leaseCounter is %d after an earlier write of this worker whose answer was lost", e.Current.LeaseKey, e.Current.LeaseCounter)
+}
+
+// Transient reports an error worth another attempt of the same call:
+// throttling, a server fault, a broken or refused connection, or a call cut
+// off by its own deadline (the caller checks its parent context first).
+func Transient(err error) bool {
+	if err == nil {
+		return false
+	}
+	if Retryable(err) {
+		return true
+	}
+	if errorCode(err) != "" {
+		return false // a definite answer from the service
+	}
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) || errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) ||
+		strings.Contains(err.Error(), "connection reset") || strings.Contains(err.Error(), "EOF")
 }

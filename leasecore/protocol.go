@@ -38,7 +38,9 @@ type (
 // The functions below each make one attempt (plus, on a condition failure,
 // one read to recognise the writer's own earlier success). Retrying is the
 // caller's policy: the coordinator bounds renewal retries by the failover
-// time, an operator command by its own patience.
+// time, an operator command by its own patience. When that read fails, they
+// return an *UnresolvedError, never ErrLeaseLost: a lease is lost only when
+// a read shows it (docs/run.md, lease protocol).
 
 // CreateLease writes a new lease item, only if no item has its key (KCL's
 // createLeaseIfNotExists). created is false, without error, when the key
@@ -102,10 +104,13 @@ func RenewLease(ctx context.Context, api LeaseUpdateAPI, table string, l Lease, 
 		return l, fmt.Errorf("renew lease %s: %w", l.LeaseKey, err)
 	}
 	cur, ok, gerr := GetLease(ctx, api, table, l.LeaseKey, true)
-	if gerr == nil && ok && cur.LeaseOwner == worker && cur.LeaseCounter == l.LeaseCounter+1 {
+	if gerr != nil {
+		return l, &UnresolvedError{LeaseKey: l.LeaseKey, Op: "renew", Err: gerr}
+	}
+	if ok && cur.LeaseOwner == worker && cur.LeaseCounter == l.LeaseCounter+1 {
 		return cur, nil
 	}
-	return l, lostFromItem("renew", l, cur, ok, gerr)
+	return l, lostFromItem("renew", l, cur, ok, nil)
 }
 
 // TakeLease is KCL 2.x's takeLease, used both for expired or unowned leases
@@ -138,7 +143,12 @@ func TakeLease(ctx context.Context, api LeaseUpdateAPI, table string, l Lease, w
 		return l, false, fmt.Errorf("take lease %s: %w", l.LeaseKey, err)
 	}
 	cur, found, gerr := GetLease(ctx, api, table, l.LeaseKey, true)
-	if gerr == nil && found && cur.LeaseOwner == worker && cur.LeaseCounter == l.LeaseCounter+1 {
+	if gerr != nil {
+		// An earlier attempt may have taken it: ask again rather than
+		// leave a lease this worker owns unheld until it expires.
+		return l, false, &UnresolvedError{LeaseKey: l.LeaseKey, Op: "take", Err: gerr}
+	}
+	if found && cur.LeaseOwner == worker && cur.LeaseCounter == l.LeaseCounter+1 {
 		return cur, true, nil
 	}
 	return l, false, nil
@@ -186,11 +196,21 @@ func CheckpointLease(ctx context.Context, api LeaseUpdateAPI, table string, l Le
 		return l, fmt.Errorf("checkpoint lease %s: %w", l.LeaseKey, err)
 	}
 	cur, ok, gerr := GetLease(ctx, api, table, l.LeaseKey, true)
-	if gerr == nil && ok && cur.LeaseOwner == l.LeaseOwner && cur.LeaseCounter == l.LeaseCounter+1 &&
-		cur.Checkpoint == cp && cur.OwnerSwitchesSinceCheckpoint == 0 {
-		return cur, nil
+	if gerr != nil {
+		return l, &UnresolvedError{LeaseKey: l.LeaseKey, Op: "checkpoint", Err: gerr}
 	}
-	return l, lostFromItem("checkpoint", l, cur, ok, gerr)
+	mine := ok && cur.LeaseOwner == l.LeaseOwner && cur.LeaseCounter == l.LeaseCounter+1
+	switch {
+	case mine && cur.Checkpoint == cp && cur.OwnerSwitchesSinceCheckpoint == 0:
+		return cur, nil // this checkpoint, applied by an earlier attempt
+	case mine && cur.Checkpoint == l.Checkpoint:
+		// One write conditioned on N was applied, and it was not this
+		// checkpoint: it was the owner's renewal whose answer was lost
+		// (nothing else bumps the counter and leaves owner and checkpoint
+		// as they were). Only one write conditioned on N can apply.
+		return l, &OwnWriteError{Current: cur}
+	}
+	return l, lostFromItem("checkpoint", l, cur, ok, nil)
 }
 
 // ReleaseLease gives a lease up on graceful shutdown: conditional on

@@ -48,7 +48,14 @@ func (c *Coordinator) renewAll(ctx context.Context, roundEnd time.Time) {
 // jittered backoff. Retries stop at roundEnd, and never is a renewal sent once
 // the lease is past its failover time by this worker's own clock: by then
 // another worker may have taken it, and the lease is dropped instead (as
-// KCL's renewer drops expired leases). A condition failure drops it at once.
+// KCL's renewer drops expired leases). Otherwise a lease is dropped only when
+// the read after a condition failure shows another owner or a counter that
+// no write of this worker explains. A renewal whose outcome is unknown (it
+// timed out, its connection broke, its answer was lost, or the read after a
+// condition failure failed) is simply tried again: the next attempt's
+// condition failure and read show whether it was applied. This is KCL's
+// renewer (DynamoDBLeaseRenewer.renewLease), for which a failed renewal means
+// "try again" until the lease expires locally.
 func (c *Coordinator) renewOne(ctx context.Context, hl *heldLease, roundEnd time.Time) {
 	hl.mu.Lock()
 	defer hl.mu.Unlock()
@@ -62,12 +69,11 @@ func (c *Coordinator) renewOne(ctx context.Context, hl *heldLease, roundEnd time
 			c.drop(hl, LeaseLost, c.expiredLocally(hl, "renew", sent))
 			return
 		}
-		rctx, cancel := context.WithTimeout(ctx, c.cfg.RenewInterval)
-		l, err := RenewLease(rctx, c.api, c.table, hl.lease, c.cfg.WorkerID)
-		cancel()
+		// Each request has its own deadline (Config.ItemTimeout).
+		l, err := RenewLease(ctx, c.api, c.table, hl.lease, c.cfg.WorkerID)
 		switch {
 		case err == nil:
-			hl.lease, hl.renewedAt = l, sent
+			hl.applied(l, sent)
 			c.stats.renewals.Add(1)
 			return
 		case errors.Is(err, ErrLeaseLost):
@@ -76,6 +82,7 @@ func (c *Coordinator) renewOne(ctx context.Context, hl *heldLease, roundEnd time
 		case ctx.Err() != nil:
 			return
 		}
+		hl.unresolved(sent, err)
 		wait := c.retryBackoff(attempt)
 		if c.clock.Now().Add(wait).After(roundEnd) {
 			c.stats.renewFailures.Add(1)

@@ -124,7 +124,9 @@ func scanSegment(ctx context.Context, api ScanAPI, table string, seg, total int,
 	for {
 		out, err := api.Scan(ctx, in, fastScan)
 		if err != nil {
-			if !Retryable(err) || attempt >= opt.MaxRetries {
+			// A page cut off by its own deadline, or by a broken
+			// connection, is retried like a throttled one: it is a read.
+			if ctx.Err() != nil || !Transient(err) || attempt >= opt.MaxRetries {
 				return res, err
 			}
 			attempt++

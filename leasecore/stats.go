@@ -3,6 +3,7 @@ package leasecore
 import (
 	"context"
 	"sync/atomic"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 )
@@ -47,9 +48,15 @@ type counters struct {
 // cannot know (a renewal must not be retried past the failover time; the
 // SDK's standard retryer backs off up to 20s and draws on a shared retry
 // quota that sustained throttling would exhaust).
+//
+// It also gives every request its own deadline (Config.ItemTimeout,
+// Config.ScanTimeout): a request that is never answered would otherwise
+// block its loop for good, and a taker or renewer that blocks keeps leases
+// from moving or lets them expire.
 type meteredAPI struct {
-	api CoordinatorAPI
-	c   *counters
+	api               CoordinatorAPI
+	c                 *counters
+	item, scanTimeout time.Duration
 }
 
 func noSDKRetries(o *dynamodb.Options) { o.RetryMaxAttempts = 1 }
@@ -62,6 +69,8 @@ func (m meteredAPI) note(err error) {
 
 func (m meteredAPI) Scan(ctx context.Context, in *dynamodb.ScanInput, opts ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
 	m.c.scan.Add(1)
+	ctx, cancel := withTimeout(ctx, m.scanTimeout)
+	defer cancel()
 	out, err := m.api.Scan(ctx, in, append(opts, noSDKRetries)...)
 	m.note(err)
 	return out, err
@@ -69,6 +78,8 @@ func (m meteredAPI) Scan(ctx context.Context, in *dynamodb.ScanInput, opts ...fu
 
 func (m meteredAPI) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
 	m.c.getItem.Add(1)
+	ctx, cancel := withTimeout(ctx, m.item)
+	defer cancel()
 	out, err := m.api.GetItem(ctx, in, append(opts, noSDKRetries)...)
 	m.note(err)
 	return out, err
@@ -76,9 +87,18 @@ func (m meteredAPI) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts
 
 func (m meteredAPI) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
 	m.c.updateItem.Add(1)
+	ctx, cancel := withTimeout(ctx, m.item)
+	defer cancel()
 	out, err := m.api.UpdateItem(ctx, in, append(opts, noSDKRetries)...)
 	m.note(err)
 	return out, err
+}
+
+func withTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if d <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, d)
 }
 
 func (c *counters) snapshot() Stats {

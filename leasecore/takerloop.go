@@ -54,14 +54,12 @@ func (c *Coordinator) runTaker(ctx context.Context) time.Duration {
 	c.seen = observe(c.seen, res.Leases, now)
 	views := c.views(now)
 	plan := computeLeasesToTake(views, c.cfg.WorkerID, c.cfg, c.rng)
-	take := plan.Take
-	if !c.adopted {
-		// A worker restarted under the same id re-adopts the leases it still
-		// owns, as KCL's renewer does at initialisation, instead of letting
-		// them expire first.
-		take = c.withOwnLeases(take)
-		c.adopted = true
-	}
+	// A worker restarted under the same id re-adopts the leases it still
+	// owns, as KCL's renewer does at initialisation, instead of letting them
+	// expire first. So does a worker whose take was applied but whose answer
+	// was lost, or that gave a lease up at its own deadline while nobody
+	// took it: the table says it is this worker's.
+	take := c.withOwnLeases(plan.Take)
 	steal := plan.Steal
 	if len(steal) > 0 && now.Sub(started) > c.cfg.RenewInterval/2 {
 		// A slow scan may have read counters the victim has renewed since;

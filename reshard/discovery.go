@@ -8,6 +8,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
+	"github.com/kcltool/kcltool/leasecore"
 )
 
 // KinesisAPI is the part of the Kinesis client shard discovery uses.
@@ -71,10 +73,15 @@ func listAllPages(ctx context.Context, api KinesisAPI, s Stream, opt ListOptions
 	if opt.PageSize > 0 {
 		in.MaxResults = aws.Int32(opt.PageSize)
 	}
+	// A page cut off by its request deadline or a broken connection is
+	// retried like a throttled one: ListShards only reads.
+	retryable := func(err error) bool {
+		return kinesisRetryable(err) || (ctx.Err() == nil && leasecore.Transient(err))
+	}
 	var shards []types.Shard
 	for {
 		var out *kinesis.ListShardsOutput
-		err := opt.Retry.do(ctx, "ListShards", kinesisRetryable, func() error {
+		err := opt.Retry.do(ctx, "ListShards", retryable, func() error {
 			var err error
 			out, err = api.ListShards(ctx, in)
 			return err

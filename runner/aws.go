@@ -77,7 +77,16 @@ func isTransient(err error) bool {
 	}
 	var ue *url.Error
 	var ne net.Error
-	return errors.As(err, &ue) || errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+	// DeadlineExceeded: the request's own deadline (deadline.go) cut it
+	// off; callers check their own context first.
+	return errors.As(err, &ue) || errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, context.DeadlineExceeded) || leasecore.Transient(err)
+}
+
+// isTimeout reports a request cut off by its own deadline.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
 }
 
 // isExpiredIterator: the iterator is older than five minutes (a handler ran

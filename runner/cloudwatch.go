@@ -137,13 +137,31 @@ func (p *cloudWatchPublisher) flush(ctx context.Context) error {
 	}
 	for len(datums) > 0 {
 		n := min(len(datums), putMetricDataMax)
-		_, err := p.api.PutMetricData(ctx, &cloudwatch.PutMetricDataInput{Namespace: aws.String(p.namespace), MetricData: datums[:n]})
-		if err != nil {
+		if err := p.put(ctx, &cloudwatch.PutMetricDataInput{Namespace: aws.String(p.namespace), MetricData: datums[:n]}); err != nil {
 			return err
 		}
 		datums = datums[n:]
 	}
 	return nil
+}
+
+// putAttempts bounds the tries of one PutMetricData: each has a 5 s
+// deadline (the KCL's), and metrics that cannot be published within a few
+// of them are dropped rather than delay the next period.
+const putAttempts = 3
+
+// put sends one request, retrying throttling, server faults and requests
+// cut off by their deadline.
+func (p *cloudWatchPublisher) put(ctx context.Context, in *cloudwatch.PutMetricDataInput) error {
+	for attempt := 1; ; attempt++ {
+		_, err := p.api.PutMetricData(ctx, in)
+		if err == nil || ctx.Err() != nil || !isTransient(err) || attempt >= putAttempts {
+			return err
+		}
+		if serr := leasecore.Sleep(ctx, p.clock, fetchBackoff(attempt)); serr != nil {
+			return err
+		}
+	}
 }
 
 func datum(k cwKey, s *cwStat, at time.Time) types.MetricDatum {

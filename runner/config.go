@@ -58,6 +58,15 @@ type Config struct {
 	MaxRecords       int32
 	IdleBetweenReads time.Duration
 
+	// KinesisTimeout bounds each Kinesis request (GetRecords,
+	// GetShardIterator, ListShards); default DefaultKinesisTimeout, the
+	// KCL's. DynamoDBTimeout bounds each DynamoDB request; default
+	// DefaultDynamoDBTimeout, the KCL's, and the lease coordinator's own
+	// requests are cut shorter still (leasecore.Config.RequestTimeout,
+	// which it sets when unset). A request cut off is retried.
+	KinesisTimeout  time.Duration
+	DynamoDBTimeout time.Duration
+
 	BatchSize   int
 	BatchWindow time.Duration
 	MaxParallel int
@@ -103,6 +112,15 @@ func (c Config) withDefaults() Config {
 	}
 	if c.IdleBetweenReads <= 0 {
 		c.IdleBetweenReads = DefaultIdleBetweenReads
+	}
+	if c.KinesisTimeout <= 0 {
+		c.KinesisTimeout = DefaultKinesisTimeout
+	}
+	if c.DynamoDBTimeout <= 0 {
+		c.DynamoDBTimeout = DefaultDynamoDBTimeout
+	}
+	if c.Lease.RequestTimeout <= 0 {
+		c.Lease.RequestTimeout = c.DynamoDBTimeout
 	}
 	if c.BatchSize <= 0 {
 		c.BatchSize = DefaultBatchSize

@@ -50,6 +50,9 @@ type fetcher struct {
 	lastCall  time.Time // of the last GetRecords, for the per-shard call limit
 	filtering bool      // still dropping records at or below start
 	failures  int       // consecutive failed calls
+	// failingSince is when the current run of failed calls began, lastWarn
+	// when it was last logged at warn.
+	failingSince, lastWarn time.Time
 }
 
 // minCallSpacing keeps a reader under Kinesis's per-shard limit of five
@@ -64,6 +67,10 @@ const (
 	// refreshAfter: after this many failures in a row the iterator is
 	// replaced, in case it is what the server chokes on.
 	refreshAfter = 4
+	// failingWarnEvery: a shard whose reads keep failing is logged at warn
+	// at the first failure after a success (throttles: once they have
+	// lasted this long) and again at this interval while they go on.
+	failingWarnEvery = 30 * time.Second
 )
 
 func newFetcher(kin KinesisAPI, stream reshard.Stream, shardID string, start leasecore.SequenceNumber, cfg Config, hr HashRange, stats *shardStats, log *slog.Logger) *fetcher {
@@ -107,7 +114,7 @@ func (f *fetcher) next(ctx context.Context) (page, error) {
 		f.stats.getRecordsCall(err)
 		switch {
 		case err == nil:
-			f.failures = 0
+			f.recovered()
 			return f.page(out, wire), nil
 		case ctx.Err() != nil:
 			return page{}, ctx.Err()
@@ -122,20 +129,50 @@ func (f *fetcher) next(ctx context.Context) (page, error) {
 	}
 }
 
-// failed logs a failed call and waits before the next one.
+// failed logs a failed call and waits before the next one. A shard whose
+// reads fail is stalled while its lease is kept, so nobody else reads it:
+// that must show in the log at once and keep showing, with the error.
+// Throttling alone is expected under load and counted in the metrics; it is
+// logged at warn only once it has lasted failingWarnEvery.
 func (f *fetcher) failed(ctx context.Context, op string, err error) error {
 	f.failures++
-	level := slog.LevelWarn
-	if isThrottle(err) {
-		level = slog.LevelDebug // expected under load; counted in the metrics
-	} else if !isTransient(err) {
-		level = slog.LevelError
+	now := f.clock.Now()
+	if f.failures == 1 {
+		f.failingSince, f.lastWarn = now, time.Time{}
 	}
-	f.log.Log(ctx, level, "Kinesis call failed; retrying", "op", op, "attempt", f.failures, "err", err)
+	f.stats.readFailed(err, f.failingSince)
+	failingFor := now.Sub(f.failingSince)
+	level := slog.LevelDebug
+	msg := "Kinesis call failed; retrying"
+	switch {
+	case f.lastWarn.IsZero() && (!isThrottle(err) || failingFor >= failingWarnEvery):
+		level, msg = slog.LevelWarn, "reads of the shard are failing; retrying (the lease is kept)"
+		if !isTransient(err) {
+			level = slog.LevelError
+		}
+		f.lastWarn = now
+	case !f.lastWarn.IsZero() && now.Sub(f.lastWarn) >= failingWarnEvery:
+		level, msg = slog.LevelWarn, "reads of the shard are still failing; retrying (the lease is kept)"
+		f.lastWarn = now
+	}
+	f.log.Log(ctx, level, msg, "op", op, "attempts", f.failures, "failingFor", failingFor.Round(time.Millisecond).String(),
+		"timedOut", isTimeout(err), "err", err)
 	if f.failures%refreshAfter == 0 {
 		f.iterator = nil
 	}
 	return leasecore.Sleep(ctx, f.clock, fetchBackoff(f.failures))
+}
+
+// recovered ends a run of failed calls, saying so if it was logged.
+func (f *fetcher) recovered() {
+	if f.failures > 0 && !f.lastWarn.IsZero() {
+		f.log.Info("reads of the shard recovered", "failedAttempts", f.failures,
+			"failedFor", f.clock.Now().Sub(f.failingSince).Round(time.Millisecond).String())
+	}
+	if f.failures > 0 {
+		f.stats.readOK()
+	}
+	f.failures, f.lastWarn = 0, time.Time{}
 }
 
 // fetchBackoff is full jitter under an exponential ceiling: shards that were

@@ -59,6 +59,9 @@ type shardStats struct {
 	millisBehind atomic.Int64
 	getRecords   atomic.Int64
 	throttled    atomic.Int64
+	readFailures atomic.Int64 // failed GetRecords and GetShardIterator calls
+	readTimeouts atomic.Int64 // of which cut off by their deadline
+	failingSince atomic.Int64 // unix nanos of the first failure of the current failing spell; 0 while reads succeed
 	records      atomic.Int64
 	bytes        atomic.Int64
 	batches      atomic.Int64
@@ -78,7 +81,29 @@ func (s *shardStats) getRecordsCall(err error) {
 	if err != nil && isThrottle(err) {
 		s.throttled.Add(1)
 	}
+	if cw := s.m.cw.Load(); cw != nil {
+		// KCL's KinesisDataFetcher.getRecords.Success (0/1 per call):
+		// doctor reads it to tell failing reads from a failing handler.
+		ok := 1.0
+		if err != nil {
+			ok = 0
+		}
+		cw.observe(cwKey{op: opProcessTask, shard: s.id, name: "KinesisDataFetcher.getRecords.Success", unit: unitCount}, ok)
+	}
 }
+
+// readFailed counts a failed Kinesis read call; since is when the shard's
+// reads started failing.
+func (s *shardStats) readFailed(err error, since time.Time) {
+	s.readFailures.Add(1)
+	if isTimeout(err) {
+		s.readTimeouts.Add(1)
+	}
+	s.failingSince.Store(since.UnixNano())
+}
+
+// readOK ends a failing spell.
+func (s *shardStats) readOK() { s.failingSince.Store(0) }
 
 func (s *shardStats) read(p page) {
 	s.millisBehind.Store(p.millisBehind)

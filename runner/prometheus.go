@@ -57,6 +57,8 @@ func (m *Metrics) WritePrometheus(w io.Writer) error {
 		{"kcltool_shard_checkpoints_total", "Checkpoints written.", func(s *shardStats) int64 { return s.checkpoints.Load() }},
 		{"kcltool_shard_getrecords_total", "GetRecords calls.", func(s *shardStats) int64 { return s.getRecords.Load() }},
 		{"kcltool_shard_getrecords_throttled_total", "GetRecords calls answered with a throttling error.", func(s *shardStats) int64 { return s.throttled.Load() }},
+		{"kcltool_shard_read_failures_total", "GetRecords and GetShardIterator calls that failed (throttled, refused, timed out or broken); each is retried.", func(s *shardStats) int64 { return s.readFailures.Load() }},
+		{"kcltool_shard_read_timeouts_total", "GetRecords and GetShardIterator calls cut off by --kinesis-timeout.", func(s *shardStats) int64 { return s.readTimeouts.Load() }},
 	}
 	labels := func(s *shardStats) []string { return []string{"app", app, "stream", stream, "shard", s.id} }
 
@@ -64,6 +66,16 @@ func (m *Metrics) WritePrometheus(w io.Writer) error {
 	for _, s := range shards {
 		if s.held.Load() {
 			p.sample("kcltool_shard_millis_behind_latest", labels(s), float64(s.millisBehind.Load()))
+		}
+	}
+	p.family("kcltool_shard_read_failing_seconds", "gauge", "How long the shard's Kinesis reads have been failing without a success in between (0 while they succeed; shards this worker reads now).")
+	for _, s := range shards {
+		if s.held.Load() {
+			failing := 0.0
+			if since := s.failingSince.Load(); since != 0 {
+				failing = max(0, time.Since(time.Unix(0, since)).Seconds())
+			}
+			p.sample("kcltool_shard_read_failing_seconds", labels(s), failing)
 		}
 	}
 	for _, c := range counters {

@@ -61,6 +61,10 @@ func NewWorker(cfg Config, ddb DynamoDBAPI, kin KinesisAPI) (*Worker, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
+	// Every request gets a deadline, whoever makes it: the readers, the
+	// lease coordinator, shard sync, shard end, cleanup.
+	ddb = deadlineDynamoDB{api: ddb, d: cfg.DynamoDBTimeout}
+	kin = deadlineKinesis{api: kin, d: cfg.KinesisTimeout}
 	w := &Worker{
 		cfg: cfg, ddb: ddb, kin: kin, clock: cfg.Clock,
 		log:      cfg.Log.With("worker", cfg.WorkerID),
@@ -74,7 +78,7 @@ func NewWorker(cfg Config, ddb DynamoDBAPI, kin KinesisAPI) (*Worker, error) {
 		w.metrics = NewMetrics()
 	}
 	if cfg.CloudWatch != nil {
-		w.cw = newCloudWatchPublisher(cfg.CloudWatch, cfg.App, cfg.WorkerID, cfg.Clock, w.log)
+		w.cw = newCloudWatchPublisher(deadlineCloudWatch{api: cfg.CloudWatch, d: cloudWatchTimeout}, cfg.App, cfg.WorkerID, cfg.Clock, w.log)
 	}
 	return w, nil
 }

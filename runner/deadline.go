@@ -1,0 +1,132 @@
+package runner
+
+import (
+	"context"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+)
+
+// Deadlines of AWS requests, one attempt each (docs/run.md, Timeouts). A
+// request that is never answered (a connection stuck in the network, a
+// load balancer that swallowed it) would otherwise block its caller for
+// good: a shard's reader, the taker, shard sync. Each caller retries a
+// request cut off by its deadline like a throttled one.
+const (
+	// DefaultKinesisTimeout is the KCL's kinesisRequestTimeout for
+	// GetRecords, GetShardIterator and ListShards
+	// (PollingConfig.DEFAULT_REQUEST_TIMEOUT, 30 s, used by
+	// KinesisDataFetcher and KinesisShardDetector).
+	DefaultKinesisTimeout = 30 * time.Second
+	// DefaultDynamoDBTimeout is the KCL's dynamoDbRequestTimeout
+	// (LeaseManagementConfig.DEFAULT_REQUEST_TIMEOUT, 1 minute). The lease
+	// coordinator cuts its own requests shorter: a renewal, checkpoint or
+	// take waits at most the renew interval, a page of the taker's scan at
+	// most the failover time (leasecore.Config.RequestTimeout).
+	DefaultDynamoDBTimeout = time.Minute
+	// cloudWatchTimeout is the KCL's CloudWatchMetricsPublisher
+	// PUT_TIMEOUT_MILLIS (5 s) for one PutMetricData.
+	cloudWatchTimeout = 5 * time.Second
+)
+
+func withDeadline(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if d <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, d)
+}
+
+// deadlineKinesis gives every Kinesis request its own deadline.
+type deadlineKinesis struct {
+	api KinesisAPI
+	d   time.Duration
+}
+
+func (k deadlineKinesis) ListShards(ctx context.Context, in *kinesis.ListShardsInput, opts ...func(*kinesis.Options)) (*kinesis.ListShardsOutput, error) {
+	ctx, cancel := withDeadline(ctx, k.d)
+	defer cancel()
+	return k.api.ListShards(ctx, in, opts...)
+}
+
+func (k deadlineKinesis) GetShardIterator(ctx context.Context, in *kinesis.GetShardIteratorInput, opts ...func(*kinesis.Options)) (*kinesis.GetShardIteratorOutput, error) {
+	ctx, cancel := withDeadline(ctx, k.d)
+	defer cancel()
+	return k.api.GetShardIterator(ctx, in, opts...)
+}
+
+func (k deadlineKinesis) GetRecords(ctx context.Context, in *kinesis.GetRecordsInput, opts ...func(*kinesis.Options)) (*kinesis.GetRecordsOutput, error) {
+	ctx, cancel := withDeadline(ctx, k.d)
+	defer cancel()
+	return k.api.GetRecords(ctx, in, opts...)
+}
+
+// deadlineDynamoDB gives every DynamoDB request its own deadline.
+type deadlineDynamoDB struct {
+	api DynamoDBAPI
+	d   time.Duration
+}
+
+// Options passes the client's options through, so that errors can still
+// name the region (leasecore's regionOf).
+func (c deadlineDynamoDB) Options() dynamodb.Options {
+	if o, ok := c.api.(interface{ Options() dynamodb.Options }); ok {
+		return o.Options()
+	}
+	return dynamodb.Options{}
+}
+
+func (c deadlineDynamoDB) Scan(ctx context.Context, in *dynamodb.ScanInput, opts ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	ctx, cancel := withDeadline(ctx, c.d)
+	defer cancel()
+	return c.api.Scan(ctx, in, opts...)
+}
+
+func (c deadlineDynamoDB) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	ctx, cancel := withDeadline(ctx, c.d)
+	defer cancel()
+	return c.api.GetItem(ctx, in, opts...)
+}
+
+func (c deadlineDynamoDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	ctx, cancel := withDeadline(ctx, c.d)
+	defer cancel()
+	return c.api.UpdateItem(ctx, in, opts...)
+}
+
+func (c deadlineDynamoDB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	ctx, cancel := withDeadline(ctx, c.d)
+	defer cancel()
+	return c.api.PutItem(ctx, in, opts...)
+}
+
+func (c deadlineDynamoDB) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	ctx, cancel := withDeadline(ctx, c.d)
+	defer cancel()
+	return c.api.DeleteItem(ctx, in, opts...)
+}
+
+func (c deadlineDynamoDB) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, opts ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
+	ctx, cancel := withDeadline(ctx, c.d)
+	defer cancel()
+	return c.api.DescribeTable(ctx, in, opts...)
+}
+
+func (c deadlineDynamoDB) CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, opts ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error) {
+	ctx, cancel := withDeadline(ctx, c.d)
+	defer cancel()
+	return c.api.CreateTable(ctx, in, opts...)
+}
+
+// deadlineCloudWatch gives every PutMetricData its own deadline.
+type deadlineCloudWatch struct {
+	api CloudWatchAPI
+	d   time.Duration
+}
+
+func (c deadlineCloudWatch) PutMetricData(ctx context.Context, in *cloudwatch.PutMetricDataInput, opts ...func(*cloudwatch.Options)) (*cloudwatch.PutMetricDataOutput, error) {
+	ctx, cancel := withDeadline(ctx, c.d)
+	defer cancel()
+	return c.api.PutMetricData(ctx, in, opts...)
+}
