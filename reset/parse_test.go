@@ -85,10 +85,10 @@ func TestReadPositions(t *testing.T) {
 		in   string
 		want []Position
 	}{
-		"bare":       {"shardId-1,4959,2\nshardId-2,TRIM_HORIZON\n", []Position{p("shardId-1", "4959", 2), p("shardId-2", "TRIM_HORIZON", 0)}},
-		"header":     {"leaseKey,checkpoint,subSequenceNumber\nshardId-1,4959,0\n", []Position{p("shardId-1", "4959", 0)}},
-		"reordered":  {"checkpoint,leaseKey\nSHARD_END,shardId-1\n", []Position{p("shardId-1", "SHARD_END", 0)}},
-		"leases ls":  {"leaseKey,shardId,leaseOwner,leaseCounter,checkpoint,checkpointSubSequenceNumber,ownerSwitchesSinceCheckpoint,parentShardId,childShardIds,checkpointOwner,throughputKBps,startingHashKey,endingHashKey,streamName,state\nshardId-1,shardId-1,w,7,4959,3,0,,,,,0,1,,owned\n", []Position{p("shardId-1", "4959", 3)}},
+		"bare":      {"shardId-1,4959,2\nshardId-2,TRIM_HORIZON\n", []Position{p("shardId-1", "4959", 2), p("shardId-2", "TRIM_HORIZON", 0)}},
+		"header":    {"leaseKey,checkpoint,subSequenceNumber\nshardId-1,4959,0\n", []Position{p("shardId-1", "4959", 0)}},
+		"reordered": {"checkpoint,leaseKey\nSHARD_END,shardId-1\n", []Position{p("shardId-1", "SHARD_END", 0)}},
+		"leases ls": {"leaseKey,shardId,leaseOwner,leaseCounter,checkpoint,checkpointSubSequenceNumber,ownerSwitchesSinceCheckpoint,parentShardId,childShardIds,checkpointOwner,throughputKBps,startingHashKey,endingHashKey,streamName,state\nshardId-1,shardId-1,w,7,4959,3,0,,,,,0,1,,owned\n", []Position{p("shardId-1", "4959", 3)}},
 		"export csv": {"leaseKey,checkpoint,subSequenceNumber,kind,item\nLeader,,,non-lease,\"{\"\"leaseKey\"\":{\"\"S\"\":\"\"Leader\"\"},\"\"entityType\"\":{\"\"S\"\":\"\"LEADER\"\"}}\"\n" +
 			"shardId-1,4959,1,lease,\"{\"\"leaseKey\"\":{\"\"S\"\":\"\"shardId-1\"\"},\"\"leaseCounter\"\":{\"\"N\"\":\"\"1\"\"},\"\"checkpoint\"\":{\"\"S\"\":\"\"4959\"\"},\"\"checkpointSubSequenceNumber\"\":{\"\"N\"\":\"\"1\"\"},\"\"ownerSwitchesSinceCheckpoint\"\":{\"\"N\"\":\"\"0\"\"}}\"\n", []Position{p("shardId-1", "4959", 1)}},
 		"bom, blank": {"\xef\xbb\xbfshardId-1,LATEST,0\n\n", []Position{p("shardId-1", "LATEST", 0)}},
