@@ -21,6 +21,7 @@ type importOptions struct {
 	ToTable     string
 	Shards      []string
 	Prune       bool
+	SkipInvalid bool
 	CreateTable bool
 }
 
@@ -34,8 +35,21 @@ saved) into the application's table: a lease that differs gets every
 attribute back except leaseCounter, which only ever increases (the write
 sets it to the current value + 1); a missing lease is created; an equal one is
 left alone. Leases the export does not have are kept, or deleted with
---prune (which undoes a reset that recreated parent leases). Non-lease items
-of KCL 3.x and malformed items are never written.
+--prune (which undoes a reset that recreated parent leases); --prune never
+deletes a lease whose key the file names, usable or not. Items the export
+recorded as non-lease (KCL 3.x) or malformed are carried as they are and
+never written.
+
+A file with any entry that cannot be used (its item does not parse, is
+marked a lease but KCL could not read it, repeats a key, or disagrees with
+its own checkpoint column) is refused whole: exit 2, nothing written, every
+bad entry named with its line and item number. --skip-invalid applies the
+rest and exits 3, naming the skipped ones.
+
+A write whose answer was lost (a timeout, a reset connection, a 5xx, or the
+SDK's retry of a write that had applied) is read back before it is
+reported: "applied" with confirmedBy "read-back" when the lease is as
+written.
 
 --to-app OTHER copies the positions into another application's table
 instead, for example to start a second consumer where the first one is:
@@ -71,7 +85,8 @@ then get no owner, so their holders lose them).`,
 	fl.StringVar(&o.ToApp, "to-app", "", "copy the positions into this application's lease table instead")
 	fl.StringVar(&o.ToTable, "to-table", "", "with --to-app: its lease table, when it set tableName")
 	fl.StringSliceVar(&o.Shards, "shard", nil, "only these shards (ids or lease keys, comma-separated)")
-	fl.BoolVar(&o.Prune, "prune", false, "delete leases that are not in the export")
+	fl.BoolVar(&o.Prune, "prune", false, "delete leases that are not in the export (never one whose key the file names)")
+	fl.BoolVar(&o.SkipInvalid, "skip-invalid", false, "apply the usable entries of a file with some that cannot be used, and exit 3 naming them (without it, such a file is refused whole)")
 	fl.BoolVar(&o.CreateTable, "create-table", false, "with --execute: create a missing lease table the way run does (on demand, hash key leaseKey)")
 	return c
 }
@@ -112,7 +127,7 @@ func runCheckpointImport(cmd *cobra.Command, f *Factory, o *importOptions) error
 	}
 	scan := watchScan(ddb, newProgress(f), dest, time.Second)
 	plan, err := reset.PlanImport(ctx, watchedTable{ddb, scan}, reset.ImportOptions{
-		Table: dest, Export: e, File: o.File, Shards: o.Shards, PositionsOnly: dest != table, Prune: o.Prune,
+		Table: dest, Export: e, File: o.File, Shards: o.Shards, PositionsOnly: dest != table, Prune: o.Prune, SkipInvalid: o.SkipInvalid,
 		NoTable: noTable, Clock: f.Clock,
 	})
 	scan.end()

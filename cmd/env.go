@@ -17,7 +17,8 @@ func envName(flag string) string {
 // typedOnly are the flags that make a command write to a lease table. They
 // are never read from the environment: a variable left set in a shell or a CI
 // job must not turn a dry run into a write.
-var typedOnly = map[string]bool{"execute": true, "force": true, "prune": true}
+// --skip-invalid is one: it turns a refused file into a partial write.
+var typedOnly = map[string]bool{"execute": true, "force": true, "prune": true, "skip-invalid": true}
 
 // applyEnv fills every flag the command line did not set from its
 // KCLTOOL_<FLAG> variable. The command line always wins.

@@ -77,6 +77,7 @@ var planRowKeys = []jsonKey{
 	{"leaseCounter", tNumberOrNull, "the counter as read; null when the lease does not exist"},
 	{"result", tStringOrNull, "after `--execute`: `applied`, `unchanged`, `skipped` (changed since the plan: not written), `failed` or `not-attempted`; null in a dry run"},
 	{"detail", tStringOrNull, "after `--execute`: the error or what changed; null when there is nothing to say or in a dry run"},
+	{"confirmedBy", tStringOrNull, "after `--execute`: `read-back` when the write's answer was lost or it failed ambiguously (timeout, reset connection, 5xx, or a retried conditional write failing against its own earlier attempt) and a read of the lease showed it applied as meant; null otherwise"},
 }
 
 func prefixed(prefix string, keys []jsonKey) []jsonKey {

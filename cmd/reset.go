@@ -28,6 +28,7 @@ type resetOptions struct {
 	ToSequence  string
 	SubSequence int64
 	FromFile    string
+	SkipInvalid bool
 	Shards      []string
 }
 
@@ -70,7 +71,15 @@ $XDG_STATE_HOME/kcltool/backups or ~/.local/state/kcltool/backups; see
 checkpoint backups ls), prints the import command that undoes the reset
 (with the --region, --profile and --endpoint-url given), and writes. Every
 write is conditional on the lease being exactly as planned: a lease that
-changed is reported and skipped (exit 3), never overwritten.
+changed is reported and skipped (exit 3), never overwritten. A write whose
+answer was lost (a timeout, a reset connection, a 5xx, or the SDK's retry of
+a write that had applied) is read back before it is reported: "applied"
+with confirmedBy "read-back" when the lease is as written.
+
+A --from-file with any entry that cannot be used (a bad checkpoint, a
+repeated lease, an export entry KCL could not read) is refused whole, exit
+2, every bad entry named with its line; --skip-invalid applies the rest and
+exits 3.
 
 --force resets a running application: each write is conditioned on the
 lease as just read, bumps its counter and removes its owner, so the worker
@@ -104,6 +113,7 @@ handle a few records past the reset before it notices (see docs/reset.md,
 	fl.StringVar(&o.ToSequence, "to-sequence", "", "a sequence number of the --shard (or TRIM_HORIZON, LATEST, SHARD_END)")
 	fl.Int64Var(&o.SubSequence, "sub-sequence", 0, "with --to-sequence: the KPL sub-sequence number processed last")
 	fl.StringVar(&o.FromFile, "from-file", "", "checkpoints per lease: a kcltool export or a leaseKey,checkpoint,subSequenceNumber CSV")
+	fl.BoolVar(&o.SkipInvalid, "skip-invalid", false, "with --from-file: apply the usable entries of a file with some that cannot be used, and exit 3 naming them (without it, such a file is refused whole)")
 	fl.StringSliceVar(&o.Shards, "shard", nil, "only these shards (ids or lease keys, comma-separated)")
 	_ = c.RegisterFlagCompletionFunc("to", cobra.FixedCompletions([]string{"trim-horizon", "latest"}, cobra.ShellCompDirectiveNoFileComp))
 	return c
@@ -160,11 +170,17 @@ func (o *resetOptions) target(f *Factory) (reset.Target, error) {
 		if err != nil {
 			return t, usageErrorf("--from-file: %v", err)
 		}
-		pos, err := reset.ReadPositions(data, o.FromFile)
+		pf, err := reset.ReadPositionsFile(data, o.FromFile)
 		if err != nil {
 			return t, usageErrorf("--from-file: %v", err)
 		}
-		t.Positions, t.File = pos, o.FromFile
+		t.Positions, t.File, t.Invalid, t.SkipInvalid = pf.Positions, o.FromFile, pf.Invalid, o.SkipInvalid
+		if t.Positions == nil {
+			t.Positions = []reset.Position{} // a file of invalid entries only is still the target
+		}
+	}
+	if o.SkipInvalid && o.FromFile == "" {
+		return t, usageErrorf("--skip-invalid goes with --from-file: it skips the entries of the file that cannot be used")
 	}
 	return t, nil
 }

@@ -35,9 +35,18 @@ func finishPlan(cmd *cobra.Command, f *Factory, plan *reset.Plan, a *applyFlags,
 		default:
 			fmt.Fprintf(f.IO.ErrOut, "kcltool: dry run: %s; nothing written. Add --execute to apply it\n", planSummary(counts))
 		}
-		return nil
+		return skippedEntries(plan)
 	}
 	return executePlan(cmd, f, plan, a, dest)
+}
+
+// skippedEntries is the problem (exit 3) of a plan that skipped entries of
+// its file (--skip-invalid): the rest was applied, these were not.
+func skippedEntries(plan *reset.Plan) error {
+	if len(plan.Invalid) == 0 {
+		return nil
+	}
+	return &ExitError{Code: ExitProblems, Err: errors.New(plan.SkippedText())}
 }
 
 // warnOwners says in the dry run that leases to change are held: an
@@ -112,15 +121,19 @@ func executePlan(cmd *cobra.Command, f *Factory, plan *reset.Plan, a *applyFlags
 		return err
 	}
 	applied, skipped, failed := x.Count(reset.OutcomeApplied), x.Count(reset.OutcomeSkipped), x.Count(reset.OutcomeFailed)
-	fmt.Fprintf(f.IO.ErrOut, "kcltool: applied %d, skipped %d (changed since the plan), failed %d, not attempted %d\n",
-		applied, skipped, failed, x.Count(reset.OutcomeNotRun))
+	confirmed := ""
+	if n := x.ConfirmedByReadBack(); n > 0 {
+		confirmed = fmt.Sprintf(" (%d confirmed by a read-back: their answer was lost)", n)
+	}
+	fmt.Fprintf(f.IO.ErrOut, "kcltool: applied %d%s, skipped %d (changed since the plan), failed %d, not attempted %d\n",
+		applied, confirmed, skipped, failed, x.Count(reset.OutcomeNotRun))
 	switch {
 	case failed > 0:
 		return fmt.Errorf("%s failed; the rest were not attempted (see the result of each lease)", plural(failed, "write"))
 	case skipped > 0:
 		return &ExitError{Code: ExitProblems, Err: fmt.Errorf("%s changed since the plan and not written: plan again to include them", plural(skipped, "lease"))}
 	}
-	return nil
+	return skippedEntries(plan)
 }
 
 func workersText(l reset.Liveness) string {

@@ -14,7 +14,9 @@ import (
 // present: before is null for a lease that does not exist yet, after for
 // one that is deleted or skipped; leaseOwner, checkpointOwner and
 // leaseCounter are null when the lease has none; result and detail are null
-// until the plan is applied. Fields may be added, never renamed.
+// until the plan is applied; confirmedBy is "read-back" for a write a read
+// of the lease confirmed after its answer was lost. Fields may be added,
+// never renamed.
 type changeJSON struct {
 	LeaseKey        string        `json:"leaseKey"`
 	ShardID         string        `json:"shardId"`
@@ -27,6 +29,7 @@ type changeJSON struct {
 	LeaseCounter    *int64        `json:"leaseCounter"`
 	Result          optString     `json:"result"`
 	Detail          optString     `json:"detail"`
+	ConfirmedBy     optString     `json:"confirmedBy"`
 }
 
 type positionJSON struct {
@@ -49,7 +52,7 @@ func toChangeJSON(c reset.Change, r *reset.Result) changeJSON {
 		j.LeaseCounter = &n
 	}
 	if r != nil {
-		j.Result, j.Detail = optString(r.Outcome), optString(r.Detail)
+		j.Result, j.Detail, j.ConfirmedBy = optString(r.Outcome), optString(r.Detail), optString(r.ConfirmedBy)
 	}
 	return j
 }
@@ -85,7 +88,7 @@ func writePlanFile(w io.Writer, plan *reset.Plan) error {
 		ReadAt: plan.ReadAt.UTC().Format(time.RFC3339Nano), Warnings: warnings, Changes: planRows(plan, nil)})
 }
 
-var planCSVColumns = []string{"leaseKey", "shardId", "action", "before", "beforeSubSequenceNumber", "after", "afterSubSequenceNumber", "reason", "result", "detail", "leaseOwner"}
+var planCSVColumns = []string{"leaseKey", "shardId", "action", "before", "beforeSubSequenceNumber", "after", "afterSubSequenceNumber", "reason", "result", "detail", "leaseOwner", "confirmedBy"}
 
 // renderPlan prints a plan, with each change's result once x is given.
 func renderPlan(io *IOStreams, format string, plan *reset.Plan, x *reset.Execution) error {
@@ -98,7 +101,7 @@ func renderPlan(io *IOStreams, format string, plan *reset.Plan, x *reset.Executi
 		for _, r := range rows {
 			b, bs := positionCells(r.Before)
 			a, as := positionCells(r.After)
-			out = append(out, []string{r.LeaseKey, r.ShardID, r.Action, b, bs, a, as, r.Reason, string(r.Result), string(r.Detail), string(r.LeaseOwner)})
+			out = append(out, []string{r.LeaseKey, r.ShardID, r.Action, b, bs, a, as, r.Reason, string(r.Result), string(r.Detail), string(r.LeaseOwner), string(r.ConfirmedBy)})
 		}
 		return writeCSV(io.Out, planCSVColumns, out)
 	}
@@ -123,6 +126,9 @@ func renderPlan(io *IOStreams, format string, plan *reset.Plan, x *reset.Executi
 		}
 		if x != nil {
 			res := string(r.Result)
+			if r.ConfirmedBy != "" {
+				res += " (confirmed by " + string(r.ConfirmedBy) + ")"
+			}
 			if r.Detail != "" && res != string(reset.OutcomeUnchanged) {
 				res += ": " + string(r.Detail)
 			}

@@ -2,7 +2,6 @@ package reset
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -27,6 +26,9 @@ const (
 type Result struct {
 	Outcome Outcome
 	Detail  string
+	// ConfirmedBy is ConfirmedByReadBack for a write whose answer was lost
+	// or failed and that a read of the lease showed applied; "" otherwise.
+	ConfirmedBy string
 }
 
 // ExecOptions tunes Execute.
@@ -55,6 +57,17 @@ type Execution struct {
 	// Live is what the sample saw; with Force it names the workers that
 	// lose their leases.
 	Live Liveness
+}
+
+// ConfirmedByReadBack returns how many writes a read-back showed applied.
+func (x *Execution) ConfirmedByReadBack() int {
+	n := 0
+	for _, r := range x.Results {
+		if r.ConfirmedBy == ConfirmedByReadBack {
+			n++
+		}
+	}
+	return n
 }
 
 // Count returns how many changes had the outcome.
@@ -118,7 +131,7 @@ func Execute(ctx context.Context, api TableAPI, p *Plan, opt ExecOptions) (*Exec
 			return nil, fmt.Errorf("save the backup: %w (nothing was written)", err)
 		}
 	}
-	w := &writer{api: api, table: p.Table, force: opt.Force, retries: opt.ForceRetries}
+	w := &writer{api: api, table: p.Table, force: opt.Force, retries: opt.ForceRetries, clock: clock}
 	if w.retries <= 0 {
 		w.retries = 5
 	}
@@ -169,12 +182,13 @@ type writer struct {
 	table   string
 	force   bool
 	retries int
+	clock   leasecore.Clock
 }
 
 func (w *writer) apply(ctx context.Context, c Change) Result {
 	if c.Action == ActionCreate {
-		err := putItem(ctx, w.api, w.table, nil, c.Item)
-		return w.result(err, "", "a lease "+c.LeaseKey+" was created since the plan")
+		r, _ := w.settle(ctx, c, nil, "a lease "+c.LeaseKey+" was created since the plan")
+		return r
 	}
 	read, note := c.Current, ""
 	for attempt := 0; ; attempt++ {
@@ -191,41 +205,42 @@ func (w *writer) apply(ctx context.Context, c Change) Result {
 			}
 			read, note = fresh, liveNote(c.Current, fresh)
 		}
-		err := w.write(ctx, c, read)
-		if errors.Is(err, errChanged) && w.force && attempt < w.retries {
+		r, changed := w.settle(ctx, c, read, "the lease changed since the plan (the conditional write failed)")
+		if changed && w.force && attempt < w.retries {
 			continue // renewed between the read and the write: read again
 		}
-		return w.result(err, note, "the lease changed since the plan (the conditional write failed)")
+		if r.Outcome == OutcomeApplied {
+			r.Detail = note
+		}
+		return r
 	}
 }
 
 func (w *writer) write(ctx context.Context, c Change, read map[string]types.AttributeValue) error {
 	switch c.Action {
+	case ActionCreate:
+		return putItem(ctx, w.api, w.table, nil, c.Item)
 	case ActionUpdate:
 		return writeCheckpoint(ctx, w.api, w.table, read, *c.After)
 	case ActionRestore:
-		item := withCounter(c.Item, counterOf(read)+1)
-		if w.force {
-			// The holder of a live lease must lose it: restoring its own
-			// name would let it read the new counter as its own renewal.
-			delete(item, leasecore.AttrLeaseOwner)
-			delete(item, leasecore.AttrCheckpointOwner)
-		}
-		return putItem(ctx, w.api, w.table, read, item)
+		return putItem(ctx, w.api, w.table, read, w.restoreItem(c, read))
 	case ActionDelete:
 		return deleteLease(ctx, w.api, w.table, read)
 	}
 	return fmt.Errorf("no write for action %q", c.Action)
 }
 
-func (w *writer) result(err error, note, changed string) Result {
-	switch {
-	case err == nil:
-		return Result{Outcome: OutcomeApplied, Detail: note}
-	case errors.Is(err, errChanged):
-		return Result{Outcome: OutcomeSkipped, Detail: changed}
+// restoreItem is the item a restore puts: the exported one with the
+// counter after the one read.
+func (w *writer) restoreItem(c Change, read map[string]types.AttributeValue) map[string]types.AttributeValue {
+	item := withCounter(c.Item, counterOf(read)+1)
+	if w.force {
+		// The holder of a live lease must lose it: restoring its own
+		// name would let it read the new counter as its own renewal.
+		delete(item, leasecore.AttrLeaseOwner)
+		delete(item, leasecore.AttrCheckpointOwner)
 	}
-	return Result{Outcome: OutcomeFailed, Detail: err.Error()}
+	return item
 }
 
 // liveNote tells a forced write's result what the live application did to

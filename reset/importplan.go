@@ -25,8 +25,14 @@ type ImportOptions struct {
 	// counters and handoffs are its own.
 	PositionsOnly bool
 	// Prune deletes leases of the table that are not in the export, so
-	// that an import undoes a reset that recreated leases.
+	// that an import undoes a reset that recreated leases. A lease whose
+	// key the file names anywhere (in an entry that cannot be used, or one
+	// marked malformed) is never deleted.
 	Prune bool
+	// SkipInvalid applies the usable entries of a file that has entries
+	// that cannot be used (Export.Invalid); without it such a file is
+	// refused whole.
+	SkipInvalid bool
 	// NoTable says the table does not exist yet (a dry run of an import
 	// that would create it): the plan is made against an empty table.
 	NoTable bool
@@ -48,6 +54,14 @@ func PlanImport(ctx context.Context, ddb TableAPI, opt ImportOptions) (*Plan, er
 	if opt.Prune && opt.PositionsOnly {
 		return nil, inputErrorf("--prune deletes leases of the application's own table; it does not go with --to-app")
 	}
+	p := &Plan{Kind: "import", Table: opt.Table, Target: "export " + opt.File}
+	if err := refuseInvalid(p, opt.File, opt.Export.Invalid, opt.SkipInvalid); err != nil {
+		return nil, err
+	}
+	if unnamed := opt.Export.UnnamedInvalid(); opt.Prune && len(unnamed) > 0 {
+		return nil, inputErrorf("%s: --prune cannot tell which leases these entries are, so it could delete one the file has: %s; fix them, or import without --prune",
+			opt.File, listEntries(unnamed))
+	}
 	now := clock.Now()
 	var scan leasecore.ScanResult
 	if !opt.NoTable {
@@ -57,7 +71,7 @@ func PlanImport(ctx context.Context, ddb TableAPI, opt ImportOptions) (*Plan, er
 			return nil, fmt.Errorf("scan lease table %q: %w", opt.Table, err)
 		}
 	}
-	p := &Plan{Kind: "import", Table: opt.Table, Target: "export " + opt.File, ReadAt: now, Scan: scan}
+	p.ReadAt, p.Scan = now, scan
 	raw := itemsByKey(scan.Items)
 	exported := map[string]ExportItem{}
 	var leases []leasecore.Lease
@@ -71,7 +85,7 @@ func PlanImport(ctx context.Context, ddb TableAPI, opt ImportOptions) (*Plan, er
 			nonLeases++
 		default:
 			malformed++
-			p.warnf("%s is malformed in the export (%s): not written", it.LeaseKey, it.Error)
+			p.warnf("%s is recorded malformed in the export (%s): carried as it is, not written", it.LeaseKey, it.Error)
 		}
 	}
 	if nonLeases > 0 {
@@ -104,6 +118,10 @@ func PlanImport(ctx context.Context, ddb TableAPI, opt ImportOptions) (*Plan, er
 		}
 		c := changeFor(l, raw[l.LeaseKey])
 		switch {
+		case opt.Export.Names(l.LeaseKey):
+			// In the file but not restorable from it (recorded malformed,
+			// or skipped): --prune deletes only what the export lacks.
+			c.Action, c.After, c.Reason = ActionNone, seqPtr(l.Checkpoint), "its entry in the export is not restored (malformed or skipped): kept"
 		case opt.Prune:
 			c.Action, c.Reason = ActionDelete, "not in the export"
 			if c.InHandoff() {

@@ -85,11 +85,12 @@ func TestReadPositions(t *testing.T) {
 		in   string
 		want []Position
 	}{
-		"bare":       {"shardId-1,4959,2\nshardId-2,TRIM_HORIZON\n", []Position{p("shardId-1", "4959", 2), p("shardId-2", "TRIM_HORIZON", 0)}},
-		"header":     {"leaseKey,checkpoint,subSequenceNumber\nshardId-1,4959,0\n", []Position{p("shardId-1", "4959", 0)}},
-		"reordered":  {"checkpoint,leaseKey\nSHARD_END,shardId-1\n", []Position{p("shardId-1", "SHARD_END", 0)}},
-		"leases ls":  {"leaseKey,shardId,leaseOwner,leaseCounter,checkpoint,checkpointSubSequenceNumber,ownerSwitchesSinceCheckpoint,parentShardId,childShardIds,checkpointOwner,throughputKBps,startingHashKey,endingHashKey,streamName,state\nshardId-1,shardId-1,w,7,4959,3,0,,,,,0,1,,owned\n", []Position{p("shardId-1", "4959", 3)}},
-		"export csv": {"leaseKey,checkpoint,subSequenceNumber,kind,item\nLeader,,,non-lease,{}\nshardId-1,4959,1,lease,{}\n", []Position{p("shardId-1", "4959", 1)}},
+		"bare":      {"shardId-1,4959,2\nshardId-2,TRIM_HORIZON\n", []Position{p("shardId-1", "4959", 2), p("shardId-2", "TRIM_HORIZON", 0)}},
+		"header":    {"leaseKey,checkpoint,subSequenceNumber\nshardId-1,4959,0\n", []Position{p("shardId-1", "4959", 0)}},
+		"reordered": {"checkpoint,leaseKey\nSHARD_END,shardId-1\n", []Position{p("shardId-1", "SHARD_END", 0)}},
+		"leases ls": {"leaseKey,shardId,leaseOwner,leaseCounter,checkpoint,checkpointSubSequenceNumber,ownerSwitchesSinceCheckpoint,parentShardId,childShardIds,checkpointOwner,throughputKBps,startingHashKey,endingHashKey,streamName,state\nshardId-1,shardId-1,w,7,4959,3,0,,,,,0,1,,owned\n", []Position{p("shardId-1", "4959", 3)}},
+		"export csv": {"leaseKey,checkpoint,subSequenceNumber,kind,item\nLeader,,,non-lease,\"{\"\"leaseKey\"\":{\"\"S\"\":\"\"Leader\"\"},\"\"entityType\"\":{\"\"S\"\":\"\"LEADER\"\"}}\"\n" +
+			"shardId-1,4959,1,lease,\"{\"\"leaseKey\"\":{\"\"S\"\":\"\"shardId-1\"\"},\"\"leaseCounter\"\":{\"\"N\"\":\"\"1\"\"},\"\"checkpoint\"\":{\"\"S\"\":\"\"4959\"\"},\"\"checkpointSubSequenceNumber\"\":{\"\"N\"\":\"\"1\"\"},\"\"ownerSwitchesSinceCheckpoint\"\":{\"\"N\"\":\"\"0\"\"}}\"\n", []Position{p("shardId-1", "4959", 1)}},
 		"bom, blank": {"\xef\xbb\xbfshardId-1,LATEST,0\n\n", []Position{p("shardId-1", "LATEST", 0)}},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -108,14 +109,14 @@ func TestReadPositions(t *testing.T) {
 		})
 	}
 	for in, why := range map[string]string{
-		"shardId-1,49x,0\n":              "f.csv line 1: lease shardId-1: checkpoint \"49x\"",
-		"shardId-1,4959,-1\n":            "f.csv line 1: lease shardId-1: subSequenceNumber \"-1\"",
-		"a,LATEST\nb,LATEST\na,LATEST\n": "f.csv line 3: lease a already given on line 1",
+		"shardId-1,49x,0\n":              "f.csv: 1 entry cannot be used, so nothing was written: line 1 (shardId-1): checkpoint \"49x\"",
+		"shardId-1,4959,-1\n":            "line 1 (shardId-1): subSequenceNumber \"-1\"",
+		"a,LATEST\nb,LATEST\na,LATEST\n": "line 3 (a): already given on line 1",
 		"leaseKey,owner\nx,y\n":          "f.csv line 1: the header names leaseKey but no checkpoint column",
 		"":                               "f.csv holds no positions",
-		",LATEST\n":                      "f.csv line 1: no leaseKey",
+		",LATEST\n":                      "line 1 (leaseKey unknown): no leaseKey",
 		`{"format":"something-else"}`:    "not a kcltool export",
-		"shardId-1\n":                    "f.csv line 1: lease shardId-1: no checkpoint",
+		"shardId-1\n":                    "line 1 (shardId-1): no checkpoint",
 		"a,\"unterminated\n":             "f.csv",
 	} {
 		_, err := ReadPositions([]byte(in), "f.csv")

@@ -75,6 +75,11 @@ type Plan struct {
 	// Scan is that read, raw items included: the liveness check compares
 	// every lease counter of the table with a second read.
 	Scan leasecore.ScanResult
+	// Invalid are the entries of InvalidFile that could not be used and
+	// were skipped (--skip-invalid): applying the rest is a problem to
+	// report (exit 3), not a success.
+	Invalid     []InvalidEntry
+	InvalidFile string
 }
 
 // Counts tallies the changes by action.

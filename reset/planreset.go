@@ -48,6 +48,10 @@ func PlanReset(ctx context.Context, ddb TableAPI, kin StreamAPI, opt ResetOption
 	}
 	now := clock.Now()
 	t := opt.Target
+	skipped := &Plan{}
+	if err := refuseInvalid(skipped, t.File, t.Invalid, t.SkipInvalid); err != nil {
+		return nil, err
+	}
 	if !t.At.IsZero() && t.At.After(now) {
 		return nil, inputErrorf("%s is in the future (it is %s now): a reset can only go to a time records may have arrived at", stamp(t.At), stamp(now))
 	}
@@ -61,7 +65,8 @@ func PlanReset(ctx context.Context, ddb TableAPI, kin StreamAPI, opt ResetOption
 	if err != nil {
 		return nil, fmt.Errorf("scan lease table %q: %w", opt.Table, err)
 	}
-	p := &Plan{Kind: "reset", Table: opt.Table, Target: t.String(), ReadAt: now, Scan: scan}
+	p := &Plan{Kind: "reset", Table: opt.Table, Target: t.String(), ReadAt: now, Scan: scan,
+		Warnings: skipped.Warnings, Invalid: skipped.Invalid, InvalidFile: skipped.InvalidFile}
 	for _, m := range scan.Malformed {
 		p.warnf("malformed lease item left as is: %v", m)
 	}

@@ -22,6 +22,10 @@ type Target struct {
 	Positions []Position
 	// File names the file Positions came from, for the description.
 	File string
+	// Invalid are the entries of File that cannot be used: the plan is
+	// refused unless SkipInvalid, when they are skipped and named.
+	Invalid     []InvalidEntry
+	SkipInvalid bool
 }
 
 // Position is one lease's checkpoint in a positions file or an export.

@@ -115,8 +115,7 @@ func writeCheckpoint(ctx context.Context, api leasecore.UpdateItemAPI, table str
 		e.name(leasecore.AttrOwnerSwitchesSinceCheckpoint)+" = "+e.value(numberAV(0)),
 		e.name(leasecore.AttrLeaseCounter)+" = "+e.value(numberAV(counterOf(read)+1)),
 	)
-	for _, a := range []string{leasecore.AttrPendingCheckpoint, leasecore.AttrPendingCheckpointSubSequenceNumber,
-		leasecore.AttrPendingCheckpointState, leasecore.AttrLeaseOwner, leasecore.AttrCheckpointOwner} {
+	for _, a := range checkpointRemoves {
 		e.remove = append(e.remove, e.name(a))
 	}
 	_, err := api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
@@ -129,6 +128,10 @@ func writeCheckpoint(ctx context.Context, api leasecore.UpdateItemAPI, table str
 	})
 	return writeError(err, "set checkpoint of", leasecore.ItemKey(read))
 }
+
+// checkpointRemoves are the attributes writeCheckpoint removes.
+var checkpointRemoves = []string{leasecore.AttrPendingCheckpoint, leasecore.AttrPendingCheckpointSubSequenceNumber,
+	leasecore.AttrPendingCheckpointState, leasecore.AttrLeaseOwner, leasecore.AttrCheckpointOwner}
 
 // putItem writes a whole lease item: a create when read is nil (only if no
 // item has the key), otherwise a replacement conditioned on the item as
