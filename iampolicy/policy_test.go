@@ -72,7 +72,7 @@ func TestReadCommandsNeverWrite(t *testing.T) {
 
 func TestResetAndImportWritesNeedExecute(t *testing.T) {
 	got := actions(t, target("checkpoint reset", "app", "a", "stream", "s", "to", "latest", "execute", "true"))
-	want := []string{"LeaseTable dynamodb:PutItem", "LeaseTable dynamodb:Scan", "LeaseTable dynamodb:UpdateItem", "Stream kinesis:ListShards"}
+	want := []string{"LeaseTable dynamodb:GetItem", "LeaseTable dynamodb:PutItem", "LeaseTable dynamodb:Scan", "LeaseTable dynamodb:UpdateItem", "Stream kinesis:ListShards"}
 	if !slices.Equal(got, want) {
 		t.Errorf("reset --to latest --execute:\n got %v\nwant %v", got, want)
 	}

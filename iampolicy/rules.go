@@ -38,17 +38,16 @@ var rules = []rule{
 	{cmds("checkpoint reset"), given("at", "by-duration"), stream, kinesis("DescribeStreamSummary", "GetShardIterator", "GetRecords")},
 	{cmds("checkpoint reset"), given("to-sequence"), stream, kinesis("GetShardIterator", "GetRecords")},
 	// UpdateItem sets checkpoints, PutItem recreates cleaned-up parents;
-	// --force re-reads each lease before its write.
-	{cmds("checkpoint reset"), flag("execute"), leaseTable, dynamodb("UpdateItem", "PutItem")},
-	{cmds("checkpoint reset"), all(flag("execute"), flag("force")), leaseTable, dynamodb("GetItem")},
+	// GetItem reads a lease back after a write whose answer failed
+	// (reset/readback.go), and --force re-reads each lease before its write.
+	{cmds("checkpoint reset"), flag("execute"), leaseTable, dynamodb("UpdateItem", "PutItem", "GetItem")},
 
 	// checkpoint import (reset.PlanImport, reset.Execute) writes only to its
 	// destination: --to-app/--to-table, else the application's table.
 	{cmds("checkpoint import"), always, importTable, dynamodb("Scan")},
-	{cmds("checkpoint import"), flag("execute"), importTable, dynamodb("PutItem")},
+	{cmds("checkpoint import"), flag("execute"), importTable, dynamodb("PutItem", "GetItem")},
 	{cmds("checkpoint import"), all(flag("execute"), given("to-app", "to-table")), importTable, dynamodb("UpdateItem")},
 	{cmds("checkpoint import"), all(flag("execute"), flag("prune")), importTable, dynamodb("DeleteItem")},
-	{cmds("checkpoint import"), all(flag("execute"), flag("force")), importTable, dynamodb("GetItem")},
 	{cmds("checkpoint import"), flag("create-table"), importTable, dynamodb("DescribeTable", "CreateTable")},
 
 	// doctor (inspect.Doctor) never writes. Without --stream a multi-stream
