@@ -331,7 +331,12 @@ func (r *shardRun) checkpoint(ctx context.Context, at leasecore.SequenceNumber) 
 // children waiting on this worker are woken and the taker looks for them.
 func (r *shardRun) shardEnd(children []types.ChildShard) error {
 	if len(children) == 0 {
-		children = r.childrenFromListing()
+		// Never SHARD_END with the children unknown: they would get no
+		// lease, and their data would be lost (shardend.go).
+		var err error
+		if children, err = r.awaitChildren(); err != nil {
+			return err
+		}
 	}
 	for attempt := 1; ; attempt++ {
 		res, err := reshard.OnShardEnd(r.ctx, r.w.ddb, r.w.table, r.lease, children)
@@ -383,30 +388,6 @@ func (r *shardRun) release() {
 		return
 	}
 	r.log.Info("released the finished lease")
-}
-
-// childrenFromListing finds a closed shard's children in the shard listing,
-// for the rare end of shard that came without ChildShards.
-func (r *shardRun) childrenFromListing() []types.ChildShard {
-	shards, err := reshard.ListShards(r.ctx, r.w.kin, r.w.cfg.Stream, reshard.ListOptions{Retry: r.w.table.Retry})
-	if err != nil {
-		r.log.Warn("shard ended without child shards, and the shard listing failed", "err", err)
-		return nil
-	}
-	g, err := reshard.NewGraph(shards)
-	if err != nil {
-		r.log.Warn("shard ended without child shards, and the shard listing is unusable", "err", err)
-		return nil
-	}
-	var out []types.ChildShard
-	for _, id := range g.Children(r.shardID) {
-		n, _ := g.Node(id)
-		out = append(out, types.ChildShard{
-			ShardId: aws.String(id), ParentShards: n.ParentShardIDs(),
-			HashKeyRange: &types.HashKeyRange{StartingHashKey: aws.String(n.HashRange.Start.String()), EndingHashKey: aws.String(n.HashRange.End.String())},
-		})
-	}
-	return out
 }
 
 // meteredHandler counts every handler run, its duration and its CPU time.

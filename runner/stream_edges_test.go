@@ -1,0 +1,94 @@
+package runner
+
+import (
+	"fmt"
+	"math/big"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+
+	"github.com/kcltool/kcltool/internal/emulator"
+)
+
+// shardProxy puts a shard fault proxy between the worker and kinesis-local;
+// the test's own client (s.kin) still goes direct.
+func shardProxy(t *testing.T) (*emulator.ShardFaultProxy, *kinesis.Client) {
+	t.Helper()
+	p := emulator.NewShardFaultProxy(t, emulator.KinesisEndpoint(t))
+	return p, kinesis.NewFromConfig(emulator.Config(), func(o *kinesis.Options) { o.BaseEndpoint = aws.String(p.URL) })
+}
+
+// startVia starts a worker whose Kinesis calls go through kin.
+func startVia(t *testing.T, s stack, kin *kinesis.Client, cfg Config) *running {
+	t.Helper()
+	proxied := s
+	proxied.kin = kin
+	return start(t, proxied, cfg)
+}
+
+// A shard whose last page comes without ChildShards, while the shard
+// listing fails, is not finished: SHARD_END waits until the children are
+// known and their leases exist, then the children are read.
+func TestShardEndWaitsForUnknownChildren(t *testing.T) {
+	s := newStack(t, 1)
+	proxy, kin := shardProxy(t)
+	out := outFile(t)
+	cfg := s.config(t, "w1", out)
+	emulator.CreateLeaseTable(t, s.ddb, s.table)
+	startVia(t, s, kin, cfg)
+	const parent = "shardId-000000000000"
+	eventually(t, 20*time.Second, "the worker to hold the lease", func() bool { return leases(t, s)[parent].LeaseOwner == "w1" })
+
+	s.put(t, func(k string) string { return k + ":0" }, keys("k", 20)...)
+	proxy.SetStripChildShards(true)
+	// Not retried by the listing itself: a role without kinesis:ListShards.
+	proxy.SetListShardsError("AccessDeniedException")
+	emulator.SplitShard(t, s.kin, s.stream, parent, new(big.Int).Lsh(big.NewInt(1), 126))
+	s.put(t, func(k string) string { return k + ":1" }, keys("k", 20)...)
+
+	eventually(t, 30*time.Second, "the parent's 20 records", func() bool { return len(readHandled(t, out)) >= 20 })
+	eventually(t, 10*time.Second, "a last page without ChildShards", func() bool { return proxy.Stripped.Load() > 0 })
+	// Room for a premature SHARD_END to land.
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		if l := leases(t, s)[parent]; l.Checkpoint.IsShardEnd() {
+			t.Fatalf("SHARD_END written while the children are unknown (childShardIds %v, leases %v)", l.ChildShardIDs, slices.Collect(mapKeys(leases(t, s))))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if proxy.Injected("ListShards") == 0 {
+		t.Fatal("the shard listing was never tried")
+	}
+
+	proxy.SetListShardsError("")
+	eventually(t, 30*time.Second, "the parent at SHARD_END", func() bool {
+		ls := leases(t, s)
+		if !ls[parent].Checkpoint.IsShardEnd() {
+			return false
+		}
+		for _, c := range []string{"shardId-000000000001", "shardId-000000000002"} {
+			if _, ok := ls[c]; !ok {
+				t.Fatalf("parent at SHARD_END but child %s has no lease", c)
+			}
+		}
+		return true
+	})
+	if got := slices.Sorted(slices.Values(leases(t, s)[parent].ChildShardIDs)); fmt.Sprint(got) != "[shardId-000000000001 shardId-000000000002]" {
+		t.Errorf("parent childShardIds %v", got)
+	}
+	eventually(t, 30*time.Second, "the children's 20 records", func() bool { return len(readHandled(t, out)) >= 40 })
+	checkExactlyOnceInOrder(t, readHandled(t, out), 20, 2)
+}
+
+func mapKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
+	return func(yield func(K) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
