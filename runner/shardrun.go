@@ -7,9 +7,6 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
-
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
 )
@@ -174,8 +171,10 @@ func (r *shardRun) read(start leasecore.SequenceNumber) error {
 	if err != nil {
 		r.log.Warn("lease hash range unreadable; KPL aggregates are not filtered by range", "err", err)
 	}
-	f := newFetcher(r.w.kin, cfg.Stream, r.shardID, start, cfg, hr, r.stats, r.log)
-	fetchCtx, stopFetch := context.WithCancel(r.ctx)
+	// A shard Kinesis no longer has stops the fetch at once: its data
+	// expired, and retrying cannot bring it back (shardend.go).
+	fetchCtx, stopFetch := context.WithCancelCause(r.ctx)
+	f := newFetcher(expiryWatch{KinesisAPI: r.w.kin, expired: stopFetch}, cfg.Stream, r.shardID, start, cfg, hr, r.stats, r.log)
 	pages := make(chan page, 1)
 	fetched := make(chan struct{})
 	go func() {
@@ -184,7 +183,7 @@ func (r *shardRun) read(start leasecore.SequenceNumber) error {
 		r.fetch(fetchCtx, f, pages)
 	}()
 	defer func() {
-		stopFetch()
+		stopFetch(nil)
 		<-fetched
 	}()
 
@@ -207,6 +206,9 @@ func (r *shardRun) read(start leasecore.SequenceNumber) error {
 			// The fetcher only stops early when the run stops.
 			if err := context.Cause(r.ctx); err != nil {
 				return err
+			}
+			if expired := expiredCause(fetchCtx); expired != nil {
+				return r.finishExpired(expired)
 			}
 			return ErrStopped
 		}
@@ -322,59 +324,6 @@ func (r *shardRun) checkpoint(ctx context.Context, at leasecore.SequenceNumber) 
 		return err
 	}
 	r.stats.checkpointed()
-	return nil
-}
-
-// shardEnd finishes a closed shard whose records have all been handled:
-// first the children's leases and the parent's childShardIds, then the
-// SHARD_END checkpoint (reshard/doc.go says why in that order), then the
-// children waiting on this worker are woken and the taker looks for them.
-func (r *shardRun) shardEnd(children []types.ChildShard) error {
-	if len(children) == 0 {
-		// Never SHARD_END with the children unknown: they would get no
-		// lease, and their data would be lost (shardend.go).
-		var err error
-		if children, err = r.awaitChildren(); err != nil {
-			return err
-		}
-	}
-	for attempt := 1; ; attempt++ {
-		res, err := reshard.OnShardEnd(r.ctx, r.w.ddb, r.w.table, r.lease, children)
-		if err == nil {
-			if len(res.Created) > 0 {
-				keys := make([]string, len(res.Created))
-				for i, l := range res.Created {
-					keys[i] = l.LeaseKey
-				}
-				r.log.Info("created the child shards' leases", "children", keys)
-			}
-			break
-		}
-		if r.ctx.Err() != nil {
-			return context.Cause(r.ctx)
-		}
-		if errors.Is(err, reshard.ErrMergeDeferred) {
-			// The other parent's lease is missing; shard sync creates it.
-			r.log.Info("merge child deferred until the other parent has a lease", "err", err)
-			r.w.requestSync()
-		} else {
-			r.log.Warn("could not create the child shards' leases; retrying", "err", err)
-		}
-		if err := r.sleep(min(r.w.cfg.ParentPollInterval, fetchBackoff(attempt)+time.Second)); err != nil {
-			return err
-		}
-	}
-	if err := r.checkpoint(r.ctx, leasecore.SequenceNumber{SequenceNumber: leasecore.SHARD_END}); err != nil {
-		return err
-	}
-	ids := make([]string, len(children))
-	for i, c := range children {
-		ids[i] = aws.ToString(c.ShardId)
-	}
-	r.log.Info("shard finished: checkpointed SHARD_END", "children", ids)
-	r.w.finished.notify()
-	r.release()
-	r.w.coord.Kick()
 	return nil
 }
 

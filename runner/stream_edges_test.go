@@ -4,13 +4,16 @@ import (
 	"fmt"
 	"math/big"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
 	"github.com/kcltool/kcltool/internal/emulator"
+	"github.com/kcltool/kcltool/reshard"
 )
 
 // shardProxy puts a shard fault proxy between the worker and kinesis-local;
@@ -89,6 +92,52 @@ func mapKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
 			if !yield(k) {
 				return
 			}
+		}
+	}
+}
+
+// A parent whose data expired (Kinesis answers ResourceNotFound for it) is
+// finished at SHARD_END instead of being retried for ever: its children get
+// leases at TRIM_HORIZON and are read, and the parent and children carry
+// the marks doctor reports.
+func TestExpiredParentIsFinishedAndChildrenStart(t *testing.T) {
+	s := newStack(t, 1)
+	proxy, kin := shardProxy(t)
+	out := outFile(t)
+	const parent = "shardId-000000000000"
+	// The parent's records expire unread; the children's are read.
+	s.put(t, func(k string) string { return k + ":0" }, keys("parent", 10)...)
+	emulator.SplitShard(t, s.kin, s.stream, parent, new(big.Int).Lsh(big.NewInt(1), 126))
+	s.put(t, func(k string) string { return k + ":0" }, keys("k", 20)...)
+	proxy.SetShardGone(parent, true)
+
+	startVia(t, s, kin, s.config(t, "w1", out))
+	eventually(t, 30*time.Second, "the children's 20 records", func() bool { return len(readHandled(t, out)) >= 20 })
+	checkExactlyOnceInOrder(t, readHandled(t, out), 20, 1)
+	if proxy.Injected("GetShardIterator") == 0 {
+		t.Fatal("the parent was never read")
+	}
+
+	eventually(t, 10*time.Second, "the parent at SHARD_END", func() bool { return leases(t, s)[parent].Checkpoint.IsShardEnd() })
+	ls := leases(t, s)
+	p := ls[parent]
+	if _, ok := p.Extra[reshard.AttrExpired]; !ok {
+		t.Errorf("parent lease without %s: %v", reshard.AttrExpired, p.Extra)
+	}
+	if got := slices.Sorted(slices.Values(p.ChildShardIDs)); fmt.Sprint(got) != "[shardId-000000000001 shardId-000000000002]" {
+		t.Errorf("parent childShardIds %v", got)
+	}
+	for _, c := range []string{"shardId-000000000001", "shardId-000000000002"} {
+		l, ok := ls[c]
+		if !ok {
+			t.Fatalf("no lease for child %s", c)
+		}
+		mark, _ := l.Extra[reshard.AttrParentExpired].(*ddbtypes.AttributeValueMemberS)
+		if mark == nil || !strings.HasPrefix(mark.Value, parent+" ") {
+			t.Errorf("child %s: %s = %v, want it to name %s", c, reshard.AttrParentExpired, l.Extra[reshard.AttrParentExpired], parent)
+		}
+		if fmt.Sprint(l.ParentShardIDs) != "["+parent+"]" {
+			t.Errorf("child %s parentShardId %v", c, l.ParentShardIDs)
 		}
 	}
 }
