@@ -87,7 +87,10 @@ A second signal exits at once with 130 (leases then expire after the
 failover time).
 
 A lease table used by a KCL 3.x application is refused: 3.x assigns leases
-through an elected leader that a 2.x-protocol worker would fight.`,
+through an elected leader that a 2.x-protocol worker would fight. One that
+appears while run works (checked every --shard-sync-interval) stops it: no
+more taking or stealing, running commands may finish, every lease is
+released, and kcltool exits 1 with the evidence.`,
 		Example: `  kcltool run --app orders --stream orders --exec ./handler.sh
   kcltool run --app orders --stream orders --format raw --exec 'cat >> orders.log'
   kcltool run --app orders --stream orders --initial-position TRIM_HORIZON --create-table -- ./handler --verbose

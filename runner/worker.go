@@ -32,6 +32,7 @@ type Worker struct {
 	mu       sync.Mutex
 	runs     map[string]*shardRun // by lease key: the latest run of each held lease
 	stopping bool
+	fatal    error // why the worker stopped by itself (kcl3watch.go)
 	runsWG   sync.WaitGroup
 
 	// runCtx is the parent of every shard run; cancelling it kills running
@@ -94,7 +95,8 @@ func (w *Worker) Shutdown() {
 // nil after a graceful stop. Cancelling ctx stops at once, as a crash would
 // as far as the table can tell: handlers are killed, nothing more is
 // checkpointed and the leases expire after the failover time; Run then
-// returns ctx's error. Errors before the worker starts (no table, a KCL 3.x
+// returns ctx's error. A KCL 3.x application that appears on the table
+// stops the worker the graceful way; Run then returns a *KCL3AppearedError. Errors before the worker starts (no table, a KCL 3.x
 // table, no stream) are returned as they are.
 func (w *Worker) Run(ctx context.Context) error {
 	cfg := w.cfg
@@ -103,6 +105,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	// A 2.x-protocol worker would fight a 3.x leader for every lease.
 	if err := leasecore.CheckNotKCL3(ctx, w.ddb, cfg.Table); err != nil {
+		return err
+	}
+	// Its companion tables are named after the application, not --table.
+	if err := leasecore.ProbeKCL3(ctx, w.ddb, cfg.Table, cfg.App); err != nil {
 		return err
 	}
 	if err := w.syncShards(ctx); err != nil {
@@ -121,9 +127,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.runCtx, w.cancelRuns = context.WithCancelCause(ctx)
 	loopsCtx, stopLoops := context.WithCancel(ctx)
 	var loops sync.WaitGroup
-	loops.Add(2)
+	loops.Add(3)
 	go func() { defer loops.Done(); w.syncLoop(loopsCtx) }()
 	go func() { defer loops.Done(); w.cleanupLoop(loopsCtx) }()
+	go func() { defer loops.Done(); w.kcl3Loop(loopsCtx) }()
 	cwCtx, stopCW := context.WithCancel(ctx)
 	var cwDone sync.WaitGroup
 	if w.cw != nil {
@@ -144,7 +151,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	case <-w.shutdown:
 	}
 	stopLoops()
-	return w.stopGracefully(ctx, stopCW, &cwDone)
+	if err := w.stopGracefully(ctx, stopCW, &cwDone); err != nil {
+		return err
+	}
+	return w.fatalErr()
 }
 
 // stopNow is the crash-like stop: kill everything, release nothing.
