@@ -14,10 +14,14 @@ import (
 // runOptions are the flags of `kcltool run`.
 type runOptions struct {
 	appFlags
-	Stream string
-	Exec   string
-	Argv   []string // after --
-	Format string
+	Stream      string   // the first --stream
+	Streams     []string // every --stream
+	MultiStream bool
+	// multiStreamSet: --multi-stream was given, true or false.
+	multiStreamSet bool
+	Exec           string
+	Argv           []string // after --
+	Format         string
 
 	InitialPosition    string
 	initialPositionSet bool
@@ -101,6 +105,7 @@ released, and kcltool exits 1 with the evidence.`,
 				return err
 			}
 			o.initialPositionSet = cmd.Flags().Changed("initial-position")
+			o.multiStreamSet = cmd.Flags().Changed("multi-stream")
 			cfg, err := o.workerConfig(f)
 			if err != nil {
 				return err
@@ -110,7 +115,8 @@ released, and kcltool exits 1 with the evidence.`,
 	}
 	o.register(c)
 	fl := c.Flags()
-	fl.StringVar(&o.Stream, "stream", "", "stream name")
+	fl.StringArrayVar(&o.Streams, "stream", nil, "stream name; repeat it to read several streams (the KCL's multi-stream lease table)")
+	fl.BoolVar(&o.MultiStream, "multi-stream", false, "use the KCL's multi-stream lease table (keys account:stream:epoch:shardId) for a single --stream; automatic with two or more --stream or when the table already has such leases; --multi-stream=false refuses a multi-stream table")
 	fl.StringVar(&o.Exec, "exec", "", "handler command, run through sh -c for each batch (or give it after --)")
 	fl.StringVar(&o.Format, "format", "json", "handler input: json (JSON Lines, data in base64) or raw (bare data, one record per line)")
 

@@ -201,7 +201,7 @@ func (r *shardRun) expiredChildren() ([]types.ChildShard, bool, error) {
 }
 
 func (r *shardRun) listing() (*reshard.Graph, error) {
-	shards, err := reshard.ListShards(r.ctx, r.w.kin, r.w.cfg.Stream, reshard.ListOptions{Retry: r.w.table.Retry})
+	shards, err := reshard.ListShards(r.ctx, r.w.kin, r.stream, reshard.ListOptions{Retry: r.w.table.Retry})
 	if err != nil {
 		return nil, err
 	}

@@ -19,6 +19,7 @@ import (
 type shardRun struct {
 	w       *Worker
 	lease   leasecore.Lease // as gained
+	stream  reshard.Stream  // the stream the lease belongs to
 	key     string
 	shardID string
 	tenure  uint64
@@ -39,8 +40,15 @@ func newShardRun(w *Worker, l leasecore.Lease, tenure uint64, prev <-chan struct
 		done: make(chan struct{}),
 	}
 	r.ctx, r.cancel = context.WithCancelCause(w.runCtx)
-	r.stats = w.metrics.shard(r.shardID)
-	r.log = w.log.With("shard", r.shardID)
+	r.stream, _ = w.streamOfLease(l)
+	// Shard ids repeat across streams: in multi-stream mode the lease key
+	// names the shard in metrics and logs.
+	name := r.shardID
+	if w.multi {
+		name = r.key
+	}
+	r.stats = w.metrics.shard(name)
+	r.log = w.log.With("shard", name)
 	return r
 }
 
@@ -174,7 +182,7 @@ func (r *shardRun) read(start leasecore.SequenceNumber) error {
 	// A shard Kinesis no longer has stops the fetch at once: its data
 	// expired, and retrying cannot bring it back (shardend.go).
 	fetchCtx, stopFetch := context.WithCancelCause(r.ctx)
-	f := newFetcher(expiryWatch{KinesisAPI: r.w.kin, expired: stopFetch}, cfg.Stream, r.shardID, start, cfg, hr, r.stats, r.log)
+	f := newFetcher(expiryWatch{KinesisAPI: r.w.kin, expired: stopFetch}, r.stream, r.shardID, start, cfg, hr, r.stats, r.log)
 	pages := make(chan page, 1)
 	fetched := make(chan struct{})
 	go func() {
@@ -306,7 +314,7 @@ func (r *shardRun) policy() *Policy {
 func (r *shardRun) handle(p *Policy, records []Record, millisBehind int64) error {
 	cfg := r.w.cfg
 	b := Batch{
-		App: cfg.App, Stream: streamLabel(cfg.Stream), ShardID: r.shardID, WorkerID: cfg.WorkerID,
+		App: cfg.App, Stream: streamLabel(r.stream), ShardID: r.shardID, WorkerID: cfg.WorkerID,
 		MillisBehindLatest: millisBehind, Records: records,
 	}
 	st, err := p.Process(r.ctx, r.w.stopRuns, b, r.checkpoint)

@@ -28,6 +28,10 @@ type Worker struct {
 	slots   *Slots
 	cw      *cloudWatchPublisher
 	coord   *leasecore.Coordinator
+	// streams are the streams read, with their KCL identifiers in
+	// multi-stream mode (multistream.go); set by Run before anything else.
+	streams []reshard.Stream
+	multi   bool
 
 	mu       sync.Mutex
 	runs     map[string]*shardRun // by lease key: the latest run of each held lease
@@ -111,6 +115,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err := leasecore.ProbeKCL3(ctx, w.ddb, cfg.Table, cfg.App); err != nil {
 		return err
 	}
+	if err := w.resolveStreams(ctx); err != nil {
+		return err
+	}
 	if err := w.syncShards(ctx); err != nil {
 		if ctx.Err() != nil || errorCode(err) == "ResourceNotFoundException" {
 			return err
@@ -118,12 +125,12 @@ func (w *Worker) Run(ctx context.Context) error {
 		// Leases may already exist; the periodic sync tries again.
 		w.log.Warn("initial shard sync failed; retrying periodically", "err", err)
 	}
-	coord, err := leasecore.NewCoordinator(w.ddb, cfg.Table, cfg.Lease, w.clock, leasecore.Options{Logger: cfg.Log, OnEvent: w.onEvent})
+	coord, err := leasecore.NewCoordinator(w.ddb, cfg.Table, cfg.Lease, w.clock, leasecore.Options{Logger: cfg.Log, OnEvent: w.onEvent, Include: w.include})
 	if err != nil {
 		return err
 	}
 	w.coord = coord
-	w.metrics.bind(cfg.App, streamLabel(cfg.Stream), cfg.WorkerID, coord.Stats, w.slots)
+	w.metrics.bind(cfg.App, w.streamsLabel(), cfg.WorkerID, coord.Stats, w.slots)
 	w.runCtx, w.cancelRuns = context.WithCancelCause(ctx)
 	loopsCtx, stopLoops := context.WithCancel(ctx)
 	var loops sync.WaitGroup
@@ -142,7 +149,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err := coord.Start(ctx); err != nil {
 		return err
 	}
-	w.log.Info("worker started", "app", cfg.App, "table", cfg.Table, "stream", streamLabel(cfg.Stream),
+	w.log.Info("worker started", "app", cfg.App, "table", cfg.Table, "stream", w.streamsLabel(),
 		"initialPosition", cfg.Initial.Kind, "failover", coord.Config().FailoverTime, "batchSize", cfg.BatchSize, "maxParallel", cfg.MaxParallel)
 
 	select {
@@ -293,9 +300,21 @@ func (w *Worker) requestSync() {
 	}
 }
 
+// syncShards runs the shard sync of each stream; one failing does not
+// keep the others from theirs.
 func (w *Worker) syncShards(ctx context.Context) error {
+	var errs []error
+	for _, s := range w.streams {
+		if err := w.syncStream(ctx, s); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (w *Worker) syncStream(ctx context.Context, s reshard.Stream) error {
 	rep, err := reshard.SyncShards(ctx, w.kin, w.ddb, w.table, reshard.SyncOptions{
-		Stream: w.cfg.Stream, Initial: w.cfg.Initial, Retry: w.table.Retry,
+		Stream: s, Initial: w.cfg.Initial, Retry: w.table.Retry,
 	})
 	if err != nil {
 		return err
@@ -324,12 +343,14 @@ func (w *Worker) cleanupLoop(ctx context.Context) {
 		if leasecore.Sleep(ctx, w.clock, w.cfg.CleanupInterval) != nil {
 			return
 		}
-		rep, err := reshard.Cleanup(ctx, w.ddb, w.table, w.cfg.Stream, nil)
-		switch {
-		case err != nil && ctx.Err() == nil:
-			w.log.Info("lease cleanup failed; trying again later", "err", err)
-		case len(rep.Deleted) > 0:
-			w.log.Info("deleted the leases of finished parent shards", "leases", rep.Deleted)
+		for _, s := range w.streams {
+			rep, err := reshard.Cleanup(ctx, w.ddb, w.table, s, nil)
+			switch {
+			case err != nil && ctx.Err() == nil:
+				w.log.Info("lease cleanup failed; trying again later", "err", err)
+			case len(rep.Deleted) > 0:
+				w.log.Info("deleted the leases of finished parent shards", "leases", rep.Deleted)
+			}
 		}
 	}
 }
