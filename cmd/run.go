@@ -94,7 +94,13 @@ A lease table used by a KCL 3.x application is refused: 3.x assigns leases
 through an elected leader that a 2.x-protocol worker would fight. One that
 appears while run works (checked every --shard-sync-interval) stops it: no
 more taking or stealing, running commands may finish, every lease is
-released, and kcltool exits 1 with the evidence.`,
+released, and kcltool exits 1 with the evidence.
+
+--stream may be repeated: the worker then reads every stream given, with the
+Java KCL's multi-stream lease table (keys account:stream:epoch:shardId), and
+never takes a lease of a stream it was not given. A table that already holds
+such leases selects that mode for one --stream too; --multi-stream selects it
+on an empty table. A table whose leases are of the other kind is refused.`,
 		Example: `  kcltool run --app orders --stream orders --exec ./handler.sh
   kcltool run --app orders --stream orders --format raw --exec 'cat >> orders.log'
   kcltool run --app orders --stream orders --initial-position TRIM_HORIZON --create-table -- ./handler --verbose
