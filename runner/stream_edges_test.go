@@ -3,6 +3,7 @@ package runner
 import (
 	"fmt"
 	"math/big"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -111,7 +112,9 @@ func TestExpiredParentIsFinishedAndChildrenStart(t *testing.T) {
 	s.put(t, func(k string) string { return k + ":0" }, keys("k", 20)...)
 	proxy.SetShardGone(parent, true)
 
-	startVia(t, s, kin, s.config(t, "w1", out))
+	cfg := s.config(t, "w1", out)
+	cfg.CleanupInterval = time.Hour // keep the finished parent to look at
+	startVia(t, s, kin, cfg)
 	eventually(t, 30*time.Second, "the children's 20 records", func() bool { return len(readHandled(t, out)) >= 20 })
 	checkExactlyOnceInOrder(t, readHandled(t, out), 20, 1)
 	if proxy.Injected("GetShardIterator") == 0 {
@@ -139,5 +142,58 @@ func TestExpiredParentIsFinishedAndChildrenStart(t *testing.T) {
 		if fmt.Sprint(l.ParentShardIDs) != "["+parent+"]" {
 			t.Errorf("child %s parentShardId %v", c, l.ParentShardIDs)
 		}
+	}
+}
+
+// The same when the shard expires while it is being read: GetRecords
+// answers ResourceNotFound. What was read before is still handled and
+// checkpointed; then the shard is finished and the children start.
+func TestShardExpiringWhileReadIsFinished(t *testing.T) {
+	s := newStack(t, 1)
+	proxy, kin := shardProxy(t)
+	out := outFile(t)
+	const parent = "shardId-000000000000"
+	s.put(t, func(k string) string { return k + ":0" }, keys("p", 10)...)
+	emulator.SplitShard(t, s.kin, s.stream, parent, new(big.Int).Lsh(big.NewInt(1), 126))
+	s.put(t, func(k string) string { return k + ":0" }, keys("k", 20)...)
+
+	// The first batch waits for the go-ahead file, so that the shard
+	// expires while the reader is in the middle of it.
+	cfg := s.config(t, "w1", out, "sh", "-c", `while [ ! -f "$OUT.go" ]; do sleep 0.05; done; cat >> "$OUT"`)
+	cfg.MaxRecords, cfg.BatchSize = 2, 2
+	cfg.CleanupInterval = time.Hour // keep the finished parent to look at
+	startVia(t, s, kin, cfg)
+	eventually(t, 20*time.Second, "the parent's first page", func() bool {
+		return proxy.Injected("GetRecords") == 0 && len(leasesIfTable(t, s)) > 0 && leasesIfTable(t, s)[parent].LeaseOwner == "w1"
+	})
+	time.Sleep(500 * time.Millisecond) // the reader reads ahead one page, then waits
+	proxy.SetShardGone(parent, true)
+	if err := os.WriteFile(out+".go", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the children's 20 records", func() bool {
+		n := 0
+		for _, h := range readHandled(t, out) {
+			if strings.HasPrefix(h.text(), "k") {
+				n++
+			}
+		}
+		return n == 20
+	})
+	if proxy.Injected("GetRecords") == 0 {
+		t.Fatal("GetRecords never answered ResourceNotFound")
+	}
+	parentHandled := 0
+	for _, h := range readHandled(t, out) {
+		if strings.HasPrefix(h.text(), "p") {
+			parentHandled++
+		}
+	}
+	if parentHandled == 0 || parentHandled == 10 {
+		t.Fatalf("%d of the parent's records handled; want those read before it expired, not none or all", parentHandled)
+	}
+	eventually(t, 10*time.Second, "the parent at SHARD_END", func() bool { return leases(t, s)[parent].Checkpoint.IsShardEnd() })
+	if _, ok := leases(t, s)[parent].Extra[reshard.AttrExpired]; !ok {
+		t.Errorf("parent lease without %s", reshard.AttrExpired)
 	}
 }
