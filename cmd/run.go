@@ -121,7 +121,7 @@ on an empty table. A table whose leases are of the other kind is refused.`,
 	}
 	o.register(c)
 	fl := c.Flags()
-	fl.StringArrayVar(&o.Streams, "stream", nil, "stream name; repeat it to read several streams (the KCL's multi-stream lease table)")
+	fl.StringSliceVar(&o.Streams, "stream", nil, "stream name; repeat it (or separate names with commas) to read several streams (the KCL's multi-stream lease table)")
 	fl.BoolVar(&o.MultiStream, "multi-stream", false, "use the KCL's multi-stream lease table (keys account:stream:epoch:shardId) for a single --stream; automatic with two or more --stream or when the table already has such leases; --multi-stream=false refuses a multi-stream table")
 	fl.StringVar(&o.Exec, "exec", "", "handler command, run through sh -c for each batch (or give it after --)")
 	fl.StringVar(&o.Format, "format", "json", "handler input: json (JSON Lines, data in base64) or raw (bare data, one record per line)")

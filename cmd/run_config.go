@@ -25,11 +25,15 @@ func (o *runOptions) workerConfig(f *Factory) (runner.Config, error) {
 		return cfg, err
 	}
 	var streams []reshard.Stream
+	seen := map[string]bool{}
 	for _, s := range o.Streams {
 		if s == "" {
 			return cfg, usageErrorf("--stream must not be empty")
 		}
-		streams = append(streams, reshard.Stream{Name: s})
+		if !seen[s] { // the same stream twice is still one stream
+			seen[s] = true
+			streams = append(streams, reshard.Stream{Name: s})
+		}
 	}
 	format, err := runner.ParseFormat(o.Format)
 	if err != nil {
