@@ -52,3 +52,15 @@ func TestDoctorExpiredShard(t *testing.T) {
 }
 
 func containsStr(s, sub string) bool { return strings.Contains(s, sub) }
+
+// An expired shard without children: its lease is never cleaned up, so the
+// finding gives the command that deletes it.
+func TestDoctorExpiredShardWithoutChildren(t *testing.T) {
+	r := newRig(t, time.Second, 2*time.Second)
+	r.create(leasecore.Lease{LeaseKey: shard(0), Checkpoint: leasecore.SequenceNumber{SequenceNumber: leasecore.SHARD_END},
+		Extra: map[string]ddbtypes.AttributeValue{reshard.AttrExpired: &ddbtypes.AttributeValueMemberS{Value: "2026-12-01T23:00:00Z GetRecords: ResourceNotFoundException"}}})
+	f := want(t, r.run(func(int) {}), FindExpiredShard, SeverityWarn, shard(0))
+	if line := f.Evidence.Lines[0]; !strings.Contains(line, "aws dynamodb delete-item --table-name "+r.table) || !strings.Contains(line, shard(0)) {
+		t.Fatalf("evidence %q lacks the delete command", line)
+	}
+}

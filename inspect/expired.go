@@ -15,10 +15,12 @@ import (
 // outlive the parent's lease, which the cleanup deletes.
 func (g *diagnosis) checkExpired() {
 	parents := map[string]string{} // expired shard id -> what is known
+	keys := map[string]string{}    // expired shard id -> its lease key, while it exists
 	children := map[string][]string{}
 	for _, l := range g.last.leases {
 		if v := attrS(l.Extra, reshard.AttrExpired); v != "" {
 			parents[l.ShardIDOrKey()] = v
+			keys[l.ShardIDOrKey()] = l.LeaseKey
 		}
 		if v := attrS(l.Extra, reshard.AttrParentExpired); v != "" {
 			parent, _, _ := strings.Cut(v, " ")
@@ -41,6 +43,9 @@ func (g *diagnosis) checkExpired() {
 		if cs := children[id]; len(cs) > 0 {
 			sort.Strings(cs)
 			line += "; children started from TRIM_HORIZON: " + strings.Join(cs, ", ")
+		} else if key := keys[id]; key != "" {
+			// Without children the cleanup never deletes it.
+			line += fmt.Sprintf("; no child shard is left, so its lease stays until deleted: aws dynamodb delete-item --table-name %s --key '{\"leaseKey\":{\"S\":\"%s\"}}'", g.opt.Table, key)
 		}
 		lines = append(lines, line)
 	}
