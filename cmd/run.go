@@ -14,10 +14,14 @@ import (
 // runOptions are the flags of `kcltool run`.
 type runOptions struct {
 	appFlags
-	Stream string
-	Exec   string
-	Argv   []string // after --
-	Format string
+	Stream      string   // the first --stream
+	Streams     []string // every --stream
+	MultiStream bool
+	// multiStreamSet: --multi-stream was given, true or false.
+	multiStreamSet bool
+	Exec           string
+	Argv           []string // after --
+	Format         string
 
 	InitialPosition    string
 	initialPositionSet bool
@@ -89,7 +93,16 @@ A second signal exits at once with 130 (leases then expire after the
 failover time).
 
 A lease table used by a KCL 3.x application is refused: 3.x assigns leases
-through an elected leader that a 2.x-protocol worker would fight.`,
+through an elected leader that a 2.x-protocol worker would fight. One that
+appears while run works (checked every --shard-sync-interval) stops it: no
+more taking or stealing, running commands may finish, every lease is
+released, and kcltool exits 1 with the evidence.
+
+--stream may be repeated: the worker then reads every stream given, with the
+Java KCL's multi-stream lease table (keys account:stream:epoch:shardId), and
+never takes a lease of a stream it was not given. A table that already holds
+such leases selects that mode for one --stream too; --multi-stream selects it
+on an empty table. A table whose leases are of the other kind is refused.`,
 		Example: `  kcltool run --app orders --stream orders --exec ./handler.sh
   kcltool run --app orders --stream orders --format raw --exec 'cat >> orders.log'
   kcltool run --app orders --stream orders --initial-position TRIM_HORIZON --create-table -- ./handler --verbose
@@ -100,6 +113,7 @@ through an elected leader that a 2.x-protocol worker would fight.`,
 				return err
 			}
 			o.initialPositionSet = cmd.Flags().Changed("initial-position")
+			o.multiStreamSet = cmd.Flags().Changed("multi-stream")
 			cfg, err := o.workerConfig(f)
 			if err != nil {
 				return err
@@ -109,7 +123,8 @@ through an elected leader that a 2.x-protocol worker would fight.`,
 	}
 	o.register(c)
 	fl := c.Flags()
-	fl.StringVar(&o.Stream, "stream", "", "stream name")
+	fl.StringSliceVar(&o.Streams, "stream", nil, "stream name; repeat it (or separate names with commas) to read several streams (the KCL's multi-stream lease table)")
+	fl.BoolVar(&o.MultiStream, "multi-stream", false, "use the KCL's multi-stream lease table (keys account:stream:epoch:shardId) for a single --stream; automatic with two or more --stream or when the table already has such leases; --multi-stream=false refuses a multi-stream table")
 	fl.StringVar(&o.Exec, "exec", "", "handler command, run through sh -c for each batch (or give it after --)")
 	fl.StringVar(&o.Format, "format", "json", "handler input: json (JSON Lines, data in base64) or raw (bare data, one record per line)")
 

@@ -18,8 +18,22 @@ func (o *runOptions) workerConfig(f *Factory) (runner.Config, error) {
 	if err != nil {
 		return cfg, err
 	}
+	if len(o.Streams) > 0 {
+		o.Stream = o.Streams[0]
+	}
 	if err := requireFlag("stream", o.Stream); err != nil {
 		return cfg, err
+	}
+	var streams []reshard.Stream
+	seen := map[string]bool{}
+	for _, s := range o.Streams {
+		if s == "" {
+			return cfg, usageErrorf("--stream must not be empty")
+		}
+		if !seen[s] { // the same stream twice is still one stream
+			seen[s] = true
+			streams = append(streams, reshard.Stream{Name: s})
+		}
 	}
 	format, err := runner.ParseFormat(o.Format)
 	if err != nil {
@@ -66,7 +80,7 @@ func (o *runOptions) workerConfig(f *Factory) (runner.Config, error) {
 		argv = runner.ShellCommand(o.Exec)
 	}
 	cfg = runner.Config{
-		App: o.App, Table: table, Stream: reshard.Stream{Name: o.Stream}, WorkerID: o.WorkerID,
+		App: o.App, Table: table, Stream: reshard.Stream{Name: o.Stream}, Streams: streams, StreamMode: o.streamMode(), WorkerID: o.WorkerID,
 		Lease: leasecore.Config{
 			FailoverTime: o.FailoverTime, TakerInterval: o.TakerInterval,
 			MaxLeasesToStealAtOneTime: o.MaxLeasesToSteal, MaxLeasesForWorker: o.MaxLeasesForWorker,
@@ -131,4 +145,16 @@ func parseTimestamp(s string) (time.Time, error) {
 		return time.Time{}, err
 	}
 	return time.Unix(0, int64(secs*float64(time.Second))).UTC(), nil
+}
+
+// streamMode: --multi-stream given either way forces the mode, otherwise
+// the worker picks it from the streams and the table.
+func (o *runOptions) streamMode() runner.StreamMode {
+	switch {
+	case !o.multiStreamSet:
+		return runner.StreamModeAuto
+	case o.MultiStream:
+		return runner.StreamModeMulti
+	}
+	return runner.StreamModeSingle
 }

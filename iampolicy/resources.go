@@ -1,6 +1,9 @@
 package iampolicy
 
-import "slices"
+import (
+	"slices"
+	"strings"
+)
 
 // resource is a kind of resource a rule grants on; each becomes one
 // statement, with its Sid.
@@ -29,14 +32,26 @@ var (
 	importTable = &resource{sid: "LeaseTable", arns: func(t Target) []string {
 		return []string{t.tableARN(t.or(t.leaseTable(), "to-table", "to-app"))}
 	}}
-	kcl3TablesOfTable = &resource{sid: "KCL3Tables", arns: func(t Target) []string {
-		return t.kcl3Tables(t.leaseTable())
+	// run looks for the side tables under the lease table's name and the
+	// application's (leasecore.ProbeKCL3), which differ when --table is set.
+	kcl3TablesOfTableAndApp = &resource{sid: "KCL3Tables", arns: func(t Target) []string {
+		out := t.kcl3Tables(t.leaseTable())
+		if t.app() != t.leaseTable() {
+			out = append(out, t.kcl3Tables(t.app())...)
+		}
+		return out
 	}}
 	kcl3TablesOfApp = &resource{sid: "KCL3Tables", arns: func(t Target) []string {
 		return t.kcl3Tables(t.app())
 	}}
+	// stream is every --stream given: run takes several (multi-stream mode),
+	// whose flag value pflag prints as [a,b].
 	stream = &resource{sid: "Stream", arns: func(t Target) []string {
-		return []string{t.streamARN(t.or(StreamPlaceholder, "stream"))}
+		var out []string
+		for _, s := range splitList(t.or(StreamPlaceholder, "stream")) {
+			out = append(out, t.streamARN(s))
+		}
+		return out
 	}}
 	// PutMetricData has no resource to scope to; the namespace condition
 	// keeps run to the application's own metrics (runner's namespace is the
@@ -60,6 +75,19 @@ func (t Target) kcl3Tables(base string) []string {
 	var out []string
 	for _, s := range kcl3Suffixes {
 		out = append(out, t.tableARN(base+s))
+	}
+	return out
+}
+
+// splitList reads a list flag's value, as pflag prints a string slice
+// ("[a,b]") or as given ("a,b").
+func splitList(v string) []string {
+	v = strings.TrimSuffix(strings.TrimPrefix(v, "["), "]")
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" && !slices.Contains(out, s) {
+			out = append(out, s)
+		}
 	}
 	return out
 }

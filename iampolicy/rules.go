@@ -15,11 +15,16 @@ var rules = []rule{
 	// cleanup of finished parents (DeleteItem), and the fetcher.
 	{cmds("run"), always, leaseTable, dynamodb("DescribeTable", "Scan", "GetItem", "PutItem", "UpdateItem", "DeleteItem")},
 	{cmds("run"), flag("create-table"), leaseTable, dynamodb("CreateTable")},
-	// CheckNotKCL3 describes <table>-CoordinatorState and -WorkerMetricStats
-	// (KCL 3.0-3.4); it reads AccessDenied as "not evidence", so this grant
-	// only sharpens the refusal of a 3.x table.
-	{cmds("run"), always, kcl3TablesOfTable, dynamodb("DescribeTable")},
-	{cmds("run"), always, stream, kinesis("ListShards", "GetShardIterator", "GetRecords")},
+	// CheckNotKCL3 and ProbeKCL3 (at start and at every shard sync) describe
+	// the KCL 3.0-3.4 side tables under the table's and the application's
+	// name; AccessDenied reads as "not evidence", so this grant only
+	// sharpens the refusal of a 3.x table. ProbeKCL3's GetItem of the leader
+	// and migration items is in the lease-table grant above.
+	{cmds("run"), always, kcl3TablesOfTableAndApp, dynamodb("DescribeTable")},
+	// DescribeStreamSummary gives multi-stream leases their account and
+	// epoch (runner/multistream.go); the table's own keys can select that
+	// mode for a single --stream, so it is always granted.
+	{cmds("run"), always, stream, kinesis("ListShards", "GetShardIterator", "GetRecords", "DescribeStreamSummary")},
 	{cmds("run"), flag("cloudwatch-metrics"), metricsNamespace, cloudwatch("PutMetricData")},
 
 	// Read-only operator commands (inspect): DescribeTable, then Scan.

@@ -62,6 +62,7 @@ func (d *Doctor) diagnose(ctx context.Context, samples []sample) (*Report, error
 	g.checkShardLag()
 	g.checkStreamLeases()
 	g.checkBlocked()
+	g.checkExpired()
 	g.checkUnassigned()
 	g.checkImbalance()
 	g.checkKCL3()

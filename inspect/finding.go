@@ -67,6 +67,7 @@ const (
 	FindKCLMetricsAbsent  = "kcl-metrics-absent"
 	FindCloudWatchSkipped = "cloudwatch-skipped"
 	FindChecksSkipped     = "checks-skipped"
+	FindExpiredShard      = "expired-shard"
 )
 
 // Finding is one thing doctor found: what, how bad, the numbers that show

@@ -23,6 +23,11 @@ type Options struct {
 	OnEvent func(LeaseEvent)
 	// Rand seeds the taker's shuffles; tests fix it. Default: random.
 	Rand *rand.Rand
+	// Include, when set, says which leases of the table are this worker's
+	// business (in multi-stream mode, those of the streams it was given).
+	// The taker neither takes, steals nor counts the others, so they are
+	// never renewed or written either. Default: every lease.
+	Include func(Lease) bool
 }
 
 // Coordinator is one worker's side of the KCL 2.x lease protocol: a renewer
@@ -52,6 +57,7 @@ type Coordinator struct {
 	loops    sync.WaitGroup
 	events   *eventQueue
 	poke     chan struct{}
+	include  func(Lease) bool // Options.Include, nil for every lease
 }
 
 // heldLease is a lease this worker holds. Its mutex serialises the writes on
@@ -122,7 +128,7 @@ func NewCoordinator(api CoordinatorAPI, table string, cfg Config, clock Clock, o
 		table: table, cfg: cfg, clock: clock, rng: rng,
 		log:  log.With("worker", cfg.WorkerID, "table", table),
 		held: map[string]*heldLease{}, seen: map[string]*observation{},
-		poke: make(chan struct{}, 1),
+		poke: make(chan struct{}, 1), include: opt.Include,
 	}
 	c.api = meteredAPI{api: api, c: &c.stats, item: cfg.ItemTimeout(), scanTimeout: cfg.ScanTimeout()}
 	c.events = newEventQueue(opt.OnEvent)

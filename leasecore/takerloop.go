@@ -51,6 +51,7 @@ func (c *Coordinator) runTaker(ctx context.Context) time.Duration {
 	}
 	now := c.clock.Now()
 	c.warnForeign(res)
+	res.Leases = c.included(res.Leases)
 	c.seen = observe(c.seen, res.Leases, now)
 	views := c.views(now)
 	plan := computeLeasesToTake(views, c.cfg.WorkerID, c.cfg, c.rng)

@@ -41,10 +41,14 @@ const (
 
 // Config is one worker of a consumer fleet.
 type Config struct {
-	App      string // KCL application name: CloudWatch namespace, KCLTOOL_APP
-	Table    string // lease table; default App
-	Stream   reshard.Stream
-	WorkerID string // default leasecore.DefaultWorkerID()
+	App    string // KCL application name: CloudWatch namespace, KCLTOOL_APP
+	Table  string // lease table; default App
+	Stream reshard.Stream
+	// Streams are all the streams this worker reads (multi-stream mode, see
+	// multistream.go); default [Stream]. Stream defaults to Streams[0].
+	Streams    []reshard.Stream
+	StreamMode StreamMode
+	WorkerID   string // default leasecore.DefaultWorkerID()
 
 	// Lease is the lease coordinator's configuration; its WorkerID is
 	// overwritten by WorkerID.
@@ -100,6 +104,7 @@ func (c Config) withDefaults() Config {
 	if c.Table == "" {
 		c.Table = c.App
 	}
+	c.Stream, c.Streams = defaultStreams(c.Stream, c.Streams)
 	if c.WorkerID == "" {
 		c.WorkerID = leasecore.DefaultWorkerID()
 	}

@@ -2,11 +2,14 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+
+	"github.com/kcltool/kcltool/reshard"
 )
 
 // Deadlines of AWS requests, one attempt each (docs/run.md, Timeouts). A
@@ -60,6 +63,19 @@ func (k deadlineKinesis) GetRecords(ctx context.Context, in *kinesis.GetRecordsI
 	ctx, cancel := withDeadline(ctx, k.d)
 	defer cancel()
 	return k.api.GetRecords(ctx, in, opts...)
+}
+
+// DescribeStreamSummary passes on to a client that has it: multi-stream
+// mode asks for each stream's account and creation time
+// (runner/multistream.go).
+func (k deadlineKinesis) DescribeStreamSummary(ctx context.Context, in *kinesis.DescribeStreamSummaryInput, opts ...func(*kinesis.Options)) (*kinesis.DescribeStreamSummaryOutput, error) {
+	api, ok := k.api.(reshard.DescribeStreamSummaryAPI)
+	if !ok {
+		return nil, errors.New("multi-stream mode needs DescribeStreamSummary on the Kinesis client")
+	}
+	ctx, cancel := withDeadline(ctx, k.d)
+	defer cancel()
+	return api.DescribeStreamSummary(ctx, in, opts...)
 }
 
 // deadlineDynamoDB gives every DynamoDB request its own deadline.

@@ -7,9 +7,6 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
-
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
 )
@@ -22,6 +19,7 @@ import (
 type shardRun struct {
 	w       *Worker
 	lease   leasecore.Lease // as gained
+	stream  reshard.Stream  // the stream the lease belongs to
 	key     string
 	shardID string
 	tenure  uint64
@@ -45,8 +43,15 @@ func newShardRun(w *Worker, l leasecore.Lease, tenure uint64, prev <-chan struct
 		done: make(chan struct{}),
 	}
 	r.ctx, r.cancel = context.WithCancelCause(w.runCtx)
-	r.stats = w.metrics.shard(r.shardID)
-	r.log = w.log.With("shard", r.shardID)
+	r.stream, _ = w.streamOfLease(l)
+	// Shard ids repeat across streams: in multi-stream mode the lease key
+	// names the shard in metrics and logs.
+	name := r.shardID
+	if w.multi {
+		name = r.key
+	}
+	r.stats = w.metrics.shard(name)
+	r.log = w.log.With("shard", name)
 	return r
 }
 
@@ -178,8 +183,10 @@ func (r *shardRun) read(start leasecore.SequenceNumber) error {
 	if err != nil {
 		r.log.Warn("lease hash range unreadable; KPL aggregates are not filtered by range", "err", err)
 	}
-	f := newFetcher(r.w.kin, cfg.Stream, r.shardID, start, cfg, hr, r.stats, r.log)
-	fetchCtx, stopFetch := context.WithCancel(r.ctx)
+	// A shard Kinesis no longer has stops the fetch at once: its data
+	// expired, and retrying cannot bring it back (shardend.go).
+	fetchCtx, stopFetch := context.WithCancelCause(r.ctx)
+	f := newFetcher(expiryWatch{KinesisAPI: r.w.kin, expired: stopFetch}, r.stream, r.shardID, start, cfg, hr, r.stats, r.log)
 	pages := make(chan page, 1)
 	fetched := make(chan struct{})
 	go func() {
@@ -188,7 +195,7 @@ func (r *shardRun) read(start leasecore.SequenceNumber) error {
 		r.fetch(fetchCtx, f, pages)
 	}()
 	defer func() {
-		stopFetch()
+		stopFetch(nil)
 		<-fetched
 	}()
 
@@ -211,6 +218,9 @@ func (r *shardRun) read(start leasecore.SequenceNumber) error {
 			// The fetcher only stops early when the run stops.
 			if err := context.Cause(r.ctx); err != nil {
 				return err
+			}
+			if expired := expiredCause(fetchCtx); expired != nil {
+				return r.finishExpired(expired)
 			}
 			return ErrStopped
 		}
@@ -308,7 +318,7 @@ func (r *shardRun) policy() *Policy {
 func (r *shardRun) handle(p *Policy, records []Record, millisBehind int64) error {
 	cfg := r.w.cfg
 	b := Batch{
-		App: cfg.App, Stream: streamLabel(cfg.Stream), ShardID: r.shardID, WorkerID: cfg.WorkerID,
+		App: cfg.App, Stream: streamLabel(r.stream), ShardID: r.shardID, WorkerID: cfg.WorkerID,
 		MillisBehindLatest: millisBehind, Records: records,
 	}
 	st, err := p.Process(r.ctx, r.w.stopRuns, b, r.checkpoint)
@@ -329,54 +339,6 @@ func (r *shardRun) checkpoint(ctx context.Context, at leasecore.SequenceNumber) 
 	return nil
 }
 
-// shardEnd finishes a closed shard whose records have all been handled:
-// first the children's leases and the parent's childShardIds, then the
-// SHARD_END checkpoint (reshard/doc.go says why in that order), then the
-// children waiting on this worker are woken and the taker looks for them.
-func (r *shardRun) shardEnd(children []types.ChildShard) error {
-	if len(children) == 0 {
-		children = r.childrenFromListing()
-	}
-	for attempt := 1; ; attempt++ {
-		res, err := reshard.OnShardEnd(r.ctx, r.w.ddb, r.w.table, r.lease, children)
-		if err == nil {
-			if len(res.Created) > 0 {
-				keys := make([]string, len(res.Created))
-				for i, l := range res.Created {
-					keys[i] = l.LeaseKey
-				}
-				r.log.Info("created the child shards' leases", "children", keys)
-			}
-			break
-		}
-		if r.ctx.Err() != nil {
-			return context.Cause(r.ctx)
-		}
-		if errors.Is(err, reshard.ErrMergeDeferred) {
-			// The other parent's lease is missing; shard sync creates it.
-			r.log.Info("merge child deferred until the other parent has a lease", "err", err)
-			r.w.requestSync()
-		} else {
-			r.log.Warn("could not create the child shards' leases; retrying", "err", err)
-		}
-		if err := r.sleep(min(r.w.cfg.ParentPollInterval, fetchBackoff(attempt)+time.Second)); err != nil {
-			return err
-		}
-	}
-	if err := r.checkpoint(r.ctx, leasecore.SequenceNumber{SequenceNumber: leasecore.SHARD_END}); err != nil {
-		return err
-	}
-	ids := make([]string, len(children))
-	for i, c := range children {
-		ids[i] = aws.ToString(c.ShardId)
-	}
-	r.log.Info("shard finished: checkpointed SHARD_END", "children", ids)
-	r.w.finished.notify()
-	r.release()
-	r.w.coord.Kick()
-	return nil
-}
-
 // release gives up the lease of a finished shard, so that it holds no
 // worker's share: takers skip leases at SHARD_END, and the cleanup deletes
 // it once the children have started. The release outlives the shard's
@@ -387,30 +349,6 @@ func (r *shardRun) release() {
 		return
 	}
 	r.log.Info("released the finished lease")
-}
-
-// childrenFromListing finds a closed shard's children in the shard listing,
-// for the rare end of shard that came without ChildShards.
-func (r *shardRun) childrenFromListing() []types.ChildShard {
-	shards, err := reshard.ListShards(r.ctx, r.w.kin, r.w.cfg.Stream, reshard.ListOptions{Retry: r.w.table.Retry})
-	if err != nil {
-		r.log.Warn("shard ended without child shards, and the shard listing failed", "err", err)
-		return nil
-	}
-	g, err := reshard.NewGraph(shards)
-	if err != nil {
-		r.log.Warn("shard ended without child shards, and the shard listing is unusable", "err", err)
-		return nil
-	}
-	var out []types.ChildShard
-	for _, id := range g.Children(r.shardID) {
-		n, _ := g.Node(id)
-		out = append(out, types.ChildShard{
-			ShardId: aws.String(id), ParentShards: n.ParentShardIDs(),
-			HashKeyRange: &types.HashKeyRange{StartingHashKey: aws.String(n.HashRange.Start.String()), EndingHashKey: aws.String(n.HashRange.End.String())},
-		})
-	}
-	return out
 }
 
 // meteredHandler counts every handler run, its duration and its CPU time.

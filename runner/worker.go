@@ -28,10 +28,15 @@ type Worker struct {
 	slots   *Slots
 	cw      *cloudWatchPublisher
 	coord   *leasecore.Coordinator
+	// streams are the streams read, with their KCL identifiers in
+	// multi-stream mode (multistream.go); set by Run before anything else.
+	streams []reshard.Stream
+	multi   bool
 
 	mu       sync.Mutex
 	runs     map[string]*shardRun // by lease key: the latest run of each held lease
 	stopping bool
+	fatal    error // why the worker stopped by itself (kcl3watch.go)
 	runsWG   sync.WaitGroup
 
 	// runCtx is the parent of every shard run; cancelling it kills running
@@ -98,7 +103,8 @@ func (w *Worker) Shutdown() {
 // nil after a graceful stop. Cancelling ctx stops at once, as a crash would
 // as far as the table can tell: handlers are killed, nothing more is
 // checkpointed and the leases expire after the failover time; Run then
-// returns ctx's error. Errors before the worker starts (no table, a KCL 3.x
+// returns ctx's error. A KCL 3.x application that appears on the table
+// stops the worker the graceful way; Run then returns a *KCL3AppearedError. Errors before the worker starts (no table, a KCL 3.x
 // table, no stream) are returned as they are.
 func (w *Worker) Run(ctx context.Context) error {
 	cfg := w.cfg
@@ -109,6 +115,13 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err := leasecore.CheckNotKCL3(ctx, w.ddb, cfg.Table); err != nil {
 		return err
 	}
+	// Its companion tables are named after the application, not --table.
+	if err := leasecore.ProbeKCL3(ctx, w.ddb, cfg.Table, cfg.App); err != nil {
+		return err
+	}
+	if err := w.resolveStreams(ctx); err != nil {
+		return err
+	}
 	if err := w.syncShards(ctx); err != nil {
 		if ctx.Err() != nil || errorCode(err) == "ResourceNotFoundException" {
 			return err
@@ -116,18 +129,19 @@ func (w *Worker) Run(ctx context.Context) error {
 		// Leases may already exist; the periodic sync tries again.
 		w.log.Warn("initial shard sync failed; retrying periodically", "err", err)
 	}
-	coord, err := leasecore.NewCoordinator(w.ddb, cfg.Table, cfg.Lease, w.clock, leasecore.Options{Logger: cfg.Log, OnEvent: w.onEvent})
+	coord, err := leasecore.NewCoordinator(w.ddb, cfg.Table, cfg.Lease, w.clock, leasecore.Options{Logger: cfg.Log, OnEvent: w.onEvent, Include: w.include})
 	if err != nil {
 		return err
 	}
 	w.coord = coord
-	w.metrics.bind(cfg.App, streamLabel(cfg.Stream), cfg.WorkerID, coord.Stats, w.slots)
+	w.metrics.bind(cfg.App, w.streamsLabel(), cfg.WorkerID, coord.Stats, w.slots)
 	w.runCtx, w.cancelRuns = context.WithCancelCause(ctx)
 	loopsCtx, stopLoops := context.WithCancel(ctx)
 	var loops sync.WaitGroup
-	loops.Add(2)
+	loops.Add(3)
 	go func() { defer loops.Done(); w.syncLoop(loopsCtx) }()
 	go func() { defer loops.Done(); w.cleanupLoop(loopsCtx) }()
+	go func() { defer loops.Done(); w.kcl3Loop(loopsCtx) }()
 	cwCtx, stopCW := context.WithCancel(ctx)
 	var cwDone sync.WaitGroup
 	if w.cw != nil {
@@ -139,7 +153,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err := coord.Start(ctx); err != nil {
 		return err
 	}
-	w.log.Info("worker started", "app", cfg.App, "table", cfg.Table, "stream", streamLabel(cfg.Stream),
+	w.log.Info("worker started", "app", cfg.App, "table", cfg.Table, "stream", w.streamsLabel(),
 		"initialPosition", cfg.Initial.Kind, "failover", coord.Config().FailoverTime, "batchSize", cfg.BatchSize, "maxParallel", cfg.MaxParallel)
 
 	select {
@@ -148,7 +162,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	case <-w.shutdown:
 	}
 	stopLoops()
-	return w.stopGracefully(ctx, stopCW, &cwDone)
+	if err := w.stopGracefully(ctx, stopCW, &cwDone); err != nil {
+		return err
+	}
+	return w.fatalErr()
 }
 
 // stopNow is the crash-like stop: kill everything, release nothing.
@@ -294,9 +311,21 @@ func (w *Worker) requestSync() {
 	}
 }
 
+// syncShards runs the shard sync of each stream; one failing does not
+// keep the others from theirs.
 func (w *Worker) syncShards(ctx context.Context) error {
+	var errs []error
+	for _, s := range w.streams {
+		if err := w.syncStream(ctx, s); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (w *Worker) syncStream(ctx context.Context, s reshard.Stream) error {
 	rep, err := reshard.SyncShards(ctx, w.kin, w.ddb, w.table, reshard.SyncOptions{
-		Stream: w.cfg.Stream, Initial: w.cfg.Initial, Retry: w.table.Retry,
+		Stream: s, Initial: w.cfg.Initial, Retry: w.table.Retry,
 	})
 	// At every sync, not once: such an item blocks its shard for good, and
 	// a warning given only at start is long gone when someone looks.
@@ -330,12 +359,14 @@ func (w *Worker) cleanupLoop(ctx context.Context) {
 		if leasecore.Sleep(ctx, w.clock, w.cfg.CleanupInterval) != nil {
 			return
 		}
-		rep, err := reshard.Cleanup(ctx, w.ddb, w.table, w.cfg.Stream, nil)
-		switch {
-		case err != nil && ctx.Err() == nil:
-			w.log.Info("lease cleanup failed; trying again later", "err", err)
-		case len(rep.Deleted) > 0:
-			w.log.Info("deleted the leases of finished parent shards", "leases", rep.Deleted)
+		for _, s := range w.streams {
+			rep, err := reshard.Cleanup(ctx, w.ddb, w.table, s, nil)
+			switch {
+			case err != nil && ctx.Err() == nil:
+				w.log.Info("lease cleanup failed; trying again later", "err", err)
+			case len(rep.Deleted) > 0:
+				w.log.Info("deleted the leases of finished parent shards", "leases", rep.Deleted)
+			}
 		}
 	}
 }

@@ -1,0 +1,275 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
+	"github.com/kcltool/kcltool/leasecore"
+	"github.com/kcltool/kcltool/reshard"
+)
+
+// errNoChildrenYet: the listing does not name a child of a shard that ended.
+var errNoChildrenYet = errors.New("the shard listing names no child shard of it yet")
+
+// childWarnEvery spaces the warnings of a shard end waiting for its
+// children: the first attempt warns, then every this many.
+const childWarnEvery = 10
+
+// shardEnd finishes a closed shard whose records have all been handled:
+// first the children's leases and the parent's childShardIds, then the
+// SHARD_END checkpoint (reshard/doc.go says why in that order), then the
+// children waiting on this worker are woken and the taker looks for them.
+func (r *shardRun) shardEnd(children []types.ChildShard) error {
+	if len(children) == 0 {
+		// Never SHARD_END with the children unknown: they would get no
+		// lease, and their data would be lost.
+		var err error
+		if children, err = r.awaitChildren(r.closedChildren); err != nil {
+			return err
+		}
+	}
+	return r.finish(children, nil)
+}
+
+// finishExpired finishes a shard whose data expired before it was read to
+// its end: Kinesis answers ResourceNotFound for it, and retrying can never
+// bring the records back. The KCL ends such a shard without children and
+// deletes its lease; its shard sync then creates the children at the
+// application's initial position, which with LATEST skips their data too.
+// Instead the shard is finished like any other: its children get leases at
+// TRIM_HORIZON, then SHARD_END is written (the lease is kept, not deleted,
+// so that the children's parent check passes in KCL workers too and the
+// cleanup deletes it the usual way), and both carry a mark doctor reports.
+func (r *shardRun) finishExpired(cause error) error {
+	r.log.Warn("shard data expired before it was read to its end: finishing it at SHARD_END and starting its children from TRIM_HORIZON; records not read in time are lost", "err", cause)
+	children, err := r.awaitChildren(r.expiredChildren)
+	if err != nil {
+		return err
+	}
+	return r.finish(children, cause)
+}
+
+// finish writes the children's leases, then SHARD_END. expired, when set,
+// is why the shard ended early; it is recorded on the parent and children.
+func (r *shardRun) finish(children []types.ChildShard, expired error) error {
+	for attempt := 1; ; attempt++ {
+		err := r.writeChildren(children, expired)
+		if err == nil {
+			break
+		}
+		if r.ctx.Err() != nil {
+			return context.Cause(r.ctx)
+		}
+		if errors.Is(err, reshard.ErrMergeDeferred) {
+			// The other parent's lease is missing; shard sync creates it.
+			r.log.Info("merge child deferred until the other parent has a lease", "err", err)
+			r.w.requestSync()
+		} else {
+			r.log.Warn("could not create the child shards' leases; retrying", "err", err)
+		}
+		if err := r.sleep(min(r.w.cfg.ParentPollInterval, fetchBackoff(attempt)+time.Second)); err != nil {
+			return err
+		}
+	}
+	if err := r.checkpoint(r.ctx, leasecore.SequenceNumber{SequenceNumber: leasecore.SHARD_END}); err != nil {
+		return err
+	}
+	ids := make([]string, len(children))
+	for i, c := range children {
+		ids[i] = aws.ToString(c.ShardId)
+	}
+	if expired != nil {
+		r.log.Warn("expired shard finished: checkpointed SHARD_END; its children start from TRIM_HORIZON", "children", ids)
+	} else {
+		r.log.Info("shard finished: checkpointed SHARD_END", "children", ids)
+	}
+	r.w.finished.notify()
+	r.release()
+	r.w.coord.Kick()
+	return nil
+}
+
+// writeChildren creates the missing child leases and writes childShardIds,
+// and for an expired shard marks the parent first and the children after.
+func (r *shardRun) writeChildren(children []types.ChildShard, expired error) error {
+	now := r.w.clock.Now().UTC().Format(time.RFC3339)
+	if expired != nil {
+		if err := reshard.MarkExpired(r.ctx, r.w.ddb, r.w.table, r.key, reshard.AttrExpired, now+" "+expired.Error()); err != nil {
+			return err
+		}
+	}
+	res, err := reshard.OnShardEnd(r.ctx, r.w.ddb, r.w.table, r.lease, children)
+	if err != nil {
+		return err
+	}
+	if len(res.Created) > 0 {
+		keys := make([]string, len(res.Created))
+		for i, l := range res.Created {
+			keys[i] = l.LeaseKey
+		}
+		r.log.Info("created the child shards' leases", "children", keys)
+	}
+	if expired == nil {
+		return nil
+	}
+	for _, l := range res.Created {
+		if err := reshard.MarkExpired(r.ctx, r.w.ddb, r.w.table, l.LeaseKey, reshard.AttrParentExpired, r.shardID+" "+now); err != nil {
+			return err
+		}
+	}
+	for _, key := range res.Existing {
+		if err := reshard.MarkExpired(r.ctx, r.w.ddb, r.w.table, key, reshard.AttrParentExpired, r.shardID+" "+now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// errReadAgain: the shard cannot be finished now; the run reads it again.
+var errReadAgain = errors.New("the shard is still open")
+
+// childLookup finds a shard's children; known says the answer is final
+// (possibly no children at all).
+type childLookup func() (children []types.ChildShard, known bool, err error)
+
+// awaitChildren finds the children of a shard that ended, trying until
+// they are known. SHARD_END written without them would leave the children
+// without leases (finish creates them), and shard sync only creates leases
+// for shards whose ancestors it can see, so their data could expire unread.
+// The KCL retries a last page without ChildShards the same way
+// (DataRetrievalUtil.isValidResult); the listing is a second source.
+func (r *shardRun) awaitChildren(lookup childLookup) ([]types.ChildShard, error) {
+	for attempt := 1; ; attempt++ {
+		children, known, err := lookup()
+		if errors.Is(err, errReadAgain) {
+			return nil, err
+		}
+		if err == nil && known {
+			if attempt > 1 {
+				r.log.Info("child shards found in the shard listing; finishing the shard", "attempts", attempt)
+			}
+			return children, nil
+		}
+		if err == nil {
+			err = errNoChildrenYet
+		}
+		if attempt == 1 || attempt%childWarnEvery == 0 {
+			r.log.Warn("shard ended, but its child shards are not known; SHARD_END waits until they are", "attempt", attempt, "err", err)
+		}
+		if err := r.sleep(min(r.w.cfg.ParentPollInterval, fetchBackoff(attempt)+time.Second)); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// closedChildren: a shard read to its end is closed, so it has children;
+// until the listing shows one they are unknown.
+func (r *shardRun) closedChildren() ([]types.ChildShard, bool, error) {
+	g, err := r.listing()
+	if err != nil {
+		return nil, false, err
+	}
+	children := childrenOf(g, r.shardID)
+	return children, len(children) > 0, nil
+}
+
+// expiredChildren: a shard past the retention period is no longer listed,
+// and the listed shards that name it as a parent are all its children
+// (possibly none: they expired too). A shard still listed must be closed
+// with its children listed; one still open is read again, since Kinesis
+// does not expire open shards.
+func (r *shardRun) expiredChildren() ([]types.ChildShard, bool, error) {
+	g, err := r.listing()
+	if err != nil {
+		return nil, false, err
+	}
+	children := childrenOf(g, r.shardID)
+	n, listed := g.Node(r.shardID)
+	switch {
+	case !listed:
+		return children, true, nil
+	case n.Open:
+		return nil, false, fmt.Errorf("%w: Kinesis lists it as open although it answered ResourceNotFound", errReadAgain)
+	}
+	return children, len(children) > 0, nil
+}
+
+func (r *shardRun) listing() (*reshard.Graph, error) {
+	shards, err := reshard.ListShards(r.ctx, r.w.kin, r.stream, reshard.ListOptions{Retry: r.w.table.Retry})
+	if err != nil {
+		return nil, err
+	}
+	g, err := reshard.NewGraph(shards)
+	if err != nil {
+		return nil, fmt.Errorf("the shard listing is unusable: %w", err)
+	}
+	return g, nil
+}
+
+func childrenOf(g *reshard.Graph, shardID string) []types.ChildShard {
+	var out []types.ChildShard
+	for _, n := range g.Nodes() {
+		parents := n.ParentShardIDs()
+		for _, p := range parents {
+			if p != shardID {
+				continue
+			}
+			out = append(out, types.ChildShard{
+				ShardId: aws.String(n.ShardID), ParentShards: parents,
+				HashKeyRange: &types.HashKeyRange{StartingHashKey: aws.String(n.HashRange.Start.String()), EndingHashKey: aws.String(n.HashRange.End.String())},
+			})
+			break
+		}
+	}
+	return out
+}
+
+// expiryWatch passes Kinesis calls through and stops the shard's fetch when
+// one answers ResourceNotFound: the shard (or its data) is gone. The fetch
+// context's cause then says so (expiredCause).
+type expiryWatch struct {
+	KinesisAPI
+	expired context.CancelCauseFunc
+}
+
+// expiredError is the cause of a fetch stopped by ResourceNotFound.
+type expiredError struct {
+	op  string
+	err error
+}
+
+func (e *expiredError) Error() string { return e.op + ": " + e.err.Error() }
+func (e *expiredError) Unwrap() error { return e.err }
+
+func (w expiryWatch) GetShardIterator(ctx context.Context, in *kinesis.GetShardIteratorInput, opts ...func(*kinesis.Options)) (*kinesis.GetShardIteratorOutput, error) {
+	out, err := w.KinesisAPI.GetShardIterator(ctx, in, opts...)
+	w.check("GetShardIterator", err)
+	return out, err
+}
+
+func (w expiryWatch) GetRecords(ctx context.Context, in *kinesis.GetRecordsInput, opts ...func(*kinesis.Options)) (*kinesis.GetRecordsOutput, error) {
+	out, err := w.KinesisAPI.GetRecords(ctx, in, opts...)
+	w.check("GetRecords", err)
+	return out, err
+}
+
+func (w expiryWatch) check(op string, err error) {
+	if err != nil && errorCode(err) == "ResourceNotFoundException" {
+		w.expired(&expiredError{op: op, err: err})
+	}
+}
+
+// expiredCause returns the ResourceNotFound that stopped a fetch, or nil.
+func expiredCause(ctx context.Context) error {
+	var e *expiredError
+	if errors.As(context.Cause(ctx), &e) {
+		return e
+	}
+	return nil
+}
