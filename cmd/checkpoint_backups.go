@@ -228,23 +228,28 @@ func regularFileExists(path string) bool {
 var backupCSVColumns = []string{"file", "path", "kind", "table", "exportedAt", "leases", "nonLeases", "malformed", "sizeBytes", "plan"}
 
 func renderBackups(io *IOStreams, format string, rows []backupJSON) error {
-	switch format {
-	case FormatJSON:
-		return writeJSONLines(io.Out, rows)
-	case FormatCSV:
-		var out [][]string
-		for _, r := range rows {
-			plan := ""
-			if r.Plan != nil {
-				plan = *r.Plan
+	return newPrinter(io, format).Print(output{
+		Items:  func() any { return rows },
+		Schema: "checkpoint backups ls",
+		Rows: func() [][]string {
+			var out [][]string
+			for _, r := range rows {
+				plan := ""
+				if r.Plan != nil {
+					plan = *r.Plan
+				}
+				out = append(out, []string{r.File, r.Path, r.Kind, r.Table, r.ExportedAt, strconv.Itoa(r.Leases), strconv.Itoa(r.NonLeases),
+					strconv.Itoa(r.Malformed), strconv.FormatInt(r.SizeBytes, 10), plan})
 			}
-			out = append(out, []string{r.File, r.Path, r.Kind, r.Table, r.ExportedAt, strconv.Itoa(r.Leases), strconv.Itoa(r.NonLeases),
-				strconv.Itoa(r.Malformed), strconv.FormatInt(r.SizeBytes, 10), plan})
-		}
-		return writeCSV(io.Out, backupCSVColumns, out)
-	}
+			return out
+		},
+		Text: func(p *Printer) error { return backupsTable(p, rows) },
+	})
+}
+
+func backupsTable(p *Printer, rows []backupJSON) error {
 	header := []string{"FILE", "TABLE", "TIME", "LEASES", "SIZE"}
-	if format == FormatWide {
+	if p.Wide() {
 		header = []string{"PATH", "KIND", "TABLE", "TIME", "LEASES", "NON-LEASES", "MALFORMED", "SIZE", "PLAN"}
 	}
 	var out [][]string
@@ -254,7 +259,7 @@ func renderBackups(io *IOStreams, format string, rows []backupJSON) error {
 			at = t.UTC().Format("2006-01-02T15:04:05Z")
 		}
 		row := []string{r.File, r.Table, at, strconv.Itoa(r.Leases), humanBytes(r.SizeBytes)}
-		if format == FormatWide {
+		if p.Wide() {
 			plan := "-"
 			if r.Plan != nil {
 				plan = filepath.Base(*r.Plan)
@@ -263,7 +268,7 @@ func renderBackups(io *IOStreams, format string, rows []backupJSON) error {
 		}
 		out = append(out, row)
 	}
-	return writeTable(io, header, out)
+	return p.Table(header, out)
 }
 
 // humanBytes shows a size for people: 812B, 14.2KiB, 3.0MiB.

@@ -3,11 +3,15 @@ package cmd
 import (
 	"bytes"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kcltool/kcltool/reset"
 )
+
+// exportFormats are export's -o formats; json is the default.
+var exportFormats = []string{FormatJSON, FormatCSV}
 
 type exportOptions struct {
 	appFlags
@@ -34,15 +38,14 @@ as complete, and its first three columns are what checkpoint reset
   kcltool checkpoint export --app orders -o csv > orders.csv
   kcltool checkpoint export --app orders | jq '.items[] | select(.kind=="lease") | .checkpoint'`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if o.Output != FormatJSON && o.Output != FormatCSV {
-				return usageErrorf("invalid --output %q: use json or csv", o.Output)
+			if err := checkOutputOf(o.Output, exportFormats...); err != nil {
+				return err
 			}
 			return runCheckpointExport(cmd, f, o)
 		},
 	}
 	o.register(c)
-	c.Flags().StringVarP(&o.Output, "output", "o", FormatJSON, "json or csv")
-	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{FormatJSON, FormatCSV}, cobra.ShellCompDirectiveNoFileComp))
+	addOutputFlagOf(c, &o.Output, "json or csv", exportFormats...)
 	c.Flags().StringVar(&o.File, "file", "", "write to this file (atomically) instead of stdout")
 	return c
 }
@@ -59,13 +62,11 @@ func runCheckpointExport(cmd *cobra.Command, f *Factory, o *exportOptions) error
 	if err != nil {
 		return explainAWS(err, f.awsContext(table, ""))
 	}
+	// The export file format is reset's: the printer only picks the form.
 	var buf bytes.Buffer
-	if o.Output == FormatCSV {
-		err = e.WriteCSV(&buf)
-	} else {
-		err = e.WriteJSON(&buf)
-	}
-	if err != nil {
+	if err := printTo(f.IO, &buf, o.Output).Print(output{
+		Write: map[string]func(io.Writer) error{FormatJSON: e.WriteJSON, FormatCSV: e.WriteCSV},
+	}); err != nil {
 		return err
 	}
 	l, n, m := e.Counts()

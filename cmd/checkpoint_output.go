@@ -64,24 +64,31 @@ func multiStream(l *inspect.Lag) bool {
 }
 
 func renderLag(io *IOStreams, format string, l *inspect.Lag) error {
+	return newPrinter(io, format).Print(output{
+		Items: func() any {
+			out := make([]lagJSON, 0, len(l.Rows))
+			for _, r := range l.Rows {
+				out = append(out, toLagJSON(r))
+			}
+			return out
+		},
+		Schema: "checkpoint diff",
+		Rows: func() [][]string {
+			rows := make([][]string, 0, len(l.Rows))
+			for _, r := range l.Rows {
+				j := toLagJSON(r)
+				rows = append(rows, []string{r.Stream, r.ShardID, deref(j.LeaseKey), deref(j.LeaseOwner), deref(j.Checkpoint),
+					shardStatus(r), millis(r.MillisBehindLatest), string(r.State), strings.Join(j.BlockedBy, ";")})
+			}
+			return rows
+		},
+		Text: func(p *Printer) error { return lagTable(p, l) },
+	})
+}
+
+func lagTable(p *Printer, l *inspect.Lag) error {
 	multi := multiStream(l)
-	switch format {
-	case FormatJSON:
-		out := make([]lagJSON, 0, len(l.Rows))
-		for _, r := range l.Rows {
-			out = append(out, toLagJSON(r))
-		}
-		return writeJSONLines(io.Out, out)
-	case FormatCSV:
-		rows := make([][]string, 0, len(l.Rows))
-		for _, r := range l.Rows {
-			j := toLagJSON(r)
-			rows = append(rows, []string{r.Stream, r.ShardID, deref(j.LeaseKey), deref(j.LeaseOwner), deref(j.Checkpoint),
-				shardStatus(r), millis(r.MillisBehindLatest), string(r.State), strings.Join(j.BlockedBy, ";")})
-		}
-		return writeCSV(io.Out, lagCSVColumns, rows)
-	}
-	wide := format == FormatWide
+	wide := p.Wide()
 	header := []string{"SHARD", "LEASE-OWNER", "CHECKPOINT", "SHARD-STATUS", "BEHIND", "STATE"}
 	if multi {
 		header = append([]string{"STREAM"}, header...)
@@ -89,7 +96,7 @@ func renderLag(io *IOStreams, format string, l *inspect.Lag) error {
 	if wide {
 		header = append(header, "SUBSEQ", "PARENTS", "LEASE-KEY", "NOTE")
 	}
-	st := io.Styles()
+	st := p.Styles()
 	rows := make([][]string, 0, len(l.Rows))
 	for _, r := range l.Rows {
 		j := toLagJSON(r)
@@ -97,7 +104,7 @@ func renderLag(io *IOStreams, format string, l *inspect.Lag) error {
 		if len(j.BlockedBy) > 0 {
 			state += " on " + strings.Join(j.BlockedBy, ",")
 		}
-		row := []string{r.ShardID, deref(j.LeaseOwner), shorten(deref(j.Checkpoint), io.OutTTY), shardStatus(r), behind(r.MillisBehindLatest), state}
+		row := []string{r.ShardID, deref(j.LeaseOwner), p.Short(deref(j.Checkpoint)), shardStatus(r), behind(r.MillisBehindLatest), state}
 		if multi {
 			row = append([]string{r.Stream}, row...)
 		}
@@ -114,10 +121,10 @@ func renderLag(io *IOStreams, format string, l *inspect.Lag) error {
 		rows = append(rows, row)
 	}
 	if len(rows) == 0 {
-		fmt.Fprintf(io.ErrOut, "kcltool: no shards or leases found\n")
+		p.Empty("no shards or leases found")
 		return nil
 	}
-	if err := writeTable(io, header, rows); err != nil {
+	if err := p.Table(header, rows); err != nil {
 		return err
 	}
 	counts := l.Counts()
@@ -127,8 +134,8 @@ func renderLag(io *IOStreams, format string, l *inspect.Lag) error {
 			parts = append(parts, fmt.Sprintf("%d %s", n, s))
 		}
 	}
-	fmt.Fprintln(io.Out)
-	fmt.Fprintln(io.Out, st.Dim.Render(fmt.Sprintf("%s: %s", plural(len(l.Rows), "row"), strings.Join(parts, ", "))))
+	p.Blank()
+	p.Println(st.Dim.Render(fmt.Sprintf("%s: %s", plural(len(l.Rows), "row"), strings.Join(parts, ", "))))
 	return nil
 }
 

@@ -26,7 +26,7 @@ var leaseTableFlags = map[string]bool{"app": true, "table": true, "to-app": true
 
 // enumValues are the values of the flags that take one of a fixed set.
 var enumValues = map[string][]string{
-	"output":           {FormatTable, FormatWide, FormatJSON, FormatCSV},
+	"output":           readFormats,
 	"color":            {"auto", "always", "never"},
 	"log-level":        {"debug", "info", "warn", "error"},
 	"log-format":       {"auto", "text", "json"},

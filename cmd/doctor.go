@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -177,11 +176,8 @@ func runDoctor(ctx context.Context, f *Factory, o *doctorOptions, failOn inspect
 	err = d.Watch(ctx, func(rep *inspect.Report) error {
 		last = rep
 		return live.show(func() error {
-			if o.Output == FormatJSON {
-				// one compact document per line: a stream for jq, not an array
-				return json.NewEncoder(f.IO.Out).Encode(reportJSON(rep, failOn))
-			}
-			return renderDoctor(f, o.Output, rep, failOn)
+			// -o json: one compact document per line, a stream for jq, not an array
+			return printDoctor(newPrinter(f.IO, o.Output).streaming(), rep, failOn)
 		}, o.Output)
 	})
 	if errors.Is(err, context.Canceled) && last != nil {

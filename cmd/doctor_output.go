@@ -105,40 +105,44 @@ func reportJSON(rep *inspect.Report, failOn inspect.Severity) doctorJSON {
 
 // renderDoctor writes a report in the chosen format.
 func renderDoctor(f *Factory, format string, rep *inspect.Report, failOn inspect.Severity) error {
-	io := f.IO
-	switch format {
-	case FormatJSON:
-		return writeJSON(io.Out, reportJSON(rep, failOn))
-	case FormatCSV:
-		var recs [][]string
-		for _, fd := range rep.Findings {
-			recs = append(recs, []string{fd.ID, fd.Severity.String(), fd.Summary, strings.Join(fd.Evidence.Shards, ";"),
-				strings.Join(fd.Evidence.Workers, ";"), fd.Cause, fd.Fix})
-		}
-		return writeCSV(io.Out, doctorCSVColumns, recs)
-	}
-	return renderDoctorTable(f, format == FormatWide, rep, failOn)
+	return printDoctor(newPrinter(f.IO, format), rep, failOn)
 }
 
-// renderDoctorTable: the findings as a table, worst first, then the
-// evidence, cause and fix of each finding that needs action (of every
-// finding with -o wide), then what the run read and cost.
-func renderDoctorTable(f *Factory, wide bool, rep *inspect.Report, failOn inspect.Severity) error {
-	io := f.IO
-	st := io.Styles()
+func printDoctor(p *Printer, rep *inspect.Report, failOn inspect.Severity) error {
+	return p.Print(output{
+		Doc:    func() any { return reportJSON(rep, failOn) },
+		Schema: "doctor",
+		Rows: func() [][]string {
+			var recs [][]string
+			for _, fd := range rep.Findings {
+				recs = append(recs, []string{fd.ID, fd.Severity.String(), fd.Summary, strings.Join(fd.Evidence.Shards, ";"),
+					strings.Join(fd.Evidence.Workers, ";"), fd.Cause, fd.Fix})
+			}
+			return recs
+		},
+		Text: func(p *Printer) error { return doctorTable(p, rep, failOn) },
+	})
+}
+
+// doctorTable: the findings as a table, worst first, then the evidence,
+// cause and fix of each finding that needs action (of every finding with
+// -o wide), then what the run read and cost.
+func doctorTable(p *Printer, rep *inspect.Report, failOn inspect.Severity) error {
+	wide := p.Wide()
+	st := p.Styles()
 	header := fmt.Sprintf("%s: %s, %s, %s (reads %s apart over %s, %s to %s)", rep.Table, plural(rep.Leases, "lease"),
 		plural(rep.Workers, "worker"), plural(rep.Reads, "read"), rep.FailoverTime, rep.Window.Round(time.Millisecond),
-		stamp(rep.Started, io.OutTTY), stamp(rep.Ended, io.OutTTY))
-	fmt.Fprintln(io.Out, st.Dim.Render(header))
-	fmt.Fprintln(io.Out)
+		stamp(rep.Started, p.TTY()), stamp(rep.Ended, p.TTY()))
+	p.Println(st.Dim.Render(header))
+	p.Blank()
 	if len(rep.Findings) == 0 {
-		fmt.Fprintln(io.Out, st.Good.Render("no findings"))
+		p.Println(st.Good.Render("no findings"))
 	} else {
 		var rows [][]string
 		for _, fd := range rep.Findings {
 			rows = append(rows, []string{fd.Severity.String(), fd.ID, fd.Summary})
 		}
-		if err := writeTable(io, []string{"SEVERITY", "ID", "SUMMARY"}, rows); err != nil {
+		if err := p.Table([]string{"SEVERITY", "ID", "SUMMARY"}, rows); err != nil {
 			return err
 		}
 	}
@@ -146,7 +150,7 @@ func renderDoctorTable(f *Factory, wide bool, rep *inspect.Report, failOn inspec
 		if !wide && fd.Severity < inspect.SeverityWarn {
 			continue
 		}
-		fmt.Fprintln(io.Out)
+		p.Blank()
 		style := st.Warn
 		switch fd.Severity {
 		case inspect.SeverityCritical:
@@ -154,19 +158,19 @@ func renderDoctorTable(f *Factory, wide bool, rep *inspect.Report, failOn inspec
 		case inspect.SeverityInfo:
 			style = st.Dim
 		}
-		fmt.Fprintln(io.Out, style.Render(fd.Severity.String()+" "+fd.ID)+": "+fd.Summary)
+		p.Println(style.Render(fd.Severity.String()+" "+fd.ID) + ": " + fd.Summary)
 		for _, l := range fd.Evidence.Lines {
-			fmt.Fprintln(io.Out, "  - "+l)
+			p.Println("  - " + l)
 		}
 		if wide && len(fd.Evidence.Values) > 0 {
-			fmt.Fprintln(io.Out, "  values: "+formatValues(fd.Evidence.Values))
+			p.Println("  values: " + formatValues(fd.Evidence.Values))
 		}
-		fmt.Fprintln(io.Out, "  cause: "+fd.Cause)
-		fmt.Fprintln(io.Out, "  fix:   "+fd.Fix)
+		p.Println("  cause: " + fd.Cause)
+		p.Println("  fix:   " + fd.Fix)
 	}
-	fmt.Fprintln(io.Out)
-	fmt.Fprintln(io.Out, st.Dim.Render("cost: "+costLine(rep.Cost)))
-	fmt.Fprintln(io.Out, verdictLine(st, rep, failOn))
+	p.Blank()
+	p.Println(st.Dim.Render("cost: " + costLine(rep.Cost)))
+	p.Println(verdictLine(st, rep, failOn))
 	return nil
 }
 
@@ -221,11 +225,6 @@ type liveView struct {
 
 func (l *liveView) show(render func() error, format string) error {
 	l.frames++
-	switch {
-	case l.io.OutTTY && format != FormatJSON && format != FormatCSV:
-		fmt.Fprint(l.io.Out, "\x1b[H\x1b[2J") // home, clear screen
-	case l.frames > 1 && format != FormatJSON:
-		fmt.Fprintln(l.io.Out)
-	}
+	newPrinter(l.io, format).next(l.frames)
 	return render()
 }

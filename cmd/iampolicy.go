@@ -60,7 +60,7 @@ COMMAND has no -o of its own.`,
 			if err != nil {
 				return err
 			}
-			return writeJSON(f.IO.Out, p)
+			return newPrinter(f.IO, FormatJSON).Print(output{Doc: func() any { return p }})
 		},
 	}
 	// Declared for the help text and KCLTOOL_ACCOUNT; policyFor parses them

@@ -73,24 +73,31 @@ var leaseCSVColumns = []string{"leaseKey", "shardId", "leaseOwner", "leaseCounte
 	"checkpointOwner", "throughputKBps", "startingHashKey", "endingHashKey", "streamName", "state"}
 
 func renderLeases(io *IOStreams, format string, l *inspect.Listing) error {
-	switch format {
-	case FormatJSON:
-		out := make([]leaseJSON, 0, len(l.Leases))
-		for _, r := range l.Leases {
-			out = append(out, toLeaseJSON(r))
-		}
-		return writeJSONLines(io.Out, out)
-	case FormatCSV:
-		rows := make([][]string, 0, len(l.Leases))
-		for _, r := range l.Leases {
-			rows = append(rows, []string{r.LeaseKey, r.ShardIDOrKey(), r.LeaseOwner, itoa(r.LeaseCounter),
-				r.Checkpoint.SequenceNumber, itoa(r.Checkpoint.SubSequenceNumber), itoa(r.OwnerSwitchesSinceCheckpoint),
-				strings.Join(r.ParentShardIDs, ";"), strings.Join(r.ChildShardIDs, ";"), r.CheckpointOwner,
-				floatStr(r.ThroughputKBps), r.StartingHashKey, r.EndingHashKey, r.StreamName, string(r.State)})
-		}
-		return writeCSV(io.Out, leaseCSVColumns, rows)
-	}
-	wide := format == FormatWide
+	return newPrinter(io, format).Print(output{
+		Items: func() any {
+			out := make([]leaseJSON, 0, len(l.Leases))
+			for _, r := range l.Leases {
+				out = append(out, toLeaseJSON(r))
+			}
+			return out
+		},
+		Schema: "leases ls",
+		Rows: func() [][]string {
+			rows := make([][]string, 0, len(l.Leases))
+			for _, r := range l.Leases {
+				rows = append(rows, []string{r.LeaseKey, r.ShardIDOrKey(), r.LeaseOwner, itoa(r.LeaseCounter),
+					r.Checkpoint.SequenceNumber, itoa(r.Checkpoint.SubSequenceNumber), itoa(r.OwnerSwitchesSinceCheckpoint),
+					strings.Join(r.ParentShardIDs, ";"), strings.Join(r.ChildShardIDs, ";"), r.CheckpointOwner,
+					floatStr(r.ThroughputKBps), r.StartingHashKey, r.EndingHashKey, r.StreamName, string(r.State)})
+			}
+			return rows
+		},
+		Text: func(p *Printer) error { return leasesTable(p, l) },
+	})
+}
+
+func leasesTable(p *Printer, l *inspect.Listing) error {
+	wide := p.Wide()
 	header := leaseColumns
 	if wide {
 		header = append(append([]string{}, leaseColumns...), leaseWideColumns...)
@@ -101,7 +108,7 @@ func renderLeases(io *IOStreams, format string, l *inspect.Listing) error {
 		if r.CheckpointOwner != "" && !wide {
 			owner = r.CheckpointOwner + "→" + r.LeaseOwner
 		}
-		row := []string{r.ShardIDOrKey(), owner, itoa(r.LeaseCounter), shorten(r.Checkpoint.SequenceNumber, io.OutTTY),
+		row := []string{r.ShardIDOrKey(), owner, itoa(r.LeaseCounter), p.Short(r.Checkpoint.SequenceNumber),
 			itoa(r.Checkpoint.SubSequenceNumber), itoa(r.OwnerSwitchesSinceCheckpoint), strings.Join(r.ParentShardIDs, ","),
 			stateCell(r)}
 		if wide {
@@ -111,11 +118,12 @@ func renderLeases(io *IOStreams, format string, l *inspect.Listing) error {
 		rows = append(rows, row)
 	}
 	if len(rows) == 0 {
-		fmt.Fprintf(io.ErrOut, "kcltool: no leases in table %q match\n", l.Table)
-	} else if err := writeTable(io, header, rows); err != nil {
+		p.Empty("no leases in table %q match", l.Table)
+	} else if err := p.Table(header, rows); err != nil {
 		return err
 	}
-	return writeLeaseSummary(io, l)
+	writeLeaseSummary(p, l)
+	return nil
 }
 
 func stateCell(r inspect.LeaseRow) string {
@@ -127,9 +135,9 @@ func stateCell(r inspect.LeaseRow) string {
 
 // writeLeaseSummary prints the counts under the table, and with --sample
 // the renewals each owner made.
-func writeLeaseSummary(io *IOStreams, l *inspect.Listing) error {
+func writeLeaseSummary(p *Printer, l *inspect.Listing) {
 	s := l.Summarize()
-	st := io.Styles()
+	st := p.Styles()
 	line := fmt.Sprintf("%s, %s, %d unassigned, %d at SHARD_END", plural(s.Leases, "lease"), plural(s.Workers, "worker"), s.Unassigned, s.ShardEnd)
 	if l.Sample > 0 {
 		line += fmt.Sprintf(", %d expired", s.Expired)
@@ -138,25 +146,24 @@ func writeLeaseSummary(io *IOStreams, l *inspect.Listing) error {
 	if s.Malformed > 0 {
 		line += fmt.Sprintf(", %s skipped", plural(s.Malformed, "malformed item"))
 	}
-	fmt.Fprintln(io.Out)
-	fmt.Fprintln(io.Out, st.Dim.Render(line))
+	p.Blank()
+	p.Println(st.Dim.Render(line))
 	if l.Sample > 0 {
 		owners := make([]string, 0, len(l.OwnerRenewals))
 		for o := range l.OwnerRenewals {
 			owners = append(owners, o)
 		}
 		sort.Strings(owners)
-		fmt.Fprintf(io.Out, "renewals seen in %s:\n", l.Sample)
+		p.Println(fmt.Sprintf("renewals seen in %s:", l.Sample))
 		for _, o := range owners {
 			n := l.OwnerRenewals[o]
 			text := fmt.Sprintf("  %s  %d", o, n)
 			if n == 0 {
 				text = st.Bad.Render(text + "  (not renewing: its leases will be taken)")
 			}
-			fmt.Fprintln(io.Out, text)
+			p.Println(text)
 		}
 	}
-	return nil
 }
 
 // nonLeaseJSON is one item of `leases ls --non-leases -o json`.
@@ -166,26 +173,31 @@ type nonLeaseJSON struct {
 }
 
 func renderNonLeases(io *IOStreams, format string, l *inspect.Listing) error {
-	switch format {
-	case FormatJSON:
-		out := make([]nonLeaseJSON, 0, len(l.NonLeases))
+	rows := func() [][]string {
+		rows := make([][]string, 0, len(l.NonLeases))
 		for _, n := range l.NonLeases {
-			out = append(out, nonLeaseJSON{LeaseKey: n.Key, EntityType: optString(n.EntityType)})
+			rows = append(rows, []string{n.Key, n.EntityType})
 		}
-		return writeJSONLines(io.Out, out)
+		return rows
 	}
-	rows := make([][]string, 0, len(l.NonLeases))
-	for _, n := range l.NonLeases {
-		rows = append(rows, []string{n.Key, n.EntityType})
-	}
-	if format == FormatCSV {
-		return writeCSV(io.Out, nonLeaseCSVColumns, rows)
-	}
-	if len(rows) == 0 {
-		fmt.Fprintf(io.ErrOut, "kcltool: no non-lease items in table %q\n", l.Table)
-		return nil
-	}
-	return writeTable(io, []string{"KEY", "ENTITY-TYPE"}, rows)
+	return newPrinter(io, format).Print(output{
+		Items: func() any {
+			out := make([]nonLeaseJSON, 0, len(l.NonLeases))
+			for _, n := range l.NonLeases {
+				out = append(out, nonLeaseJSON{LeaseKey: n.Key, EntityType: optString(n.EntityType)})
+			}
+			return out
+		},
+		Schema: "leases ls --non-leases",
+		Rows:   rows,
+		Text: func(p *Printer) error {
+			if len(l.NonLeases) == 0 {
+				p.Empty("no non-lease items in table %q", l.Table)
+				return nil
+			}
+			return p.Table([]string{"KEY", "ENTITY-TYPE"}, rows())
+		},
+	})
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

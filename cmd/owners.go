@@ -107,25 +107,28 @@ func ownersJSON(o *inspect.Owners, sampled bool) []ownerJSON {
 }
 
 func renderOwners(f *Factory, format string, o *inspect.Owners, sampled bool) error {
-	io := f.IO
-	rows := ownersJSON(o, sampled)
-	switch format {
-	case FormatJSON:
-		return writeJSONLines(io.Out, rows)
-	case FormatCSV:
-		var recs [][]string
-		for _, r := range rows {
-			recs = append(recs, []string{r.Worker, strconv.Itoa(r.Leases), strconv.Itoa(r.FairShare), strings.Join(r.Shards, ";")})
-		}
-		return writeCSV(io.Out, ownersCSVColumns, recs)
-	}
+	return newPrinter(f.IO, format).Print(output{
+		Items:  func() any { return ownersJSON(o, sampled) },
+		Schema: "leases owners",
+		Rows: func() [][]string {
+			var recs [][]string
+			for _, r := range ownersJSON(o, sampled) {
+				recs = append(recs, []string{r.Worker, strconv.Itoa(r.Leases), strconv.Itoa(r.FairShare), strings.Join(r.Shards, ";")})
+			}
+			return recs
+		},
+		Text: func(p *Printer) error { return ownersTable(p, f.Clock.Now, o, sampled) },
+	})
+}
+
+func ownersTable(p *Printer, now func() time.Time, o *inspect.Owners, sampled bool) error {
 	header := []string{"WORKER", "LEASES", "FAIR-SHARE", "BALANCE"}
 	if sampled {
 		header = append(header, "RENEWALS", "EXPIRED")
 	}
 	header = append(header, "SHARDS")
 	var recs [][]string
-	for _, r := range rows {
+	for _, r := range ownersJSON(o, sampled) {
 		// The leader is named under the table, not in the cell: a cell
 		// with a space would shift every later column for awk.
 		rec := []string{r.Worker, strconv.Itoa(r.Leases), strconv.Itoa(r.FairShare), fmt.Sprintf("%+d", r.Leases-r.FairShare)}
@@ -133,35 +136,35 @@ func renderOwners(f *Factory, format string, o *inspect.Owners, sampled bool) er
 			rec = append(rec, strconv.FormatInt(*r.Renewals, 10), strconv.Itoa(*r.Expired))
 		}
 		shards := strings.Join(r.Shards, ",")
-		if format != FormatWide && len(r.Shards) > 4 {
+		if !p.Wide() && len(r.Shards) > 4 {
 			shards = strings.Join(r.Shards[:4], ",") + fmt.Sprintf(",…(+%d)", len(r.Shards)-4)
 		}
 		recs = append(recs, append(rec, shards))
 	}
 	if len(recs) == 0 {
-		fmt.Fprintln(io.ErrOut, "kcltool: no worker holds a lease")
-	} else if err := writeTable(io, header, recs); err != nil {
+		p.Empty("no worker holds a lease")
+	} else if err := p.Table(header, recs); err != nil {
 		return err
 	}
-	st := io.Styles()
-	fmt.Fprintln(io.Out)
-	fmt.Fprintln(io.Out, st.Dim.Render(fmt.Sprintf("%s, %s, fair share %d", plural(o.Leases, "lease"), plural(len(o.Workers), "worker"), o.FairShare)))
+	st := p.Styles()
+	p.Blank()
+	p.Println(st.Dim.Render(fmt.Sprintf("%s, %s, fair share %d", plural(o.Leases, "lease"), plural(len(o.Workers), "worker"), o.FairShare)))
 	if o.Leader != "" {
-		fmt.Fprintln(io.Out, st.Dim.Render("KCL 3.x leader: "+o.Leader))
+		p.Println(st.Dim.Render("KCL 3.x leader: " + o.Leader))
 	}
 	if o.Imbalanced {
-		fmt.Fprintln(io.Out, st.Warn.Render("imbalanced: workers differ by more than one lease (KCL 2.x steals one lease per taker run, every 20s by default)"))
+		p.Println(st.Warn.Render("imbalanced: workers differ by more than one lease (KCL 2.x steals one lease per taker run, every 20s by default)"))
 	}
 	if len(o.Unassigned) > 0 {
-		fmt.Fprintln(io.Out, st.Warn.Render(fmt.Sprintf("unassigned: %s (%s)", plural(len(o.Unassigned), "lease"), strings.Join(o.Unassigned, ","))))
+		p.Println(st.Warn.Render(fmt.Sprintf("unassigned: %s (%s)", plural(len(o.Unassigned), "lease"), strings.Join(o.Unassigned, ","))))
 	}
 	if len(o.Metrics) > 0 {
-		fmt.Fprintln(io.Out)
+		p.Blank()
 		var mrecs [][]string
 		for _, m := range o.Metrics {
 			age := ""
 			if !m.LastUpdate.IsZero() {
-				age = humanDuration(f.Clock.Now().Sub(m.LastUpdate))
+				age = humanDuration(now().Sub(m.LastUpdate))
 			}
 			var cpu []string
 			for _, v := range m.CPU {
@@ -169,7 +172,7 @@ func renderOwners(f *Factory, format string, o *inspect.Owners, sampled bool) er
 			}
 			mrecs = append(mrecs, []string{m.Worker, age, strings.Join(cpu, ",")})
 		}
-		if err := writeTable(io, []string{"WORKER-METRICS", "LAST-UPDATE-AGE", "CPU"}, mrecs); err != nil {
+		if err := p.Table([]string{"WORKER-METRICS", "LAST-UPDATE-AGE", "CPU"}, mrecs); err != nil {
 			return err
 		}
 	}

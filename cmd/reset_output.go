@@ -93,38 +93,43 @@ var planCSVColumns = []string{"leaseKey", "shardId", "action", "before", "before
 // renderPlan prints a plan, with each change's result once x is given.
 func renderPlan(io *IOStreams, format string, plan *reset.Plan, x *reset.Execution) error {
 	rows := planRows(plan, x)
-	switch format {
-	case FormatJSON:
-		return writeJSONLines(io.Out, rows)
-	case FormatCSV:
-		var out [][]string
-		for _, r := range rows {
-			b, bs := positionCells(r.Before)
-			a, as := positionCells(r.After)
-			out = append(out, []string{r.LeaseKey, r.ShardID, r.Action, b, bs, a, as, r.Reason, string(r.Result), string(r.Detail), string(r.LeaseOwner), string(r.ConfirmedBy)})
-		}
-		return writeCSV(io.Out, planCSVColumns, out)
-	}
+	return newPrinter(io, format).Print(output{
+		Items:  func() any { return rows },
+		Schema: "checkpoint reset",
+		Rows: func() [][]string {
+			var out [][]string
+			for _, r := range rows {
+				b, bs := positionCells(r.Before)
+				a, as := positionCells(r.After)
+				out = append(out, []string{r.LeaseKey, r.ShardID, r.Action, b, bs, a, as, r.Reason, string(r.Result), string(r.Detail), string(r.LeaseOwner), string(r.ConfirmedBy)})
+			}
+			return out
+		},
+		Text: func(p *Printer) error { return planTable(p, rows, x != nil) },
+	})
+}
+
+func planTable(p *Printer, rows []changeJSON, executed bool) error {
 	// OWNER is in the default table too: a plan that changes held leases
 	// should show by whom before anyone adds --execute.
 	header := []string{"LEASE", "OWNER", "BEFORE", "AFTER", "ACTION", "REASON"}
-	if format == FormatWide {
+	if p.Wide() {
 		header = []string{"LEASE", "OWNER", "COUNTER", "BEFORE", "AFTER", "ACTION", "REASON"}
 	}
-	if x != nil {
+	if executed {
 		header = append(header, "RESULT")
 	}
 	var out [][]string
 	for _, r := range rows {
-		row := []string{r.LeaseKey, string(r.LeaseOwner), positionText(r.Before, io.OutTTY), positionText(r.After, io.OutTTY), r.Action, r.Reason}
-		if format == FormatWide {
+		row := []string{r.LeaseKey, string(r.LeaseOwner), positionText(r.Before, p.TTY()), positionText(r.After, p.TTY()), r.Action, r.Reason}
+		if p.Wide() {
 			counter := ""
 			if r.LeaseCounter != nil {
 				counter = strconv.FormatInt(*r.LeaseCounter, 10)
 			}
 			row = []string{r.LeaseKey, string(r.LeaseOwner), counter, row[2], row[3], row[4], row[5]}
 		}
-		if x != nil {
+		if executed {
 			res := string(r.Result)
 			if r.ConfirmedBy != "" {
 				res += " (confirmed by " + string(r.ConfirmedBy) + ")"
@@ -136,7 +141,7 @@ func renderPlan(io *IOStreams, format string, plan *reset.Plan, x *reset.Executi
 		}
 		out = append(out, row)
 	}
-	return writeTable(io, header, out)
+	return p.Table(header, out)
 }
 
 func positionCells(p *positionJSON) (string, string) {

@@ -22,8 +22,8 @@ type shardsLineageOptions struct {
 	Output string
 }
 
-// formatDot is lineage's extra output format: a Graphviz digraph.
-const formatDot = "dot"
+// lineageFormats are lineage's -o formats: a read command's and dot.
+var lineageFormats = append(append([]string{}, readFormats...), formatDot)
 
 func newShardsLineageCmd(f *Factory, use string) *cobra.Command {
 	o := &shardsLineageOptions{}
@@ -51,10 +51,8 @@ columns on every line: the tree drawing is made of no-break spaces.
   kcltool lineage --stream orders --app orders | awk '$6 == "waiting-on-parent" {print $7}'
   kcltool lineage --stream orders --app orders -o dot | dot -Tsvg > lineage.svg`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if o.Output != formatDot {
-				if err := checkOutput(o.Output); err != nil {
-					return usageErrorf("invalid --output %q: use table, wide, json, csv or dot", o.Output)
-				}
+			if err := checkOutputOf(o.Output, lineageFormats...); err != nil {
+				return err
 			}
 			if err := requireFlag("stream", o.Stream); err != nil {
 				return err
@@ -63,9 +61,7 @@ columns on every line: the tree drawing is made of no-break spaces.
 		},
 	}
 	o.register(c)
-	c.Flags().StringVarP(&o.Output, "output", "o", FormatTable, "output format: table, wide, json, csv or dot")
-	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(
-		[]string{FormatTable, FormatWide, FormatJSON, FormatCSV, formatDot}, cobra.ShellCompDirectiveNoFileComp))
+	addOutputFlagOf(c, &o.Output, "output format: table, wide, json, csv or dot", lineageFormats...)
 	c.Flags().StringVar(&o.Stream, "stream", "", "stream name")
 	return c
 }

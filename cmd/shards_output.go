@@ -65,31 +65,33 @@ func waitingText(bs []reshard.Blocker) string {
 	return strings.Join(parts, "; ")
 }
 
-func renderLineage(io *IOStreams, format string, l *inspect.Lineage) error {
-	order := l.Graph.TopoOrder()
-	switch format {
-	case FormatJSON:
-		out := make([]lineageJSON, 0, len(order))
-		for _, id := range order {
-			out = append(out, toLineageJSON(l.Nodes[id]))
-		}
-		return writeJSONLines(io.Out, out)
-	case FormatCSV:
-		var rows [][]string
-		for _, id := range order {
-			j := toLineageJSON(l.Nodes[id])
-			row := []string{j.ShardID, deref(j.ParentShardID), deref(j.AdjacentParentShardID), strings.Join(j.ChildShardIDs, ";"),
-				strconv.FormatBool(j.Open), j.StartingHashKey, j.EndingHashKey, strconv.FormatFloat(j.Share, 'f', -1, 64), "", "", ""}
-			if j.Lease != nil {
-				row[8], row[9], row[10] = deref(j.Lease.LeaseOwner), j.Lease.Checkpoint, j.Lease.State
+func renderLineage(streams *IOStreams, format string, l *inspect.Lineage) error {
+	return newPrinter(streams, format).Print(output{
+		Items: func() any {
+			order := l.Graph.TopoOrder()
+			out := make([]lineageJSON, 0, len(order))
+			for _, id := range order {
+				out = append(out, toLineageJSON(l.Nodes[id]))
 			}
-			rows = append(rows, row)
-		}
-		return writeCSV(io.Out, lineageCSVColumns, rows)
-	case formatDot:
-		return writeDot(io.Out, l)
-	}
-	return writeTree(io, l, format == FormatWide)
+			return out
+		},
+		Schema: "shards lineage",
+		Rows: func() [][]string {
+			var rows [][]string
+			for _, id := range l.Graph.TopoOrder() {
+				j := toLineageJSON(l.Nodes[id])
+				row := []string{j.ShardID, deref(j.ParentShardID), deref(j.AdjacentParentShardID), strings.Join(j.ChildShardIDs, ";"),
+					strconv.FormatBool(j.Open), j.StartingHashKey, j.EndingHashKey, strconv.FormatFloat(j.Share, 'f', -1, 64), "", "", ""}
+				if j.Lease != nil {
+					row[8], row[9], row[10] = deref(j.Lease.LeaseOwner), j.Lease.Checkpoint, j.Lease.State
+				}
+				rows = append(rows, row)
+			}
+			return rows
+		},
+		Write: map[string]func(io.Writer) error{formatDot: func(w io.Writer) error { return writeDot(w, l) }},
+		Text:  func(p *Printer) error { return writeTree(p, l) },
+	})
 }
 
 // lineageCSVColumns is the header of `shards lineage -o csv`, the same
@@ -115,8 +117,9 @@ var (
 // printed under both parents; ALSO-UNDER names the other one, and under the
 // second it is not expanded again. No cell holds a space, and a missing
 // value is "-", so every line has the same number of fields.
-func writeTree(io *IOStreams, l *inspect.Lineage, wide bool) error {
-	st := io.Styles()
+func writeTree(p *Printer, l *inspect.Lineage) error {
+	wide := p.Wide()
+	st := p.Styles()
 	header := []string{"SHARD", "SHARE", "STATUS"}
 	if l.WithLeases {
 		header = append(header, "OWNER", "CHECKPOINT", "STATE", "WAITING-ON")
@@ -140,7 +143,7 @@ func writeTree(io *IOStreams, l *inspect.Lineage, wide bool) error {
 				branch, next = treeLastBranch, treeLastIndent
 			}
 		}
-		rows = append(rows, nodeRow(prefix+branch, n, via, l.WithLeases, wide, io.OutTTY))
+		rows = append(rows, nodeRow(prefix+branch, n, via, l.WithLeases, wide, p.TTY()))
 		if expanded[id] {
 			return
 		}
@@ -158,26 +161,26 @@ func writeTree(io *IOStreams, l *inspect.Lineage, wide bool) error {
 	// Leases of shards the stream does not have are rows too, so a script
 	// sees every lease; STATE says what they are.
 	for _, o := range l.Orphans {
-		row := []string{orphanShard(o), "", "", o.Owner, shorten(o.Checkpoint.SequenceNumber, io.OutTTY), "orphan-lease", "", ""}
+		row := []string{orphanShard(o), "", "", o.Owner, p.Short(o.Checkpoint.SequenceNumber), "orphan-lease", "", ""}
 		if wide {
 			row = append(row, "", itoa(o.Checkpoint.SubSequenceNumber), o.LeaseKey)
 		}
 		rows = append(rows, row)
 	}
 	if len(rows) == 0 {
-		fmt.Fprintf(io.ErrOut, "kcltool: stream %q has no shards\n", l.Stream)
+		p.Empty("stream %q has no shards", l.Stream)
 		return nil
 	}
-	if err := writeTable(io, header, rows); err != nil {
+	if err := p.Table(header, rows); err != nil {
 		return err
 	}
 	if len(l.Orphans) > 0 {
-		fmt.Fprintln(io.Out)
-		fmt.Fprintln(io.Out, st.Warn.Render(fmt.Sprintf("orphan-lease: %s of shards the stream does not have (trimmed, or a deleted or recreated stream)",
+		p.Blank()
+		p.Println(st.Warn.Render(fmt.Sprintf("orphan-lease: %s of shards the stream does not have (trimmed, or a deleted or recreated stream)",
 			plural(len(l.Orphans), "lease"))))
 		for _, o := range l.Orphans {
 			if o.Blocking {
-				fmt.Fprintln(io.Out, st.Warn.Render(fmt.Sprintf("%s blocks %s until it is at SHARD_END or removed", o.LeaseKey, strings.Join(o.Children, ","))))
+				p.Println(st.Warn.Render(fmt.Sprintf("%s blocks %s until it is at SHARD_END or removed", o.LeaseKey, strings.Join(o.Children, ","))))
 			}
 		}
 	}

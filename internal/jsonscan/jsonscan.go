@@ -170,12 +170,39 @@ func (s *Scanner) RawString() (raw []byte, escaped bool, err error) {
 			return s.b[start:j], escaped, nil
 		case c == '\\':
 			escaped = true
-			j++
+			n := escapeLen(s.b[j+1:])
+			if n == 0 {
+				return nil, false, ErrUnhandled
+			}
+			j += n
 		case c < 0x20:
 			return nil, false, ErrUnhandled
 		}
 	}
 	return nil, false, ErrUnhandled
+}
+
+// escapeLen is the length of a valid escape after its backslash (1, or 5
+// for \uXXXX), or 0 for an invalid one: what Skip passes over must be JSON.
+func escapeLen(b []byte) int {
+	if len(b) == 0 {
+		return 0
+	}
+	switch b[0] {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		return 1
+	case 'u':
+		if len(b) < 5 {
+			return 0
+		}
+		for _, c := range b[1:5] {
+			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+				return 0
+			}
+		}
+		return 5
+	}
+	return 0
 }
 
 // plain reports whether b holds neither a backslash nor a control
@@ -207,19 +234,49 @@ func (s *Scanner) String() (string, error) {
 	return v, nil
 }
 
-// Number returns the bytes of a number.
+// Number returns the bytes of a number, or nil when what comes next is
+// not a JSON number (01, .5, +1 and 1e are not).
 func (s *Scanner) Number() []byte {
 	s.ws()
-	start := s.i
-	for s.i < len(s.b) {
-		switch c := s.b[s.i]; {
-		case c >= '0' && c <= '9', c == '-', c == '+', c == '.', c == 'e', c == 'E':
-			s.i++
-			continue
-		}
-		break
+	b, i := s.b, s.i
+	if i < len(b) && b[i] == '-' {
+		i++
 	}
-	return s.b[start:s.i]
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && '1' <= b[i] && b[i] <= '9':
+		i = digits(b, i)
+	default:
+		return nil
+	}
+	if i < len(b) && b[i] == '.' {
+		if i = digits(b, i+1); b[i-1] == '.' {
+			return nil
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		j := digits(b, i)
+		if j == i {
+			return nil
+		}
+		i = j
+	}
+	start := s.i
+	s.i = i
+	return b[start:i]
+}
+
+// digits is the index after the run of digits that starts at i.
+func digits(b []byte, i int) int {
+	for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+		i++
+	}
+	return i
 }
 
 // Int reads an integer.
