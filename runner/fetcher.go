@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
+	"github.com/kcltool/kcltool/kinesisrec"
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
 )
@@ -17,7 +18,7 @@ import (
 // page is what one GetRecords call gave, ready for the batcher: de-aggregated
 // and with the records at or below the start checkpoint dropped.
 type page struct {
-	records      []Record
+	records      []kinesisrec.Record
 	bytes        int64
 	raw          int // Kinesis records in the answer, before de-aggregation
 	millisBehind int64
@@ -40,7 +41,7 @@ type fetcher struct {
 	// the configured instant an AT_TIMESTAMP checkpoint stands for.
 	start       leasecore.SequenceNumber
 	atTimestamp time.Time
-	hashRange   HashRange
+	hashRange   leasecore.HashRange
 	clock       leasecore.Clock
 	log         *slog.Logger
 	stats       *shardStats
@@ -75,7 +76,7 @@ const (
 // tests can shorten it.
 var failingWarnEvery = 30 * time.Second
 
-func newFetcher(kin KinesisAPI, stream reshard.Stream, shardID string, start leasecore.SequenceNumber, cfg Config, hr HashRange, stats *shardStats, log *slog.Logger) *fetcher {
+func newFetcher(kin KinesisAPI, stream reshard.Stream, shardID string, start leasecore.SequenceNumber, cfg Config, hr leasecore.HashRange, stats *shardStats, log *slog.Logger) *fetcher {
 	return &fetcher{
 		kin: kin, stream: stream, shardID: shardID, maxRecords: cfg.MaxRecords,
 		start: start, atTimestamp: cfg.Initial.Timestamp, hashRange: hr,
@@ -231,13 +232,13 @@ func (f *fetcher) page(out *kinesis.GetRecordsOutput, wire []string) page {
 	if f.iterator == nil {
 		p.end, p.children = true, out.ChildShards
 	}
-	all := FromKinesis(f.shardID, out.Records)
+	all := kinesisrec.FromKinesis(f.shardID, out.Records)
 	if len(wire) == len(all) {
 		for i := range all {
-			all[i].wire64 = wire[i]
+			all[i].SetWire64(wire[i])
 		}
 	}
-	records, rep := Deaggregate(all, f.hashRange)
+	records, rep := kinesisrec.Deaggregate(all, f.hashRange)
 	for _, err := range rep.Broken {
 		f.log.Warn("broken KPL aggregate: kept the sub-records before the fault, as KCL does", "err", err)
 	}
@@ -245,7 +246,7 @@ func (f *fetcher) page(out *kinesis.GetRecordsOutput, wire []string) page {
 		f.log.Debug("dropped KPL aggregates with sub-records outside the shard's hash range", "aggregates", rep.OutOfRange)
 	}
 	if f.filtering && len(records) > 0 {
-		records = AfterCheckpoint(records, f.start)
+		records = kinesisrec.AfterCheckpoint(records, f.start)
 		// Records come in order: once one is past the checkpoint, all
 		// later ones are.
 		f.filtering = len(records) == 0

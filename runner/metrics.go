@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kcltool/kcltool/kinesisrec"
 	"github.com/kcltool/kcltool/leasecore"
 )
 
@@ -132,7 +133,7 @@ func (s *shardStats) handlerRun(res Result) {
 // batchDone counts a batch whose records have all been handled or given up
 // on. Retries are the runs beyond one per part of the batch (a bisection
 // makes two parts of one).
-func (s *shardStats) batchDone(records []Record, st ProcessStats) {
+func (s *shardStats) batchDone(records []kinesisrec.Record, st ProcessStats) {
 	var bytes int64
 	for i := range records {
 		bytes += int64(len(records[i].Data))

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
+	"github.com/kcltool/kcltool/kinesisrec"
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
 )
@@ -174,7 +175,7 @@ func (r *shardRun) waitForParents() bool {
 // handler runs.
 func (r *shardRun) read(start leasecore.SequenceNumber) error {
 	cfg := r.w.cfg
-	hr, err := NewHashRange(r.lease.StartingHashKey, r.lease.EndingHashKey)
+	hr, err := leasecore.NewHashRange(r.lease.StartingHashKey, r.lease.EndingHashKey)
 	if err != nil {
 		r.log.Warn("lease hash range unreadable; KPL aggregates are not filtered by range", "err", err)
 	}
@@ -305,7 +306,7 @@ func (r *shardRun) policy() *Policy {
 }
 
 // handle runs one batch to completion through the failure policy.
-func (r *shardRun) handle(p *Policy, records []Record, millisBehind int64) error {
+func (r *shardRun) handle(p *Policy, records []kinesisrec.Record, millisBehind int64) error {
 	cfg := r.w.cfg
 	b := Batch{
 		App: cfg.App, Stream: streamLabel(cfg.Stream), ShardID: r.shardID, WorkerID: cfg.WorkerID,
