@@ -3,13 +3,14 @@ package runner
 import (
 	"context"
 	"log/slog"
-	"math/rand/v2"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
+	"github.com/kcltool/kcltool/internal/awserr"
+	"github.com/kcltool/kcltool/internal/backoff"
 	"github.com/kcltool/kcltool/kinesisrec"
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
@@ -121,7 +122,7 @@ func (f *fetcher) next(ctx context.Context) (page, error) {
 			return f.page(out, wire), nil
 		case ctx.Err() != nil:
 			return page{}, ctx.Err()
-		case isExpiredIterator(err):
+		case awserr.ExpiredIterator(err):
 			f.log.Info("shard iterator expired; resuming after the last record received", "after", f.lastSeq)
 			f.iterator = nil
 			continue
@@ -148,9 +149,9 @@ func (f *fetcher) failed(ctx context.Context, op string, err error) error {
 	level := slog.LevelDebug
 	msg := "Kinesis call failed; retrying"
 	switch {
-	case f.lastWarn.IsZero() && (!isThrottle(err) || failingFor >= failingWarnEvery):
+	case f.lastWarn.IsZero() && (!awserr.Throttled(err) || failingFor >= failingWarnEvery):
 		level, msg = slog.LevelWarn, "reads of the shard are failing; retrying (the lease is kept)"
-		if !isTransient(err) {
+		if !awserr.RetryableRead(err) {
 			level = slog.LevelError
 		}
 		f.lastWarn = now
@@ -159,7 +160,7 @@ func (f *fetcher) failed(ctx context.Context, op string, err error) error {
 		f.lastWarn = now
 	}
 	f.log.Log(ctx, level, msg, "op", op, "attempts", f.failures, "failingFor", failingFor.Round(time.Millisecond).String(),
-		"timedOut", isTimeout(err), "err", err)
+		"timedOut", awserr.Timeout(err), "err", err)
 	if f.failures%refreshAfter == 0 {
 		f.iterator = nil
 	}
@@ -181,8 +182,7 @@ func (f *fetcher) recovered() {
 // fetchBackoff is full jitter under an exponential ceiling: shards that were
 // throttled together spread apart.
 func fetchBackoff(failures int) time.Duration {
-	ceiling := min(fetchBackoffBase<<min(failures-1, 10), fetchBackoffMax)
-	return time.Duration(rand.Int64N(int64(ceiling))) + minCallSpacing
+	return backoff.Policy{Base: fetchBackoffBase, Max: fetchBackoffMax, Min: minCallSpacing}.Delay(failures-1, nil)
 }
 
 // newIterator positions the reader: after the last record received, or else

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kcltool/kcltool/internal/awserr"
 	"github.com/kcltool/kcltool/kinesisrec"
 	"github.com/kcltool/kcltool/leasecore"
 )
@@ -79,7 +80,7 @@ func (s *shardStats) release() { s.held.Store(false) }
 
 func (s *shardStats) getRecordsCall(err error) {
 	s.getRecords.Add(1)
-	if err != nil && isThrottle(err) {
+	if err != nil && awserr.Throttled(err) {
 		s.throttled.Add(1)
 	}
 	if cw := s.m.cw.Load(); cw != nil {
@@ -97,7 +98,7 @@ func (s *shardStats) getRecordsCall(err error) {
 // reads started failing.
 func (s *shardStats) readFailed(err error, since time.Time) {
 	s.readFailures.Add(1)
-	if isTimeout(err) {
+	if awserr.Timeout(err) {
 		s.readTimeouts.Add(1)
 	}
 	s.failingSince.Store(since.UnixNano())
