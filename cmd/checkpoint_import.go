@@ -6,9 +6,9 @@ import (
 	"os"
 	"time"
 
-	"github.com/aws/smithy-go"
 	"github.com/spf13/cobra"
 
+	"github.com/kcltool/kcltool/internal/awserr"
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reset"
 )
@@ -191,7 +191,4 @@ func importTableMissing(f *Factory, table string, dest appFlags, other bool) err
 
 // tableNotFound reports a DynamoDB ResourceNotFoundException: the table does
 // not exist (in this region and account).
-func tableNotFound(err error) bool {
-	var ae smithy.APIError
-	return errors.As(err, &ae) && ae.ErrorCode() == "ResourceNotFoundException"
-}
+func tableNotFound(err error) bool { return awserr.NotFound(err) }

@@ -12,6 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials/ec2rolecreds"
 	"github.com/aws/aws-sdk-go-v2/credentials/ssocreds"
 	"github.com/aws/smithy-go"
+
+	"github.com/kcltool/kcltool/internal/awserr"
 )
 
 // The SDK reports a credential failure as text wrapped in text ("operation
@@ -144,7 +146,7 @@ func explainCredentialFailure(err error) error {
 		// without a refresh token, or refused by SSO, logging in again is
 		// the fix; only a role the user may not assume is something else.
 		var ae smithy.APIError
-		if errors.As(err, &ae) && ae.ErrorCode() == "ForbiddenException" {
+		if errors.As(err, &ae) && awserr.Is(err, "ForbiddenException") {
 			return &explainedError{Raw: err, Msg: fmt.Sprintf(
 				"AWS SSO refused the role of profile %q (%s): check sso_account_id and sso_role_name, or pick another profile with --profile",
 				profile, ae.ErrorMessage())}
@@ -163,12 +165,7 @@ func explainCredentialFailure(err error) error {
 // explainExpiredToken handles credentials the SDK had but AWS refused as
 // expired: temporary keys left in the environment or a profile.
 func explainExpiredToken(err error) error {
-	var ae smithy.APIError
-	if !errors.As(err, &ae) {
-		return err
-	}
-	switch ae.ErrorCode() {
-	case "ExpiredTokenException", "ExpiredToken", "RequestExpired":
+	if awserr.ExpiredCredentials(err) {
 		return &explainedError{Raw: err, Msg: "the AWS credentials have expired: get new ones (aws sso login --profile P, or a new AWS_SESSION_TOKEN), or pick others with --profile"}
 	}
 	return err

@@ -10,6 +10,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/smithy-go"
+
+	"github.com/kcltool/kcltool/internal/awserr"
 )
 
 // Exit codes, documented in `kcltool help exit-codes`.
@@ -108,8 +110,8 @@ func explainAWS(err error, c awsContext) error {
 	service, op := oe.ServiceID, oe.OperationName
 	var ae smithy.APIError
 	if errors.As(err, &ae) {
-		switch ae.ErrorCode() {
-		case "ResourceNotFoundException":
+		switch {
+		case awserr.NotFound(err):
 			if service == "DynamoDB" && c.Table != "" {
 				return &HintError{
 					Err:   fmt.Errorf("lease table %q not found in %s (is --app the KCL application name?)", c.Table, c.Region),
@@ -119,7 +121,7 @@ func explainAWS(err error, c awsContext) error {
 			if service == "Kinesis" && c.Stream != "" {
 				return fmt.Errorf("stream %q not found in %s (check --stream and --region)", c.Stream, c.Region)
 			}
-		case "AccessDeniedException", "AccessDenied", "UnauthorizedOperation", "UnrecognizedClientException", "InvalidSignatureException":
+		case awserr.AccessDenied(err), awserr.BadCredentials(err):
 			// IAM prefixes are the service id in lower case: dynamodb, kinesis, cloudwatch.
 			action := strings.ToLower(strings.ReplaceAll(service, " ", "")) + ":" + op
 			what := ""

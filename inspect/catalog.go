@@ -11,8 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
-	"github.com/aws/smithy-go"
 
+	"github.com/kcltool/kcltool/internal/awserr"
 	"github.com/kcltool/kcltool/leasecore"
 )
 
@@ -107,15 +107,7 @@ func IsLeaseTableKey(ks []types.KeySchemaElement) bool {
 }
 
 func skippableDescribeError(err error) bool {
-	var ae smithy.APIError
-	if !errors.As(err, &ae) {
-		return false
-	}
-	switch ae.ErrorCode() {
-	case "ResourceNotFoundException", "AccessDeniedException":
-		return true
-	}
-	return false
+	return awserr.NotFound(err) || awserr.AccessDenied(err)
 }
 
 func tableNames(ctx context.Context, api TableCatalogAPI, opt CatalogOptions) ([]string, error) {

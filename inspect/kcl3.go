@@ -2,7 +2,6 @@ package inspect
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/kcltool/kcltool/internal/awserr"
 	"github.com/kcltool/kcltool/leasecore"
 )
 
@@ -100,8 +100,7 @@ func (d *Doctor) scanLegacy(ctx context.Context, table, keyAttr string) ([]lease
 		// no such table, and the request only finds that out.
 		d.meter.note(func(c *ReadCost) { c.LegacyScans++ })
 		page, err := d.table.api.Scan(ctx, in)
-		var nf *ddbtypes.ResourceNotFoundException
-		if errors.As(err, &nf) {
+		if awserr.NotFound(err) {
 			return nil, nil
 		}
 		if out == nil {

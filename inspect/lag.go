@@ -11,8 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
-	"github.com/aws/smithy-go"
 
+	"github.com/kcltool/kcltool/internal/awserr"
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
 )
@@ -327,14 +327,7 @@ func probe(ctx context.Context, kin StreamAPI, r *LagRow, clock leasecore.Clock)
 
 // isStaleCheckpoint recognises a sequence number the shard does not know.
 func isStaleCheckpoint(err error) bool {
-	var ae smithy.APIError
-	if errors.As(err, &ae) {
-		switch ae.ErrorCode() {
-		case "InvalidArgumentException", "ResourceNotFoundException":
-			return true
-		}
-	}
-	return false
+	return awserr.BadSequence(err) || awserr.NotFound(err)
 }
 
 func finishState(r *LagRow) {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/kcltool/kcltool/internal/awserr"
 )
 
 // ErrCheckpointBehind refuses a checkpoint lower than the lease's current
@@ -75,7 +77,7 @@ func (c *Coordinator) CheckpointTenure(ctx context.Context, key string, tenure u
 			c.drop(hl, LeaseLost, err)
 			return err
 		}
-		if !isThrottle(err) && !rejected(err) {
+		if !awserr.Throttled(err) && !awserr.Rejected(err) {
 			// Maybe applied: the next write's condition failure and read
 			// will tell, even if this call gives up now.
 			hl.unresolved(sent, err)
@@ -83,7 +85,7 @@ func (c *Coordinator) CheckpointTenure(ctx context.Context, key string, tenure u
 				hl.unknownCheckpoints = append(hl.unknownCheckpoints, cp)
 			}
 		}
-		if ctx.Err() != nil || rejected(err) {
+		if ctx.Err() != nil || awserr.Rejected(err) {
 			return err // throttles, server faults and network errors are worth another try
 		}
 		c.stats.retries.Add(1)

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/kcltool/kcltool/internal/awserr"
 )
 
 // Options are the coordinator's optional hooks.
@@ -97,7 +99,7 @@ func (hl *heldLease) applied(l Lease, sent time.Time) {
 // unresolved notes a write sent at sent that failed without a definite
 // answer. A throttle is definite: nothing was written.
 func (hl *heldLease) unresolved(sent time.Time, err error) {
-	if hl.unknownSince.IsZero() && !isThrottle(err) && !rejected(err) {
+	if hl.unknownSince.IsZero() && !awserr.Throttled(err) && !awserr.Rejected(err) {
 		hl.unknownSince = sent
 	}
 }
@@ -361,7 +363,7 @@ func (c *Coordinator) releaseOne(ctx context.Context, hl *heldLease) error {
 		case errors.Is(err, ErrLeaseLost):
 			c.drop(hl, LeaseLost, err)
 			return nil
-		case ctx.Err() != nil || !Transient(err) || attempt > 8:
+		case ctx.Err() != nil || !awserr.Transient(err) || attempt > 8:
 			return err
 		}
 		c.stats.retries.Add(1)

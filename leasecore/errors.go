@@ -1,16 +1,8 @@
 package leasecore
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"strings"
-	"syscall"
-
-	"github.com/aws/smithy-go"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
 
 // ErrLeaseLost means this worker no longer holds a lease: a counter- or
@@ -76,36 +68,6 @@ func (e *KCL3TableError) Error() string {
 // Is makes errors.Is(err, ErrKCL3Table) hold.
 func (e *KCL3TableError) Is(target error) bool { return target == ErrKCL3Table }
 
-// errorCode returns the AWS error code of err, or "".
-func errorCode(err error) string {
-	var ae smithy.APIError
-	if errors.As(err, &ae) {
-		return ae.ErrorCode()
-	}
-	return ""
-}
-
-// IsConditionFailed reports a DynamoDB ConditionalCheckFailedException: the
-// item was not in the state the write was conditioned on.
-func IsConditionFailed(err error) bool {
-	return errorCode(err) == "ConditionalCheckFailedException"
-}
-
-// isThrottle reports throttling (as opposed to other retryable faults), so
-// that throttles can be counted on their own.
-func isThrottle(err error) bool {
-	switch errorCode(err) {
-	case "ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded":
-		return true
-	}
-	return false
-}
-
-// isNotFound reports ResourceNotFoundException (no such table).
-func isNotFound(err error) bool {
-	return errorCode(err) == "ResourceNotFoundException"
-}
-
 // UnresolvedError says a conditional write failed its condition and the
 // read that should have told why failed too: the lease's state is unknown,
 // not lost. The caller tries again; only a read that shows another owner or
@@ -132,38 +94,4 @@ type OwnWriteError struct {
 
 func (e *OwnWriteError) Error() string {
 	return fmt.Sprintf("lease %s: leaseCounter is %d after an earlier write of this worker whose answer was lost", e.Current.LeaseKey, e.Current.LeaseCounter)
-}
-
-// Transient reports an error worth another attempt of the same call:
-// throttling, a server fault, a broken or refused connection, or a call cut
-// off by its own deadline (the caller checks its parent context first).
-func Transient(err error) bool {
-	if err == nil {
-		return false
-	}
-	if Retryable(err) {
-		return true
-	}
-	if errorCode(err) != "" {
-		return false // a definite answer from the service
-	}
-	var ne net.Error
-	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) || errors.Is(err, io.EOF) ||
-		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) ||
-		strings.Contains(err.Error(), "connection reset") || strings.Contains(err.Error(), "EOF")
-}
-
-// rejected reports a definite refusal: the service answered with a client
-// error other than throttling (validation, access, a missing table), so the
-// write was not applied and sending it again will not help. A server fault,
-// a throttle, a broken connection or a timeout is not a refusal.
-func rejected(err error) bool {
-	if errorCode(err) == "" || Retryable(err) {
-		return false
-	}
-	var re *smithyhttp.ResponseError
-	if errors.As(err, &re) {
-		return re.HTTPStatusCode() >= 400 && re.HTTPStatusCode() < 500
-	}
-	return true
 }

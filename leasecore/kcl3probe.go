@@ -7,6 +7,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/kcltool/kcltool/internal/awserr"
 )
 
 // KCL3ProbeAPI is what ProbeKCL3 calls.
@@ -49,7 +51,7 @@ func ProbeKCL3(ctx context.Context, api KCL3ProbeAPI, table, app string) error {
 	for _, name := range names {
 		for _, suffix := range []string{kcl3CoordinatorSuffix, kcl3WorkerMetricsSuffix} {
 			other, err := describe(ctx, api, name+suffix)
-			if err != nil && errorCode(err) != "AccessDeniedException" {
+			if err != nil && !awserr.AccessDenied(err) {
 				return err
 			}
 			if other != nil {

@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/kcltool/kcltool/internal/awserr"
 )
 
 // The single-item DynamoDB calls of the lease protocol, one interface each,
@@ -56,7 +58,7 @@ func CreateLease(ctx context.Context, api PutItemAPI, table string, l Lease) (cr
 		ConditionExpression:      aws.String("attribute_not_exists(#leaseKey)"),
 		ExpressionAttributeNames: map[string]string{"#leaseKey": AttrLeaseKey},
 	})
-	if IsConditionFailed(err) {
+	if awserr.ConditionFailed(err) {
 		return false, nil
 	}
 	if err != nil {
@@ -101,7 +103,7 @@ func RenewLease(ctx context.Context, api LeaseUpdateAPI, table string, l Lease, 
 	if err == nil {
 		return next, nil
 	}
-	if !IsConditionFailed(err) {
+	if !awserr.ConditionFailed(err) {
 		return l, fmt.Errorf("renew lease %s: %w", l.LeaseKey, err)
 	}
 	cur, ok, gerr := GetLease(ctx, api, table, l.LeaseKey, true)
@@ -140,7 +142,7 @@ func TakeLease(ctx context.Context, api LeaseUpdateAPI, table string, l Lease, w
 		}
 		return fromAttributes(out, next), true, nil
 	}
-	if !IsConditionFailed(err) {
+	if !awserr.ConditionFailed(err) {
 		return l, false, fmt.Errorf("take lease %s: %w", l.LeaseKey, err)
 	}
 	cur, found, gerr := GetLease(ctx, api, table, l.LeaseKey, true)
@@ -200,7 +202,7 @@ func checkpointLease(ctx context.Context, api LeaseUpdateAPI, table string, l Le
 		next.PendingCheckpoint, next.PendingCheckpointState = nil, nil
 		return fromAttributes(out, next), nil
 	}
-	if !IsConditionFailed(err) {
+	if !awserr.ConditionFailed(err) {
 		return l, fmt.Errorf("checkpoint lease %s: %w", l.LeaseKey, err)
 	}
 	cur, ok, gerr := GetLease(ctx, api, table, l.LeaseKey, true)
@@ -236,7 +238,7 @@ func ReleaseLease(ctx context.Context, api UpdateItemAPI, table string, l Lease,
 	u.setN(AttrLeaseCounter, valNextCounter, l.LeaseCounter+1)
 	u.remove = append(u.remove, u.n(AttrLeaseOwner))
 	out, err := updateItem(ctx, api, table, l.LeaseKey, u, types.ReturnValueAllNew)
-	if IsConditionFailed(err) {
+	if awserr.ConditionFailed(err) {
 		return l, &LeaseLostError{LeaseKey: l.LeaseKey, Op: "release", Reason: "owner or leaseCounter changed"}
 	}
 	if err != nil {
@@ -264,7 +266,7 @@ func SetChildShardIDs(ctx context.Context, api UpdateItemAPI, table, key string,
 	u.onlyLeaseItems()
 	u.set = append(u.set, u.n(AttrChildShardIDs)+" = "+u.v(valChildren, &types.AttributeValueMemberSS{Value: children}))
 	_, err := updateItem(ctx, api, table, key, u, types.ReturnValueNone)
-	if IsConditionFailed(err) {
+	if awserr.ConditionFailed(err) {
 		return fmt.Errorf("write childShardIds on %s: %w", key, ErrLeaseNotFound)
 	}
 	if err != nil {
@@ -294,7 +296,7 @@ func DeleteFinishedLease(ctx context.Context, api DeleteItemAPI, table, key stri
 	u := newUpdate()
 	u.conds = append(u.conds, u.n(AttrCheckpoint)+" = "+u.v(valShardEnd, &types.AttributeValueMemberS{Value: SHARD_END}))
 	deleted, err = deleteItem(ctx, api, table, key, u)
-	if IsConditionFailed(err) {
+	if awserr.ConditionFailed(err) {
 		return false, nil
 	}
 	return deleted, err

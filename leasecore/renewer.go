@@ -3,9 +3,10 @@ package leasecore
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/kcltool/kcltool/internal/backoff"
 )
 
 // renewLoop renews every held lease once per RenewInterval at a fixed rate
@@ -106,7 +107,6 @@ func (c *Coordinator) renewOne(ctx context.Context, hl *heldLease, roundEnd time
 // it, so several retries fit in one renewal round (3.3s at the defaults,
 // 100ms-830ms waits) however short the failover time is configured.
 func (c *Coordinator) retryBackoff(attempt int) time.Duration {
-	ceiling := min(c.cfg.RenewInterval/32<<min(attempt-1, 3), c.cfg.RenewInterval/4)
-	ceiling = max(ceiling, time.Millisecond)
-	return time.Duration(rand.Int64N(int64(ceiling))) + time.Millisecond
+	ri := c.cfg.RenewInterval
+	return backoff.Policy{Base: ri / 32, Max: max(ri/4, time.Millisecond), Min: time.Millisecond}.Delay(attempt-1, nil)
 }

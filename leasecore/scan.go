@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sort"
 	"sync"
 	"time"
@@ -12,7 +11,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/smithy-go"
+
+	"github.com/kcltool/kcltool/internal/awserr"
+	"github.com/kcltool/kcltool/internal/backoff"
 )
 
 // ScanAPI is the part of the DynamoDB client a lease-table scan uses.
@@ -126,7 +127,7 @@ func scanSegment(ctx context.Context, api ScanAPI, table string, seg, total int,
 		if err != nil {
 			// A page cut off by its own deadline, or by a broken
 			// connection, is retried like a throttled one: it is a read.
-			if ctx.Err() != nil || !Transient(err) || attempt >= opt.MaxRetries {
+			if ctx.Err() != nil || !awserr.Transient(err) || attempt >= opt.MaxRetries {
 				return res, err
 			}
 			attempt++
@@ -164,27 +165,11 @@ func (r *ScanResult) add(item map[string]types.AttributeValue) {
 	r.Leases = append(r.Leases, l)
 }
 
-// Retryable reports whether a DynamoDB error is throttling or a transient
-// server fault that is safe to retry for a read.
-func Retryable(err error) bool {
-	var ae smithy.APIError
-	if !errors.As(err, &ae) {
-		return false
-	}
-	switch ae.ErrorCode() {
-	case "ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded",
-		"InternalServerError", "ServiceUnavailable", "LimitExceededException":
-		return true
-	}
-	return false
-}
-
 // Backoff is exponential backoff with full jitter: a random wait in
 // [0, min(5s, 50ms·2^attempt)), which spreads retries of many workers apart.
-func Backoff(attempt int) time.Duration {
-	ceiling := min(50*time.Millisecond<<min(attempt, 10), 5*time.Second)
-	return time.Duration(rand.Int64N(int64(ceiling)) + 1)
-}
+func Backoff(attempt int) time.Duration { return scanBackoff.Delay(attempt, nil) }
+
+var scanBackoff = backoff.Policy{Base: 50 * time.Millisecond, Max: 5 * time.Second, Min: 1, Jitter: backoff.Full}
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/kcltool/kcltool/internal/awserr"
 	"github.com/kcltool/kcltool/internal/emulator"
 )
 
@@ -118,7 +119,7 @@ func TestScanGivesUpAfterMaxRetries(t *testing.T) {
 	})
 	_, err := ScanTable(context.Background(), throttled, table, ScanOptions{MaxRetries: 3,
 		Sleep: func(context.Context, time.Duration) error { return nil }})
-	if err == nil || !Retryable(err) {
+	if err == nil || !awserr.Retryable(err) {
 		t.Fatalf("want the throttling error, got %v", err)
 	}
 	if got := proxy.Injected.Load(); got != 4 {

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/kcltool/kcltool/internal/awserr"
 )
 
 // CoordinatorAPI is the DynamoDB client the coordinator needs: the taker's
@@ -62,7 +64,7 @@ type meteredAPI struct {
 func noSDKRetries(o *dynamodb.Options) { o.RetryMaxAttempts = 1 }
 
 func (m meteredAPI) note(err error) {
-	if isThrottle(err) {
+	if awserr.Throttled(err) {
 		m.c.throttled.Add(1)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/kcltool/kcltool/internal/awserr"
 )
 
 // The table-level calls, with the SDK's signatures.
@@ -70,7 +72,7 @@ func ensureTable(ctx context.Context, api TableAPI, table string, create bool, c
 		})
 		// ResourceInUse: another worker created it first, as several
 		// workers started together with --create-table will.
-		if err != nil && errorCode(err) != "ResourceInUseException" {
+		if err != nil && !awserr.Is(err, "ResourceInUseException") {
 			return fmt.Errorf("create lease table %q: %w", table, err)
 		}
 	} else if err := checkLeaseTableShape(table, desc); err != nil {
@@ -82,7 +84,7 @@ func ensureTable(ctx context.Context, api TableAPI, table string, create bool, c
 // describe returns nil (and no error) when the table does not exist.
 func describe(ctx context.Context, api DescribeTableAPI, table string) (*types.TableDescription, error) {
 	out, err := api.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
-	if isNotFound(err) {
+	if awserr.NotFound(err) {
 		return nil, nil
 	}
 	if err != nil {
@@ -152,7 +154,7 @@ func CheckNotKCL3(ctx context.Context, api KCL3CheckAPI, table string) error {
 	}
 	for _, suffix := range []string{kcl3CoordinatorSuffix, kcl3WorkerMetricsSuffix} {
 		other, err := describe(ctx, api, table+suffix)
-		if err != nil && errorCode(err) != "AccessDeniedException" {
+		if err != nil && !awserr.AccessDenied(err) {
 			return err
 		}
 		if other != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/kcltool/kcltool/internal/awserr"
 )
 
 // takerLoop runs the taker at once and then whenever runTaker says, or when
@@ -190,7 +192,7 @@ func (c *Coordinator) takeOne(ctx context.Context, l Lease, steal bool) bool {
 			c.gain(taken, sent)
 			return true
 		}
-		if ctx.Err() != nil || (errorCode(err) != "" && !Retryable(err)) {
+		if ctx.Err() != nil || (awserr.Code(err) != "" && !awserr.Retryable(err)) {
 			c.log.Warn("could not take lease", "lease", l.LeaseKey, "err", err)
 			return false
 		}

@@ -9,9 +9,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
+	"github.com/kcltool/kcltool/kinesisrec"
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
-	"github.com/kcltool/kcltool/runner"
 )
 
 // resolution is the checkpoint a shard gets, and why.
@@ -133,7 +133,7 @@ func (r *timeResolver) findAll(ctx context.Context, ids []string) (map[string]bo
 // below the checkpoint's sub-sequence number.
 func checkpointAt(shard string, rec types.Record) leasecore.SequenceNumber {
 	cp := leasecore.SequenceNumber{SequenceNumber: aws.ToString(rec.SequenceNumber)}
-	subs, _ := runner.Deaggregate(runner.FromKinesis(shard, []types.Record{rec}), runner.HashRange{})
+	subs, _ := kinesisrec.Deaggregate(kinesisrec.FromKinesis(shard, []types.Record{rec}), leasecore.HashRange{})
 	if n := len(subs); n > 0 {
 		cp.SubSequenceNumber = subs[n-1].SubSequenceNumber
 	}

@@ -8,8 +8,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
-	"github.com/aws/smithy-go"
 
+	"github.com/kcltool/kcltool/internal/awserr"
 	"github.com/kcltool/kcltool/leasecore"
 )
 
@@ -74,12 +74,5 @@ func checkSequenceInShard(ctx context.Context, kin StreamAPI, stream, shard, seq
 }
 
 func isBadSequence(err error) bool {
-	var ae smithy.APIError
-	if errors.As(err, &ae) {
-		switch ae.ErrorCode() {
-		case "InvalidArgumentException", "ResourceNotFoundException":
-			return true
-		}
-	}
-	return false
+	return awserr.BadSequence(err) || awserr.NotFound(err)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/kcltool/kcltool/internal/awserr"
 	"github.com/kcltool/kcltool/leasecore"
 )
 
@@ -175,7 +176,7 @@ func writeError(err error, op, key string) error {
 	switch {
 	case err == nil:
 		return nil
-	case leasecore.IsConditionFailed(err):
+	case awserr.ConditionFailed(err):
 		return errChanged
 	}
 	return fmt.Errorf("%s %s: %w", op, key, err)

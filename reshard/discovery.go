@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
-	"github.com/kcltool/kcltool/leasecore"
+	"github.com/kcltool/kcltool/internal/awserr"
 )
 
 // KinesisAPI is the part of the Kinesis client shard discovery uses.
@@ -56,7 +56,7 @@ func ListShards(ctx context.Context, api KinesisAPI, s Stream, opt ListOptions) 
 	}
 	for restarts := 0; ; restarts++ {
 		shards, err := listAllPages(ctx, api, s, opt)
-		if err != nil && isErrorCode(err, "ExpiredNextTokenException") && restarts < 2 {
+		if err != nil && awserr.Is(err, "ExpiredNextTokenException") && restarts < 2 {
 			continue
 		}
 		return shards, err
@@ -76,7 +76,7 @@ func listAllPages(ctx context.Context, api KinesisAPI, s Stream, opt ListOptions
 	// A page cut off by its request deadline or a broken connection is
 	// retried like a throttled one: ListShards only reads.
 	retryable := func(err error) bool {
-		return kinesisRetryable(err) || (ctx.Err() == nil && leasecore.Transient(err))
+		return awserr.Retryable(err) || (ctx.Err() == nil && awserr.Transient(err))
 	}
 	var shards []types.Shard
 	for {

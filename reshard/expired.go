@@ -7,6 +7,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/kcltool/kcltool/internal/awserr"
 	"github.com/kcltool/kcltool/leasecore"
 )
 
@@ -29,7 +31,7 @@ const (
 // it is no claim on the lease, so it must not make its holder think it lost
 // it.
 func MarkExpired(ctx context.Context, api UpdateItemAPI, t Table, key, attr, value string) error {
-	return t.Retry.do(ctx, "UpdateItem", leasecore.Retryable, func() error {
+	return t.Retry.do(ctx, "UpdateItem", awserr.Retryable, func() error {
 		_, err := api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName:                aws.String(t.Name),
 			Key:                      map[string]types.AttributeValue{leasecore.AttrLeaseKey: &types.AttributeValueMemberS{Value: key}},
@@ -40,7 +42,7 @@ func MarkExpired(ctx context.Context, api UpdateItemAPI, t Table, key, attr, val
 				":v": &types.AttributeValueMemberS{Value: value},
 			},
 		})
-		if leasecore.IsConditionFailed(err) {
+		if awserr.ConditionFailed(err) {
 			return fmt.Errorf("mark %s on %s: %w", attr, key, leasecore.ErrLeaseNotFound)
 		}
 		if err != nil {

@@ -9,6 +9,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
+	"github.com/kcltool/kcltool/leasecore"
 )
 
 // Node is one shard of the lineage graph.
@@ -21,7 +23,7 @@ type Node struct {
 	AdjacentParentShardID string
 	// ChildShardIDs is derived from the children's parent fields, sorted.
 	ChildShardIDs          []string
-	HashRange              HashRange
+	HashRange              leasecore.HashRange
 	StartingSequenceNumber string
 	// Open means Kinesis reports no EndingSequenceNumber. The ending number of
 	// a closed shard is never compared with checkpoints: some implementations
@@ -78,7 +80,7 @@ func NewGraph(shards []types.Shard) (*Graph, error) {
 		if s.HashKeyRange == nil {
 			return nil, fmt.Errorf("shard %s has no HashKeyRange", id)
 		}
-		hr, err := ParseHashRange(aws.ToString(s.HashKeyRange.StartingHashKey), aws.ToString(s.HashKeyRange.EndingHashKey))
+		hr, err := leasecore.ParseHashRange(aws.ToString(s.HashKeyRange.StartingHashKey), aws.ToString(s.HashKeyRange.EndingHashKey))
 		if err != nil {
 			return nil, fmt.Errorf("shard %s: %w", id, err)
 		}

@@ -9,11 +9,13 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
+	"github.com/kcltool/kcltool/leasecore"
 )
 
 // part returns the k-th to (k+n-1)-th eighth of the hash key space.
 func part(k, n int) (string, string) {
-	eighth := new(big.Int).Rsh(keySpace, 3)
+	eighth := new(big.Int).Rsh(leasecore.KeySpace, 3)
 	start := new(big.Int).Mul(eighth, big.NewInt(int64(k)))
 	end := new(big.Int).Mul(eighth, big.NewInt(int64(k+n)))
 	end.Sub(end, big.NewInt(1))

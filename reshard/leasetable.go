@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/kcltool/kcltool/internal/awserr"
 	"github.com/kcltool/kcltool/leasecore"
 )
 
@@ -43,7 +44,7 @@ type Table struct {
 func getLease(ctx context.Context, api GetItemAPI, t Table, key string) (*leasecore.Lease, error) {
 	var l leasecore.Lease
 	var found bool
-	err := t.Retry.do(ctx, "GetItem", leasecore.Retryable, func() (err error) {
+	err := t.Retry.do(ctx, "GetItem", awserr.Retryable, func() (err error) {
 		l, found, err = leasecore.GetLease(ctx, api, t.Name, key, true)
 		return err
 	})
@@ -54,7 +55,7 @@ func getLease(ctx context.Context, api GetItemAPI, t Table, key string) (*leasec
 }
 
 func createLease(ctx context.Context, api PutItemAPI, t Table, l leasecore.Lease) (created bool, err error) {
-	err = t.Retry.do(ctx, "PutItem", leasecore.Retryable, func() (err error) {
+	err = t.Retry.do(ctx, "PutItem", awserr.Retryable, func() (err error) {
 		created, err = leasecore.CreateLease(ctx, api, t.Name, l)
 		return err
 	})
@@ -62,13 +63,13 @@ func createLease(ctx context.Context, api PutItemAPI, t Table, l leasecore.Lease
 }
 
 func setChildShardIDs(ctx context.Context, api UpdateItemAPI, t Table, key string, children []string) error {
-	return t.Retry.do(ctx, "UpdateItem", leasecore.Retryable, func() error {
+	return t.Retry.do(ctx, "UpdateItem", awserr.Retryable, func() error {
 		return leasecore.SetChildShardIDs(ctx, api, t.Name, key, children)
 	})
 }
 
 func deleteFinishedLease(ctx context.Context, api DeleteItemAPI, t Table, key string) (deleted bool, err error) {
-	err = t.Retry.do(ctx, "DeleteItem", leasecore.Retryable, func() (err error) {
+	err = t.Retry.do(ctx, "DeleteItem", awserr.Retryable, func() (err error) {
 		deleted, err = leasecore.DeleteFinishedLease(ctx, api, t.Name, key)
 		return err
 	})

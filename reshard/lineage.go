@@ -1,6 +1,10 @@
 package reshard
 
-import "sort"
+import (
+	"sort"
+
+	"github.com/kcltool/kcltool/leasecore"
+)
 
 // Roots returns the shards none of whose parents is listed, in TopoOrder.
 // Kinesis lists a closed shard until its last record is past retention, so a
@@ -91,7 +95,7 @@ func (g *Graph) Inconsistent() []string {
 // CheckTiling reports whether the given shards cover the hash key space
 // exactly once, without holes or overlaps.
 func (g *Graph) CheckTiling(shardIDs []string) error {
-	ranges := make(map[string]HashRange, len(shardIDs))
+	ranges := make(map[string]leasecore.HashRange, len(shardIDs))
 	for _, id := range shardIDs {
 		if n, ok := g.nodes[id]; ok {
 			ranges[id] = n.HashRange

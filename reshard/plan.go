@@ -145,7 +145,7 @@ func NewLease(g *Graph, s Stream, shardID, checkpoint string) (leasecore.Lease, 
 	return newLease(s, shardID, checkpoint, n.ParentShardIDs(), n.HashRange), true
 }
 
-func newLease(s Stream, shardID, checkpoint string, parents []string, hr HashRange) leasecore.Lease {
+func newLease(s Stream, shardID, checkpoint string, parents []string, hr leasecore.HashRange) leasecore.Lease {
 	l := leasecore.Lease{
 		LeaseKey:       s.LeaseKey(shardID),
 		Checkpoint:     leasecore.SequenceNumber{SequenceNumber: checkpoint},

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/aws/smithy-go"
 	"github.com/kcltool/kcltool/leasecore"
 )
 
@@ -53,26 +52,4 @@ func (r Retry) do(ctx context.Context, op string, retryable func(error) bool, ca
 			return errors.Join(err, serr)
 		}
 	}
-}
-
-// kinesisRetryable reports whether a Kinesis error is throttling or a
-// transient server fault. LimitExceededException is what ListShards returns
-// past its 100 calls/s per stream.
-func kinesisRetryable(err error) bool {
-	var ae smithy.APIError
-	if !errors.As(err, &ae) {
-		return false
-	}
-	switch ae.ErrorCode() {
-	case "LimitExceededException", "ProvisionedThroughputExceededException", "ThrottlingException",
-		"KMSThrottlingException", "InternalFailure", "InternalFailureException", "ServiceUnavailable",
-		"ServiceUnavailableException":
-		return true
-	}
-	return false
-}
-
-func isErrorCode(err error, code string) bool {
-	var ae smithy.APIError
-	return errors.As(err, &ae) && ae.ErrorCode() == code
 }

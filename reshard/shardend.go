@@ -102,7 +102,7 @@ func OnShardEnd(ctx context.Context, api ShardEndAPI, t Table, parent leasecore.
 			return res, fmt.Errorf("shard end of %s: %w", parent.LeaseKey, err)
 		}
 		if existing == nil {
-			hr, err := ParseHashRange(aws.ToString(c.HashKeyRange.StartingHashKey), aws.ToString(c.HashKeyRange.EndingHashKey))
+			hr, err := leasecore.ParseHashRange(aws.ToString(c.HashKeyRange.StartingHashKey), aws.ToString(c.HashKeyRange.EndingHashKey))
 			if err != nil {
 				return res, fmt.Errorf("shard end of %s: child %s: %w", parent.LeaseKey, id, err)
 			}

@@ -1,6 +1,10 @@
 package runner
 
-import "time"
+import (
+	"time"
+
+	"github.com/kcltool/kcltool/internal/backoff"
+)
 
 // Backoff spaces the retries of a failing batch: exponential, capped, with
 // jitter.
@@ -26,11 +30,5 @@ func (b Backoff) Delay(failures int, rnd func() float64) time.Duration {
 	if ceiling <= 0 {
 		ceiling = 30 * time.Second
 	}
-	d := min(initial, ceiling)
-	for i := 1; i < failures && d < ceiling; i++ {
-		d *= 2
-	}
-	d = min(d, ceiling)
-	half := d / 2
-	return half + time.Duration(rnd()*float64(d-half))
+	return backoff.Policy{Base: initial, Max: ceiling, Jitter: backoff.Equal}.Delay(failures-1, rnd)
 }

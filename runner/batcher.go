@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
+	"github.com/kcltool/kcltool/kinesisrec"
 )
 
 // batcher shapes the records of one shard into handler batches: at most
@@ -15,7 +17,7 @@ type batcher struct {
 	size   int
 	window time.Duration
 
-	pending      []Record
+	pending      []kinesisrec.Record
 	since        time.Time // when the oldest pending record came
 	millisBehind int64     // of the page the newest pending record came with
 	end          bool      // the shard's last page has been added
@@ -40,7 +42,7 @@ func (b *batcher) add(p page, now time.Time) {
 
 // next returns the next batch that is ready at now, if any. flush ships a
 // short batch without waiting for its window (the reader has stopped).
-func (b *batcher) next(now time.Time, flush bool) ([]Record, bool) {
+func (b *batcher) next(now time.Time, flush bool) ([]kinesisrec.Record, bool) {
 	n := len(b.pending)
 	if n == 0 {
 		return nil, false
@@ -54,7 +56,7 @@ func (b *batcher) next(now time.Time, flush bool) ([]Record, bool) {
 	return nil, false
 }
 
-func (b *batcher) take(n int) []Record {
+func (b *batcher) take(n int) []kinesisrec.Record {
 	out := b.pending[:n:n]
 	b.pending = b.pending[n:]
 	if len(b.pending) == 0 {

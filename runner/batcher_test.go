@@ -4,17 +4,19 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/kcltool/kcltool/kinesisrec"
 )
 
-func recs(from, to int) []Record {
-	var out []Record
+func recs(from, to int) []kinesisrec.Record {
+	var out []kinesisrec.Record
 	for i := from; i < to; i++ {
-		out = append(out, Record{SequenceNumber: fmt.Sprint(1000 + i)})
+		out = append(out, kinesisrec.Record{SequenceNumber: fmt.Sprint(1000 + i)})
 	}
 	return out
 }
 
-func seqRange(b []Record) string {
+func seqRange(b []kinesisrec.Record) string {
 	if len(b) == 0 {
 		return "-"
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
 
+	"github.com/kcltool/kcltool/internal/awserr"
 	"github.com/kcltool/kcltool/leasecore"
 )
 
@@ -155,7 +156,7 @@ const putAttempts = 3
 func (p *cloudWatchPublisher) put(ctx context.Context, in *cloudwatch.PutMetricDataInput) error {
 	for attempt := 1; ; attempt++ {
 		_, err := p.api.PutMetricData(ctx, in)
-		if err == nil || ctx.Err() != nil || !isTransient(err) || attempt >= putAttempts {
+		if err == nil || ctx.Err() != nil || !awserr.RetryableRead(err) || attempt >= putAttempts {
 			return err
 		}
 		if serr := leasecore.Sleep(ctx, p.clock, fetchBackoff(attempt)); serr != nil {

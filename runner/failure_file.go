@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kcltool/kcltool/kinesisrec"
 )
 
 // failureFile is what --on-failure writes for records the worker gave up
@@ -48,7 +50,7 @@ type recordJSON struct {
 	ExplicitHashKey             string `json:"explicitHashKey,omitempty"`
 }
 
-func toRecordJSON(r Record) recordJSON {
+func toRecordJSON(r kinesisrec.Record) recordJSON {
 	return recordJSON{
 		Data: r.Data, PartitionKey: r.PartitionKey,
 		SequenceNumber: r.SequenceNumber, SubSequenceNumber: r.SubSequenceNumber,

@@ -3,13 +3,15 @@ package runner
 import (
 	"context"
 	"log/slog"
-	"math/rand/v2"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
+	"github.com/kcltool/kcltool/internal/awserr"
+	"github.com/kcltool/kcltool/internal/backoff"
+	"github.com/kcltool/kcltool/kinesisrec"
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
 )
@@ -17,7 +19,7 @@ import (
 // page is what one GetRecords call gave, ready for the batcher: de-aggregated
 // and with the records at or below the start checkpoint dropped.
 type page struct {
-	records      []Record
+	records      []kinesisrec.Record
 	bytes        int64
 	raw          int // Kinesis records in the answer, before de-aggregation
 	millisBehind int64
@@ -40,7 +42,7 @@ type fetcher struct {
 	// the configured instant an AT_TIMESTAMP checkpoint stands for.
 	start       leasecore.SequenceNumber
 	atTimestamp time.Time
-	hashRange   HashRange
+	hashRange   leasecore.HashRange
 	clock       leasecore.Clock
 	log         *slog.Logger
 	stats       *shardStats
@@ -75,7 +77,7 @@ const (
 // tests can shorten it.
 var failingWarnEvery = 30 * time.Second
 
-func newFetcher(kin KinesisAPI, stream reshard.Stream, shardID string, start leasecore.SequenceNumber, cfg Config, hr HashRange, stats *shardStats, log *slog.Logger) *fetcher {
+func newFetcher(kin KinesisAPI, stream reshard.Stream, shardID string, start leasecore.SequenceNumber, cfg Config, hr leasecore.HashRange, stats *shardStats, log *slog.Logger) *fetcher {
 	return &fetcher{
 		kin: kin, stream: stream, shardID: shardID, maxRecords: cfg.MaxRecords,
 		start: start, atTimestamp: cfg.Initial.Timestamp, hashRange: hr,
@@ -120,7 +122,7 @@ func (f *fetcher) next(ctx context.Context) (page, error) {
 			return f.page(out, wire), nil
 		case ctx.Err() != nil:
 			return page{}, ctx.Err()
-		case isExpiredIterator(err):
+		case awserr.ExpiredIterator(err):
 			f.log.Info("shard iterator expired; resuming after the last record received", "after", f.lastSeq)
 			f.iterator = nil
 			continue
@@ -147,9 +149,9 @@ func (f *fetcher) failed(ctx context.Context, op string, err error) error {
 	level := slog.LevelDebug
 	msg := "Kinesis call failed; retrying"
 	switch {
-	case f.lastWarn.IsZero() && (!isThrottle(err) || failingFor >= failingWarnEvery):
+	case f.lastWarn.IsZero() && (!awserr.Throttled(err) || failingFor >= failingWarnEvery):
 		level, msg = slog.LevelWarn, "reads of the shard are failing; retrying (the lease is kept)"
-		if !isTransient(err) {
+		if !awserr.RetryableRead(err) {
 			level = slog.LevelError
 		}
 		f.lastWarn = now
@@ -158,7 +160,7 @@ func (f *fetcher) failed(ctx context.Context, op string, err error) error {
 		f.lastWarn = now
 	}
 	f.log.Log(ctx, level, msg, "op", op, "attempts", f.failures, "failingFor", failingFor.Round(time.Millisecond).String(),
-		"timedOut", isTimeout(err), "err", err)
+		"timedOut", awserr.Timeout(err), "err", err)
 	if f.failures%refreshAfter == 0 {
 		f.iterator = nil
 	}
@@ -180,8 +182,7 @@ func (f *fetcher) recovered() {
 // fetchBackoff is full jitter under an exponential ceiling: shards that were
 // throttled together spread apart.
 func fetchBackoff(failures int) time.Duration {
-	ceiling := min(fetchBackoffBase<<min(failures-1, 10), fetchBackoffMax)
-	return time.Duration(rand.Int64N(int64(ceiling))) + minCallSpacing
+	return backoff.Policy{Base: fetchBackoffBase, Max: fetchBackoffMax, Min: minCallSpacing}.Delay(failures-1, nil)
 }
 
 // newIterator positions the reader: after the last record received, or else
@@ -231,13 +232,13 @@ func (f *fetcher) page(out *kinesis.GetRecordsOutput, wire []string) page {
 	if f.iterator == nil {
 		p.end, p.children = true, out.ChildShards
 	}
-	all := FromKinesis(f.shardID, out.Records)
+	all := kinesisrec.FromKinesis(f.shardID, out.Records)
 	if len(wire) == len(all) {
 		for i := range all {
-			all[i].wire64 = wire[i]
+			all[i].SetWire64(wire[i])
 		}
 	}
-	records, rep := Deaggregate(all, f.hashRange)
+	records, rep := kinesisrec.Deaggregate(all, f.hashRange)
 	for _, err := range rep.Broken {
 		f.log.Warn("broken KPL aggregate: kept the sub-records before the fault, as KCL does", "err", err)
 	}
@@ -245,7 +246,7 @@ func (f *fetcher) page(out *kinesis.GetRecordsOutput, wire []string) page {
 		f.log.Debug("dropped KPL aggregates with sub-records outside the shard's hash range", "aggregates", rep.OutOfRange)
 	}
 	if f.filtering && len(records) > 0 {
-		records = AfterCheckpoint(records, f.start)
+		records = kinesisrec.AfterCheckpoint(records, f.start)
 		// Records come in order: once one is past the checkpoint, all
 		// later ones are.
 		f.filtering = len(records) == 0

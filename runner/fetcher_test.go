@@ -51,7 +51,7 @@ func TestFetcherPacing(t *testing.T) {
 	api := &callClock{KinesisAPI: s.kin, clock: clock}
 	cfg := Config{MaxRecords: 10, Clock: clock}
 	f := newFetcher(api, reshard.Stream{Name: s.stream}, "shardId-000000000000", leasecore.SequenceNumber{SequenceNumber: leasecore.TRIM_HORIZON},
-		cfg, HashRange{}, NewMetrics().shard("shardId-000000000000"), slog.New(slog.DiscardHandler))
+		cfg, leasecore.HashRange{}, NewMetrics().shard("shardId-000000000000"), slog.New(slog.DiscardHandler))
 	ctx := context.Background()
 	var sizes []int
 	for range 8 {

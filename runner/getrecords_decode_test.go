@@ -20,6 +20,7 @@ import (
 	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/kcltool/kcltool/internal/emulator"
+	"github.com/kcltool/kcltool/internal/kpltest"
 )
 
 // sameAnswer calls GetRecords with the SDK's decoder and with the fast one
@@ -65,7 +66,7 @@ func TestFastGetRecordsMatchesSDK(t *testing.T) {
 	entries := []kintypes.PutRecordsRequestEntry{
 		{PartitionKey: aws.String("plain"), Data: []byte("hello")},
 		{PartitionKey: aws.String(`quote" back\ slash/ é ☃ \u0041`), Data: binary},
-		{PartitionKey: aws.String("agg"), Data: aggregate(userRecord{PartitionKey: "a", Data: []byte("a1")}, userRecord{PartitionKey: "b", ExplicitHashKey: "7", Data: []byte("b1")})},
+		{PartitionKey: aws.String("agg"), Data: kpltest.Aggregate(kpltest.Record{PartitionKey: "a", Data: []byte("a1")}, kpltest.Record{PartitionKey: "b", ExplicitHashKey: "7", Data: []byte("b1")})},
 	}
 	for i := range 40 {
 		entries = append(entries, kintypes.PutRecordsRequestEntry{PartitionKey: aws.String(string(rune('a' + i%26))), Data: []byte{byte(i)}})
@@ -146,7 +147,7 @@ func TestFastGetRecordsMatchesSDKOnOddAnswers(t *testing.T) {
 // that encoding the decoded data gives, and a KPL aggregate's sub-records
 // never carry their aggregate's text.
 func TestWireBase64GivesTheSameHandlerInput(t *testing.T) {
-	agg := aggregate(userRecord{PartitionKey: "a", Data: []byte("sub one")}, userRecord{PartitionKey: "b", Data: []byte("sub two")})
+	agg := kpltest.Aggregate(kpltest.Record{PartitionKey: "a", Data: []byte("sub one")}, kpltest.Record{PartitionKey: "b", Data: []byte("sub two")})
 	var b strings.Builder
 	b.WriteString(`{"MillisBehindLatest":0,"NextShardIterator":"it","Records":[`)
 	for i, data := range [][]byte{[]byte("hello"), {0, 1, 2, 250, 255}, {}, agg, []byte(strings.Repeat("x", 1000))} {
@@ -172,7 +173,7 @@ func TestWireBase64GivesTheSameHandlerInput(t *testing.T) {
 	}
 	plain := slices.Clone(p.records)
 	for i := range plain {
-		plain[i].wire64 = ""
+		plain[i].SetWire64("")
 	}
 	var fast, slow bytes.Buffer
 	if err := writeBatch(&fast, FormatJSON, p.records); err != nil {

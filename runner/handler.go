@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kcltool/kcltool/kinesisrec"
 	"github.com/kcltool/kcltool/leasecore"
 )
 
@@ -25,7 +26,7 @@ type Batch struct {
 	// handler, this time included (KCLTOOL_ATTEMPT). Policy.Process sets
 	// it for each run, counting on from the value it is given, if any.
 	Attempt int
-	Records []Record
+	Records []kinesisrec.Record
 }
 
 // Outcome classifies a handler run.
@@ -287,7 +288,7 @@ func (h *Handler) Run(ctx context.Context, b Batch) Result {
 // classifyStdout reads the partial-failure response of a handler that
 // exited 0 and fills Output. A handler that failed is not asked which items
 // failed: the whole batch failed, as with Lambda.
-func classifyStdout(res *Result, out *stdoutCapture, records []Record) {
+func classifyStdout(res *Result, out *stdoutCapture, records []kinesisrec.Record) {
 	window := out.window
 	overflowed := out.overflowed()
 	if overflowed {

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/kcltool/kcltool/kinesisrec"
 )
 
 // Format is how a batch is written to the handler's stdin.
@@ -48,7 +50,7 @@ const arrivalLayout = "2006-01-02T15:04:05.000Z07:00"
 // encoding/json would cost more CPU than the rest of the pipeline.
 // recordJSON (failure_file.go) is the same shape through encoding/json, and
 // a test checks that both agree.
-func writeBatch(w io.Writer, f Format, records []Record) error {
+func writeBatch(w io.Writer, f Format, records []kinesisrec.Record) error {
 	bp := writeBufs.Get().(*[]byte)
 	buf := (*bp)[:0]
 	defer func() {
@@ -117,16 +119,16 @@ type recordEncoder struct {
 }
 
 // appendRecordJSON appends one JSON Lines object for r.
-func appendRecordJSON(b []byte, r *Record) []byte {
+func appendRecordJSON(b []byte, r *kinesisrec.Record) []byte {
 	var enc recordEncoder
 	return enc.appendRecordJSON(b, r)
 }
 
 // appendRecordJSON appends one JSON Lines object for r.
-func (enc *recordEncoder) appendRecordJSON(b []byte, r *Record) []byte {
+func (enc *recordEncoder) appendRecordJSON(b []byte, r *kinesisrec.Record) []byte {
 	b = append(b, `{"data":"`...)
-	if r.wire64 != "" {
-		b = append(b, r.wire64...) // base64 already, and checked by decoding it
+	if w := r.Wire64(); w != "" {
+		b = append(b, w...) // base64 already, and checked by decoding it
 	} else {
 		b = base64.StdEncoding.AppendEncode(b, r.Data)
 	}

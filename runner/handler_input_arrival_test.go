@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kcltool/kcltool/kinesisrec"
 )
 
 // The hand-written arrival time formatter agrees with the layout.
@@ -68,7 +70,7 @@ func TestAppendJSONStringRoundTrips(t *testing.T) {
 	var e recordEncoder
 	var b []byte
 	for _, shard := range []string{"shardId-1", "shardId-1", "shardId-2", "shardId-1"} {
-		b = e.appendRecordJSON(b, &Record{ShardID: shard, SequenceNumber: "1"})
+		b = e.appendRecordJSON(b, &kinesisrec.Record{ShardID: shard, SequenceNumber: "1"})
 	}
 	if want := `"shardId":"shardId-1"}` + "\n"; strings.Count(string(b), want) != 3 || strings.Count(string(b), `"shardId":"shardId-2"`) != 1 {
 		t.Fatalf("shard ids in batch:\n%s", b)

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/kcltool/kcltool/kinesisrec"
 )
 
 // Bounds on what is kept of a handler's output. Everything beyond is read
@@ -221,7 +223,7 @@ func misCased(obj map[string]json.RawMessage, want string) string {
 // firstFailed maps the response to the index of the first failed record.
 // itemIdentifier is a sequence number; the sub-records of a KPL aggregate
 // share one, so the batch fails from the first record that has it.
-func (r *batchResponse) firstFailed(records []Record) (int, error) {
+func (r *batchResponse) firstFailed(records []kinesisrec.Record) (int, error) {
 	if len(r.BatchItemFailures) == 0 {
 		return len(records), nil
 	}

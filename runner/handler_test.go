@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kcltool/kcltool/kinesisrec"
 )
 
 // script writes an executable sh script into a fresh directory and returns
@@ -36,10 +38,14 @@ func newHandler(t *testing.T, body string) (*Handler, string) {
 }
 
 // testBatch is n records with sequence numbers 100, 101, … on one shard.
+// arrival is the first test record's arrival time; its milliseconds are
+// not round so that a truncation shows.
+var arrival = time.Date(2025, 3, 4, 5, 6, 7, 891e6, time.UTC)
+
 func testBatch(n int) Batch {
 	b := Batch{App: "orders", Stream: "orders-stream", ShardID: "shardId-000000000003", WorkerID: "worker-1", MillisBehindLatest: 1234, Attempt: 1}
 	for i := range n {
-		b.Records = append(b.Records, Record{
+		b.Records = append(b.Records, kinesisrec.Record{
 			Data: fmt.Appendf(nil, "record-%d", i), PartitionKey: fmt.Sprintf("pk-%d", i%3),
 			SequenceNumber: strconv.Itoa(100 + i), ApproximateArrivalTimestamp: arrival.Add(time.Duration(i) * time.Millisecond),
 			ShardID: "shardId-000000000003",

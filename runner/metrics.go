@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kcltool/kcltool/internal/awserr"
+	"github.com/kcltool/kcltool/kinesisrec"
 	"github.com/kcltool/kcltool/leasecore"
 )
 
@@ -78,7 +80,7 @@ func (s *shardStats) release() { s.held.Store(false) }
 
 func (s *shardStats) getRecordsCall(err error) {
 	s.getRecords.Add(1)
-	if err != nil && isThrottle(err) {
+	if err != nil && awserr.Throttled(err) {
 		s.throttled.Add(1)
 	}
 	if cw := s.m.cw.Load(); cw != nil {
@@ -96,7 +98,7 @@ func (s *shardStats) getRecordsCall(err error) {
 // reads started failing.
 func (s *shardStats) readFailed(err error, since time.Time) {
 	s.readFailures.Add(1)
-	if isTimeout(err) {
+	if awserr.Timeout(err) {
 		s.readTimeouts.Add(1)
 	}
 	s.failingSince.Store(since.UnixNano())
@@ -132,7 +134,7 @@ func (s *shardStats) handlerRun(res Result) {
 // batchDone counts a batch whose records have all been handled or given up
 // on. Retries are the runs beyond one per part of the batch (a bisection
 // makes two parts of one).
-func (s *shardStats) batchDone(records []Record, st ProcessStats) {
+func (s *shardStats) batchDone(records []kinesisrec.Record, st ProcessStats) {
 	var bytes int64
 	for i := range records {
 		bytes += int64(len(records[i].Data))

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/kcltool/kcltool/kinesisrec"
 	"github.com/kcltool/kcltool/leasecore"
 )
 
@@ -81,7 +82,7 @@ type ProcessStats struct {
 // times they have been handed to a handler already (all records of a span
 // share that history: spans only ever shrink or split).
 type span struct {
-	records []Record
+	records []kinesisrec.Record
 	handed  int
 }
 
@@ -198,7 +199,7 @@ func (p *Policy) Process(ctx context.Context, stop <-chan struct{}, b Batch, che
 }
 
 // giveUpReason says why the failing records may be given up on, or "".
-func (p *Policy) giveUpReason(failures int, records []Record) string {
+func (p *Policy) giveUpReason(failures int, records []kinesisrec.Record) string {
 	if p.MaxRetries >= 0 && failures > p.MaxRetries {
 		return fmt.Sprintf("failed %d times (max retries %d)", failures, p.MaxRetries)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
+	"github.com/kcltool/kcltool/internal/awserr"
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
 )
@@ -260,7 +261,7 @@ func (w expiryWatch) GetRecords(ctx context.Context, in *kinesis.GetRecordsInput
 }
 
 func (w expiryWatch) check(op string, err error) {
-	if err != nil && errorCode(err) == "ResourceNotFoundException" {
+	if err != nil && awserr.NotFound(err) {
 		w.expired(&expiredError{op: op, err: err})
 	}
 }

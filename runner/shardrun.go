@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/kcltool/kcltool/kinesisrec"
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
 )
@@ -179,7 +180,7 @@ func (r *shardRun) waitForParents() bool {
 // handler runs.
 func (r *shardRun) read(start leasecore.SequenceNumber) error {
 	cfg := r.w.cfg
-	hr, err := NewHashRange(r.lease.StartingHashKey, r.lease.EndingHashKey)
+	hr, err := leasecore.NewHashRange(r.lease.StartingHashKey, r.lease.EndingHashKey)
 	if err != nil {
 		r.log.Warn("lease hash range unreadable; KPL aggregates are not filtered by range", "err", err)
 	}
@@ -315,7 +316,7 @@ func (r *shardRun) policy() *Policy {
 }
 
 // handle runs one batch to completion through the failure policy.
-func (r *shardRun) handle(p *Policy, records []Record, millisBehind int64) error {
+func (r *shardRun) handle(p *Policy, records []kinesisrec.Record, millisBehind int64) error {
 	cfg := r.w.cfg
 	b := Batch{
 		App: cfg.App, Stream: streamLabel(r.stream), ShardID: r.shardID, WorkerID: cfg.WorkerID,

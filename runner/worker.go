@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kcltool/kcltool/internal/awserr"
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
 )
@@ -123,7 +124,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	if err := w.syncShards(ctx); err != nil {
-		if ctx.Err() != nil || errorCode(err) == "ResourceNotFoundException" {
+		if ctx.Err() != nil || awserr.NotFound(err) {
 			return err
 		}
 		// Leases may already exist; the periodic sync tries again.

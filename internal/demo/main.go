@@ -30,6 +30,8 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
+	"github.com/kcltool/kcltool/internal/awserr"
 )
 
 const app = "demo-orders"
@@ -179,8 +181,7 @@ func run(ctx context.Context, bin string) error {
 
 // reset removes what an earlier demo left, so every run starts the same.
 func reset(ctx context.Context, ddb *dynamodb.Client, kin *kinesis.Client) error {
-	var nf *ddbtypes.ResourceNotFoundException
-	if _, err := ddb.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(app)}); err != nil && !errors.As(err, &nf) {
+	if _, err := ddb.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(app)}); err != nil && !awserr.NotFound(err) {
 		return err
 	}
 	_ = dynamodb.NewTableNotExistsWaiter(ddb).Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(app)}, time.Minute)
@@ -188,10 +189,9 @@ func reset(ctx context.Context, ddb *dynamodb.Client, kin *kinesis.Client) error
 	// DeleteStream of a missing stream with ResourceNotFoundException, yet
 	// drops a CreateStream of that name sent within DELETE_STREAM_DURATION
 	// (it answers 200, and the stream never appears).
-	var knf *kintypes.ResourceNotFoundException
 	_, err := kin.DescribeStreamSummary(ctx, &kinesis.DescribeStreamSummaryInput{StreamName: aws.String(app)})
 	switch {
-	case errors.As(err, &knf):
+	case awserr.NotFound(err):
 		return nil
 	case err != nil:
 		return err

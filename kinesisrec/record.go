@@ -1,4 +1,4 @@
-package runner
+package kinesisrec
 
 import (
 	"time"
@@ -24,6 +24,14 @@ type Record struct {
 	// decoder read it; empty otherwise. Whoever changes Data clears it.
 	wire64 string
 }
+
+// Wire64 is Data as the base64 text GetRecords sent, when the consumer's
+// fast decoder kept it, or "": the handler input is base64 too, and passing
+// the text on saves encoding it again.
+func (r Record) Wire64() string { return r.wire64 }
+
+// SetWire64 records s as Data's base64 text, as GetRecords sent it; "" forgets it.
+func (r *Record) SetWire64(s string) { r.wire64 = s }
 
 // Position is the record's place in its shard, in the form a checkpoint takes.
 func (r Record) Position() leasecore.SequenceNumber {

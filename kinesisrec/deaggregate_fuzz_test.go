@@ -1,8 +1,10 @@
-package runner
+package kinesisrec
 
 import (
 	"bytes"
 	"testing"
+
+	"github.com/kcltool/kcltool/leasecore"
 )
 
 // FuzzDeaggregate feeds arbitrary protobuf bodies, framed with a correct
@@ -28,7 +30,7 @@ func FuzzDeaggregate(f *testing.F) {
 			data = frame(b)
 		}
 		in := []Record{kinesisRecord("9", data), kinesisRecord("10", []byte("plain"))}
-		for _, hr := range []HashRange{{}, mustRange(t, "0", lowerHalfEnd)} {
+		for _, hr := range []leasecore.HashRange{{}, mustRange(t, "0", lowerHalfEnd)} {
 			out, rep := Deaggregate(in, hr)
 			if len(out) == 0 || out[len(out)-1].SequenceNumber != "10" {
 				t.Fatalf("the plain record after the blob was lost: %+v", out)

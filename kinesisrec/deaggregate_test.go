@@ -1,4 +1,4 @@
-package runner
+package kinesisrec
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/kcltool/kcltool/leasecore"
 )
 
 var arrival = time.Date(2025, 3, 4, 5, 6, 7, 891e6, time.UTC)
@@ -20,9 +22,9 @@ func kinesisRecord(seq string, data []byte) Record {
 	return Record{Data: data, PartitionKey: "outer", SequenceNumber: seq, ApproximateArrivalTimestamp: arrival, ShardID: "shardId-000000000001"}
 }
 
-func mustRange(t *testing.T, start, end string) HashRange {
+func mustRange(t *testing.T, start, end string) leasecore.HashRange {
 	t.Helper()
-	hr, err := NewHashRange(start, end)
+	hr, err := leasecore.NewHashRange(start, end)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +48,7 @@ func TestDeaggregateSubRecords(t *testing.T) {
 		userRecord{PartitionKey: "c", Data: []byte("four")},
 	)
 	in := []Record{kinesisRecord("49590338271490256608559692538361571095921575989136588898", blob)}
-	got, rep := Deaggregate(in, HashRange{})
+	got, rep := Deaggregate(in, leasecore.HashRange{})
 	seq := in[0].SequenceNumber
 	want := []Record{
 		{Data: []byte("one"), PartitionKey: "a", SequenceNumber: seq, SubSequenceNumber: 0, ApproximateArrivalTimestamp: arrival, ShardID: "shardId-000000000001"},
@@ -113,7 +115,7 @@ func TestDeaggregatePassThrough(t *testing.T) {
 	for name, data := range cases {
 		t.Run(name, func(t *testing.T) {
 			in := []Record{kinesisRecord("7", data)}
-			got, rep := Deaggregate(in, HashRange{})
+			got, rep := Deaggregate(in, leasecore.HashRange{})
 			assertRecords(t, got, in)
 			if got[0].SubSequenceNumber != 0 || rep.Aggregates != 0 {
 				t.Errorf("sub = %d, report = %+v", got[0].SubSequenceNumber, rep)
@@ -124,7 +126,7 @@ func TestDeaggregatePassThrough(t *testing.T) {
 
 func TestDeaggregateNoAggregatesReturnsInput(t *testing.T) {
 	in := []Record{kinesisRecord("1", []byte("a")), kinesisRecord("2", []byte("b"))}
-	got, _ := Deaggregate(in, HashRange{})
+	got, _ := Deaggregate(in, leasecore.HashRange{})
 	if &got[0] != &in[0] || len(got) != 2 {
 		t.Fatal("a batch without aggregates should come back as is, not copied")
 	}
@@ -161,7 +163,7 @@ func TestDeaggregateToleratesWhatJavaTolerates(t *testing.T) {
 	msg = protowire.AppendTag(msg, aggRecords, protowire.BytesType)
 	msg = protowire.AppendBytes(msg, sub)
 
-	got, rep := Deaggregate([]Record{kinesisRecord("5", frame(msg))}, HashRange{})
+	got, rep := Deaggregate([]Record{kinesisRecord("5", frame(msg))}, leasecore.HashRange{})
 	assertRecords(t, got, []Record{{Data: []byte("first"), PartitionKey: "b", SequenceNumber: "5", ApproximateArrivalTimestamp: arrival, ShardID: "shardId-000000000001"}})
 	if rep.Aggregates != 1 {
 		t.Errorf("report = %+v", rep)
@@ -172,7 +174,7 @@ func TestDeaggregateToleratesWhatJavaTolerates(t *testing.T) {
 // in KCL: it is an aggregate, so it is not passed through either.
 func TestDeaggregateEmptyAggregate(t *testing.T) {
 	msg := protowire.AppendString(protowire.AppendTag(nil, aggPartitionKeyTable, protowire.BytesType), "a")
-	got, rep := Deaggregate([]Record{kinesisRecord("1", frame(msg)), kinesisRecord("2", []byte("plain"))}, HashRange{})
+	got, rep := Deaggregate([]Record{kinesisRecord("1", frame(msg)), kinesisRecord("2", []byte("plain"))}, leasecore.HashRange{})
 	if len(got) != 1 || got[0].SequenceNumber != "2" || rep.Aggregates != 1 {
 		t.Fatalf("got %d records (%+v), report %+v", len(got), got, rep)
 	}
@@ -209,7 +211,7 @@ func TestDeaggregateHashRangeDropsWholeAggregate(t *testing.T) {
 	if rep.OutOfRange != 2 {
 		t.Errorf("upper shard report = %+v", rep)
 	}
-	got, _ = Deaggregate(in, HashRange{})
+	got, _ = Deaggregate(in, leasecore.HashRange{})
 	if s := summary(got); s != "10.0 11.0=a1 11.1=a2 11.2=b1 11.3=a3 12.0=a4 12.1=a5 13.0" {
 		t.Errorf("whole key space: %s", s)
 	}
@@ -233,7 +235,7 @@ func TestDeaggregateExplicitHashKeyBounds(t *testing.T) {
 	}
 	// The whole key space stops at 2^128-1, as in KCL.
 	over := new(big.Int).Lsh(big.NewInt(1), 128).String()
-	got, _ := Deaggregate([]Record{kinesisRecord("1", aggregate(userRecord{PartitionKey: "a", ExplicitHashKey: over, Data: []byte("x")}))}, HashRange{})
+	got, _ := Deaggregate([]Record{kinesisRecord("1", aggregate(userRecord{PartitionKey: "a", ExplicitHashKey: over, Data: []byte("x")}))}, leasecore.HashRange{})
 	if len(got) != 0 {
 		t.Errorf("explicit hash key 2^128 kept in the whole key space")
 	}
@@ -269,7 +271,7 @@ func TestDeaggregateBrokenTables(t *testing.T) {
 		{PartitionKey: "a", ExplicitHashKey: "not-a-number", Data: []byte("bad")},
 		{PartitionKey: "a", Data: []byte("after")},
 	})
-	got, rep := Deaggregate([]Record{kinesisRecord("3", frame(body))}, HashRange{})
+	got, rep := Deaggregate([]Record{kinesisRecord("3", frame(body))}, leasecore.HashRange{})
 	if s := summary(got); s != "3.0=ok" || len(rep.Broken) != 1 || !strings.Contains(rep.Broken[0].Error(), "not-a-number") {
 		t.Errorf("got %s, report %+v", s, rep)
 	}
@@ -286,20 +288,9 @@ func TestDeaggregateBrokenTables(t *testing.T) {
 		msg = protowire.AppendTag(msg, aggRecords, protowire.BytesType)
 		msg = protowire.AppendBytes(msg, sub)
 	}
-	got, rep = Deaggregate([]Record{kinesisRecord("4", frame(msg))}, HashRange{})
+	got, rep = Deaggregate([]Record{kinesisRecord("4", frame(msg))}, leasecore.HashRange{})
 	if s := summary(got); s != "4.0=idx0 4.1=idx4294967296" || len(rep.Broken) != 1 {
 		t.Errorf("got %s, report %+v", s, rep)
-	}
-}
-
-func TestNewHashRange(t *testing.T) {
-	for _, bad := range [][2]string{{"x", "1"}, {"1", ""}, {"5", "4"}} {
-		if _, err := NewHashRange(bad[0], bad[1]); err == nil {
-			t.Errorf("NewHashRange(%q, %q) accepted", bad[0], bad[1])
-		}
-	}
-	if hr := mustRange(t, "", ""); hr.String() != "0.."+topHashKey {
-		t.Errorf("unknown range = %s", hr)
 	}
 }
 

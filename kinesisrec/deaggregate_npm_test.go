@@ -1,4 +1,4 @@
-package runner
+package kinesisrec
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+
+	"github.com/kcltool/kcltool/leasecore"
 )
 
 // npmAggregates is what testdata/kpl_agg.js prints.
@@ -68,9 +70,9 @@ func TestDeaggregateNPMProducer(t *testing.T) {
 	sawEHK, sawEmpty := false, false
 	for _, tc := range []struct {
 		name string
-		hr   HashRange
+		hr   leasecore.HashRange
 	}{
-		{"whole key space", HashRange{}},
+		{"whole key space", leasecore.HashRange{}},
 		{"lower half", mustRange(t, "0", lowerHalfEnd)},
 		{"upper half", mustRange(t, upperHalfStart, topHashKey)},
 	} {

@@ -1,4 +1,9 @@
-package runner
+// Package kpltest builds KPL aggregated records for tests, the way the KPL
+// writes them (docs/kcl-compat.md, KPL aggregation). It is its own package
+// because the tests of kinesisrec (which de-aggregates) and of runner (which
+// decodes GetRecords pages holding aggregates) both need valid aggregates,
+// and test files cannot be shared across packages.
+package kpltest
 
 import (
 	"crypto/md5"
@@ -6,16 +11,31 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
-// userRecord is one record a KPL producer aggregates.
-type userRecord struct {
+// Field numbers of messages.proto (proto2), and the magic that starts an
+// aggregate. kinesisrec has its own copies: a test builder that shared them
+// could not catch a wrong one.
+const (
+	aggPartitionKeyTable    = 1
+	aggExplicitHashKeyTable = 2
+	aggRecords              = 3
+
+	recPartitionKeyIndex    = 1
+	recExplicitHashKeyIndex = 2
+	recData                 = 3
+)
+
+var kplMagic = []byte{0xF3, 0x89, 0x9A, 0xC2}
+
+// Record is one record a KPL producer aggregates.
+type Record struct {
 	PartitionKey    string
 	ExplicitHashKey string // "" for none
 	Data            []byte
 }
 
-// aggregateProto encodes the AggregatedRecord protobuf for recs, with key
+// Proto encodes the AggregatedRecord protobuf for recs, with key
 // tables built in first-seen order as the KPL does.
-func aggregateProto(recs []userRecord) []byte {
+func Proto(recs []Record) []byte {
 	var pks, ehks []string
 	pkIdx, ehkIdx := map[string]int{}, map[string]int{}
 	var body []byte
@@ -52,13 +72,13 @@ func aggregateProto(recs []userRecord) []byte {
 	return append(msg, body...)
 }
 
-// frame wraps a protobuf body as a KPL aggregate: magic ‖ body ‖ MD5(body).
-func frame(body []byte) []byte {
+// Frame wraps a protobuf body as a KPL aggregate: magic ‖ body ‖ MD5(body).
+func Frame(body []byte) []byte {
 	sum := md5.Sum(body)
 	out := append([]byte{}, kplMagic...)
 	out = append(out, body...)
 	return append(out, sum[:]...)
 }
 
-// aggregate is a complete, valid KPL aggregate of recs.
-func aggregate(recs ...userRecord) []byte { return frame(aggregateProto(recs)) }
+// Aggregate is a complete, valid KPL aggregate of recs.
+func Aggregate(recs ...Record) []byte { return Frame(Proto(recs)) }

@@ -1,4 +1,4 @@
-package runner
+package kinesisrec
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"math/big"
 
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/kcltool/kcltool/leasecore"
 )
 
 // KPL aggregation (docs/kcl-compat.md, KPL aggregation): magic ‖
@@ -65,7 +67,7 @@ type DeaggregateReport struct {
 //
 // Sub-record data shares memory with the aggregate's data. When records
 // hold no aggregate, Deaggregate returns records itself.
-func Deaggregate(records []Record, hr HashRange) ([]Record, DeaggregateReport) {
+func Deaggregate(records []Record, hr leasecore.HashRange) ([]Record, DeaggregateReport) {
 	var rep DeaggregateReport
 	first := -1
 	for i := range records {
@@ -137,7 +139,7 @@ func unwrapAggregate(data []byte) (kplAggregate, bool) {
 // returns how many it appended, -1 when it dropped the aggregate for being
 // outside hr, or an error (with the count kept) when the aggregate's tables
 // are inconsistent.
-func (a kplAggregate) appendSubRecords(out []Record, r Record, hr HashRange) ([]Record, int, error) {
+func (a kplAggregate) appendSubRecords(out []Record, r Record, hr leasecore.HashRange) ([]Record, int, error) {
 	start := len(out)
 	// Effective hash keys per table entry: a KPL aggregate usually repeats
 	// a few partition keys many times, and MD5 + big.Int per sub-record
@@ -307,4 +309,23 @@ func walkFields(b []byte, fn func(num protowire.Number, typ protowire.Type, v []
 		}
 	}
 	return nil
+}
+
+// partitionKeyHash is the hash key Kinesis derives from a partition key:
+// the MD5 of its UTF-8 bytes read as an unsigned 128-bit integer.
+func partitionKeyHash(pk string) *big.Int {
+	sum := md5.Sum([]byte(pk))
+	return new(big.Int).SetBytes(sum[:])
+}
+
+// parseExplicitHashKey reads an explicit hash key the way Java's
+// new BigInteger(String) does: optional sign, decimal digits. A negative or
+// oversized key is valid here and simply falls outside every shard.
+// (Java also accepts non-ASCII Unicode digits; no producer writes those.)
+func parseExplicitHashKey(s string) (*big.Int, error) {
+	k, ok := new(big.Int).SetString(s, 10)
+	if !ok {
+		return nil, fmt.Errorf("explicit hash key %q is not a decimal integer", s)
+	}
+	return k, nil
 }
