@@ -34,6 +34,9 @@ type shardRun struct {
 	done  chan struct{}
 	stats *shardStats
 	log   *slog.Logger
+	// A stolen lease's first batch waits until notBefore (processHeld).
+	stolenFrom string
+	notBefore  time.Time
 }
 
 func newShardRun(w *Worker, l leasecore.Lease, tenure uint64, prev <-chan struct{}) *shardRun {
@@ -307,7 +310,7 @@ func (r *shardRun) handle(p *Policy, records []Record, millisBehind int64) error
 		App: cfg.App, Stream: streamLabel(cfg.Stream), ShardID: r.shardID, WorkerID: cfg.WorkerID,
 		MillisBehindLatest: millisBehind, Records: records,
 	}
-	st, err := p.Process(r.ctx, r.w.stopRuns, b, r.checkpoint)
+	st, err := r.processHeld(p, b)
 	if err != nil {
 		return err
 	}
