@@ -91,6 +91,9 @@ func (r *shardRun) processHeld(p *Policy, b Batch) (ProcessStats, error) {
 		if last != nil {
 			b.Records = recordsAfter(b.Records, *last)
 		}
+		// The records left were handed to every run of the stopped call
+		// (KCLTOOL_ATTEMPT tells the next run they may have been seen).
+		b.Attempt = max(b.Attempt, 1) + st.Runs
 		lease := r.w.coord.Config()
 		r.log.Warn("lease deadline passed without a renewal known to be applied: stopped the handler; its batch is not checkpointed and runs again if the lease is renewed",
 			"notRenewedFor", r.w.clock.Now().Sub(stopped.deadline.Add(lease.StopMargin()-lease.FailoverTime)).Round(time.Millisecond),

@@ -74,7 +74,7 @@ func TestLeaseDeadlineStopResumesAfterRenewal(t *testing.T) {
 	through.ddb = via(p.URL)
 	out := outFile(t)
 	// The first run sleeps past the deadline; the second is quick.
-	cfg := s.config(t, "w1", out, ShellCommand(`cat >> "$OUT"; if [ ! -e "$OUT.slept" ]; then touch "$OUT.slept"; sleep 30; fi`)...)
+	cfg := s.config(t, "w1", out, ShellCommand(`echo "$KCLTOOL_ATTEMPT" >> "$OUT.attempts"; cat >> "$OUT"; if [ ! -e "$OUT.slept" ]; then touch "$OUT.slept"; sleep 30; fi`)...)
 	// Failover 4s, renewals every 1s: the handler is stopped 3s after the
 	// last renewal, the lease lost after 4s. Renewals cut off after 200ms
 	// are retried within their round, so one gets through soon after the
@@ -105,5 +105,8 @@ func TestLeaseDeadlineStopResumesAfterRenewal(t *testing.T) {
 	}
 	if n := len(readHandled(t, out)); n != 6 {
 		t.Fatalf("%d records handled, want the 3 twice (the stopped run and the one after the renewal)", n)
+	}
+	if b, _ := os.ReadFile(out + ".attempts"); string(b) != "1\n2\n" {
+		t.Fatalf("KCLTOOL_ATTEMPT of the runs: %q, want 1 then 2 (the records were seen by the stopped run)", b)
 	}
 }
