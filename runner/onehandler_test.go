@@ -278,6 +278,17 @@ func TestOneHandlerPerShardStealWhileOwnerCutOff(t *testing.T) {
 	if !strings.Contains(logs1.String(), `msg="lease deadline passed without a renewal known to be applied: stopped the handler`) {
 		t.Errorf("w1 did not stop its handlers at its lease deadline")
 	}
+	var lastW1, firstW2 int64
+	for _, i := range invs {
+		switch {
+		case i.shard != stolen:
+		case i.worker == "w1":
+			lastW1 = max(lastW1, i.end)
+		case firstW2 == 0 || i.start < firstW2:
+			firstW2 = i.start
+		}
+	}
+	t.Logf("stolen shard %s: w1's handler ended %s before w2's started", stolen, time.Duration(firstW2-lastW1))
 }
 
 // stolenShard is the one lease a worker's log says it stole.
