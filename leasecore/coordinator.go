@@ -79,6 +79,10 @@ type heldLease struct {
 	unknownCheckpoints []SequenceNumber
 	tenure             uint64
 	dropped            bool
+	// renewed mirrors renewedAt for HandlerDeadline, which must not wait
+	// for mu: a renewal hung in the network holds mu for up to the renew
+	// interval, and the handler's stop cannot wait that long.
+	renewed atomic.Pointer[time.Time]
 }
 
 // applied records a write of this worker on the lease that is known to have
@@ -94,6 +98,7 @@ func (hl *heldLease) applied(l Lease, sent time.Time) {
 		sent = hl.renewedAt
 	}
 	hl.lease, hl.renewedAt, hl.unknownSince, hl.unknownCheckpoints = l, sent, time.Time{}, nil
+	hl.renewed.Store(&sent)
 }
 
 // unresolved notes a write sent at sent that failed without a definite
@@ -268,8 +273,10 @@ func (c *Coordinator) heldSnapshot() []*heldLease {
 	return out
 }
 
-// gain records a lease this worker has just taken, renewed as of sent.
-func (c *Coordinator) gain(l Lease, sent time.Time) {
+// gain records a lease this worker has just taken, renewed as of sent. A
+// stolen lease's event says from whom and when its shard may start (see
+// Config.StealWait).
+func (c *Coordinator) gain(l Lease, sent time.Time, stolenFrom string, notBefore time.Time) {
 	if old := c.lookup(l.LeaseKey); old != nil {
 		// Taken again after the old holding lapsed unnoticed: end that one
 		// first, so events for a key always alternate gained / lost.
@@ -280,9 +287,10 @@ func (c *Coordinator) gain(l Lease, sent time.Time) {
 	c.mu.Lock()
 	c.tenure++
 	hl := &heldLease{lease: l, renewedAt: sent, tenure: c.tenure}
+	hl.renewed.Store(&sent)
 	c.held[l.LeaseKey] = hl
 	c.mu.Unlock()
-	c.events.push(LeaseEvent{Kind: LeaseGained, Lease: l, Tenure: hl.tenure})
+	c.events.push(LeaseEvent{Kind: LeaseGained, Lease: l, Tenure: hl.tenure, StolenFrom: stolenFrom, NotBefore: notBefore})
 }
 
 // drop removes a lease from the held set, at once, and reports it lost (or

@@ -1,6 +1,9 @@
 package leasecore
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
 
 // EventKind says what happened to a lease of this worker.
 type EventKind int
@@ -38,6 +41,15 @@ type LeaseEvent struct {
 	// processor of an earlier holding cannot checkpoint into a later one.
 	Tenure uint64
 	Err    error // why it was lost (LeaseLost only)
+	// StolenFrom is the owner a gained lease was stolen from: it had not
+	// expired and was not released, so that worker may still be running a
+	// handler for the shard until it notices (LeaseGained only).
+	StolenFrom string
+	// NotBefore, when set, is the earliest time the shard's first batch may
+	// start: by then the old owner of a stolen lease has noticed the steal
+	// at its next renewal, or stopped its handler at its own deadline
+	// (Config.StealWait after the take was answered). Zero: at once.
+	NotBefore time.Time
 }
 
 // eventQueue delivers events to the callback from one goroutine, in order,

@@ -183,13 +183,21 @@ func (c *Coordinator) takeOne(ctx context.Context, l Lease, steal bool) bool {
 			if !ok {
 				return false // somebody else's write came first
 			}
+			// A steal took a lease that had not expired and was not released
+			// (a re-read may show it released since the scan): its old owner
+			// may still be running a handler until it notices.
+			var from string
+			var notBefore time.Time
+			if steal && l.LeaseOwner != "" && l.LeaseOwner != c.cfg.WorkerID {
+				from, notBefore = l.LeaseOwner, c.clock.Now().Add(c.cfg.StealWait())
+			}
 			if steal {
 				c.stats.stolen.Add(1)
 				c.log.Info("stole lease", "lease", l.LeaseKey, "from", l.LeaseOwner)
 			} else {
 				c.stats.taken.Add(1)
 			}
-			c.gain(taken, sent)
+			c.gain(taken, sent, from, notBefore)
 			return true
 		}
 		if ctx.Err() != nil || (awserr.Code(err) != "" && !awserr.Retryable(err)) {

@@ -221,12 +221,33 @@ func (h *Handler) Run(ctx context.Context, b Batch) Result {
 		case <-timeout:
 			why = killedTimeout
 		}
+		// A stop that allows a grace (the lease deadline, termGrace) sends
+		// SIGTERM first and SIGKILL only if the handler outlives the grace.
+		grace := termGrace(ctx, why == killedCancel)
+		signal := syscall.SIGKILL
+		if grace > 0 {
+			signal = syscall.SIGTERM
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		// Once Wait has reaped the handler its group may be empty and its
 		// id reused; never signal it then.
 		if !exited {
 			killed = why
+			_ = syscall.Kill(-pgid, signal)
+		}
+		if signal == syscall.SIGKILL || exited {
+			return
+		}
+		mu.Unlock()
+		t := clock.NewTimer(grace)
+		select {
+		case <-done:
+		case <-t.C():
+		}
+		t.Stop()
+		mu.Lock()
+		if !exited {
 			_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		}
 	}()

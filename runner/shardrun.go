@@ -36,6 +36,9 @@ type shardRun struct {
 
 	// endErr is what ended the reading, readable once done is closed.
 	endErr error
+	// A stolen lease's first batch waits until notBefore (processHeld).
+	stolenFrom string
+	notBefore  time.Time
 }
 
 func newShardRun(w *Worker, l leasecore.Lease, tenure uint64, prev <-chan struct{}) *shardRun {
@@ -322,7 +325,7 @@ func (r *shardRun) handle(p *Policy, records []kinesisrec.Record, millisBehind i
 		App: cfg.App, Stream: streamLabel(r.stream), ShardID: r.shardID, WorkerID: cfg.WorkerID,
 		MillisBehindLatest: millisBehind, Records: records,
 	}
-	st, err := p.Process(r.ctx, r.w.stopRuns, b, r.checkpoint)
+	st, err := r.processHeld(p, b)
 	if err != nil {
 		return err
 	}

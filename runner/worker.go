@@ -248,6 +248,7 @@ func (w *Worker) onEvent(e leasecore.LeaseEvent) {
 			prev = old.done
 		}
 		r := newShardRun(w, e.Lease, e.Tenure, prev)
+		r.stolenFrom, r.notBefore = e.StolenFrom, e.NotBefore
 		w.runs[key] = r
 		w.runsWG.Add(1)
 		go func() {
