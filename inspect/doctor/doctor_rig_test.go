@@ -1,4 +1,4 @@
-package inspect
+package doctor
 
 import (
 	"context"
@@ -35,7 +35,7 @@ type rig struct {
 	failover time.Duration
 	window   time.Duration
 	leases   map[string]leasecore.Lease // as last written by the rig
-	opt      DoctorOptions
+	opt      Options
 }
 
 func newRig(t *testing.T, failover, window time.Duration) *rig {
@@ -111,8 +111,8 @@ func (r *rig) checkpoint(key, seq string) {
 	r.leases[key] = next
 }
 
-func (r *rig) apis() DoctorAPIs {
-	a := DoctorAPIs{DynamoDB: r.ddb}
+func (r *rig) apis() APIs {
+	a := APIs{DynamoDB: r.ddb}
 	if r.kin != nil {
 		a.Kinesis = r.kin
 	}
@@ -122,7 +122,7 @@ func (r *rig) apis() DoctorAPIs {
 	return a
 }
 
-func (r *rig) options() DoctorOptions {
+func (r *rig) options() Options {
 	o := r.opt
 	o.Table, o.Stream, o.Window, o.FailoverTime, o.Clock = r.table, r.stream, r.window, r.failover, r.clock
 	if r.cw == nil && o.CloudWatchSkipped == "" {
@@ -136,7 +136,7 @@ func (r *rig) run(step func(i int)) *Report {
 	r.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	d, err := NewDoctor(ctx, r.apis(), r.options())
+	d, err := New(ctx, r.apis(), r.options())
 	if err != nil {
 		r.t.Fatal(err)
 	}
