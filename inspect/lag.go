@@ -86,11 +86,11 @@ type LagOptions struct {
 }
 
 // DefaultProbeConcurrency is how many shards the lag probes read at once.
-// Eight hide a region's round trip (500 shards in about 2.5 s at 20 ms per
-// call) without piling requests onto a server that is already busy: against
-// the single-threaded local Kinesis, 16 in flight made every call dearer and
-// the whole walk slower than 8 did (make bench, TestBenchCheckpointDiff).
-// --concurrency raises it for very large streams.
+// Enough reads in flight hide most of a region's round trip, but not so many
+// that they pile onto a server that is already busy, where more in flight
+// only makes every call dearer and the whole walk slower. make bench
+// compares it with the shard-by-shard walk and with more in flight
+// (docs/benchmarks.md). --concurrency raises it for very large streams.
 const DefaultProbeConcurrency = 8
 
 // CheckpointDiff joins the stream's shards with the lease table: one row per
