@@ -14,6 +14,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
+	"github.com/kcltool/kcltool/internal/clocktest"
 	"github.com/kcltool/kcltool/internal/emulator"
 	"github.com/kcltool/kcltool/leasecore"
 )
@@ -31,7 +32,7 @@ type rig struct {
 	cw       *emulator.MetricStore
 	table    string
 	stream   string
-	clock    *leasecore.FakeClock
+	clock    *clocktest.Clock
 	failover time.Duration
 	window   time.Duration
 	leases   map[string]leasecore.Lease // as last written by the rig
@@ -41,7 +42,7 @@ type rig struct {
 func newRig(t *testing.T, failover, window time.Duration) *rig {
 	t.Helper()
 	r := &rig{t: t, ddb: emulator.DynamoDB(t), table: emulator.Name(t, "doc"), failover: failover, window: window,
-		clock: leasecore.NewFakeClock(time.Now().UTC().Truncate(time.Second)), leases: map[string]leasecore.Lease{}}
+		clock: clocktest.New(time.Now().UTC().Truncate(time.Second)), leases: map[string]leasecore.Lease{}}
 	emulator.CreateLeaseTable(t, r.ddb, r.table)
 	return r
 }
