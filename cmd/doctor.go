@@ -82,7 +82,7 @@ report (in "cost" with -o json).`,
 	addOutputFlag(c, &o.Output)
 	fl := c.Flags()
 	fl.StringVar(&o.Stream, "stream", "", "stream name: enables the stuck-shard, lag and lineage checks (multi-stream tables name their streams)")
-	fl.DurationVar(&o.Window, "window", doctor.DefaultDoctorWindow, "how long to watch the lease table")
+	fl.DurationVar(&o.Window, "window", doctor.DefaultWindow, "how long to watch the lease table")
 	fl.DurationVar(&o.FailoverTime, "failover-time", 10*time.Second, "the application's KCL failover time: the spacing of the reads and the expiry rule")
 	fl.DurationVar(&o.HandoffTimeout, "handoff-timeout", doctor.DefaultHandoffTimeout, "KCL 3.x gracefulLeaseHandoffTimeoutMillis: a handoff older than this plus the failover time is stuck")
 	fl.DurationVar(&o.MaxBehind, "max-behind", doctor.DefaultMaxBehind, "a shard further behind than this is lagging")

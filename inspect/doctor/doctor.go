@@ -44,7 +44,7 @@ type APIs struct {
 
 // KCL defaults doctor judges by (docs/kcl-compat.md, Timings and defaults).
 const (
-	DefaultDoctorWindow   = 60 * time.Second
+	DefaultWindow         = 60 * time.Second
 	DefaultHandoffTimeout = 30 * time.Second
 	DefaultMaxBehind      = time.Minute
 	DefaultMetricsWindow  = 5 * time.Minute
@@ -99,7 +99,7 @@ func (o Options) withDefaults() Options {
 		o.App = o.Table
 	}
 	if o.Window <= 0 {
-		o.Window = DefaultDoctorWindow
+		o.Window = DefaultWindow
 	}
 	if o.FailoverTime <= 0 {
 		o.FailoverTime = leasecore.DefaultFailoverTime
