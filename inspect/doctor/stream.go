@@ -9,7 +9,7 @@ import (
 	"github.com/kcltool/kcltool/leasecore"
 )
 
-// errNeedStreamPrefix starts diffLeases's complaint about a single-stream table
+// errNeedStreamPrefix starts inspect.DiffLeases's complaint about a single-stream table
 // without --stream; doctor skips the stream checks instead of failing.
 const errNeedStreamPrefix = "--stream is required"
 
