@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kcltool/kcltool/inspect"
+	"github.com/kcltool/kcltool/inspect/doctor"
 )
 
 // Shell completion is given by flag name, here, for every command at once:
@@ -130,7 +131,7 @@ func failOnValues(fl *pflag.Flag) []string {
 		return states
 	}
 	var sev []string
-	for s := inspect.SeverityInfo; s <= inspect.SeverityCritical; s++ {
+	for s := doctor.SeverityInfo; s <= doctor.SeverityCritical; s++ {
 		sev = append(sev, s.String())
 	}
 	return append(sev, "never")

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kcltool/kcltool/inspect"
+	"github.com/kcltool/kcltool/inspect/doctor"
 )
 
 // newDoctorCmds returns `kcltool doctor`.
@@ -81,11 +82,11 @@ report (in "cost" with -o json).`,
 	addOutputFlag(c, &o.Output)
 	fl := c.Flags()
 	fl.StringVar(&o.Stream, "stream", "", "stream name: enables the stuck-shard, lag and lineage checks (multi-stream tables name their streams)")
-	fl.DurationVar(&o.Window, "window", inspect.DefaultDoctorWindow, "how long to watch the lease table")
+	fl.DurationVar(&o.Window, "window", doctor.DefaultWindow, "how long to watch the lease table")
 	fl.DurationVar(&o.FailoverTime, "failover-time", 10*time.Second, "the application's KCL failover time: the spacing of the reads and the expiry rule")
-	fl.DurationVar(&o.HandoffTimeout, "handoff-timeout", inspect.DefaultHandoffTimeout, "KCL 3.x gracefulLeaseHandoffTimeoutMillis: a handoff older than this plus the failover time is stuck")
-	fl.DurationVar(&o.MaxBehind, "max-behind", inspect.DefaultMaxBehind, "a shard further behind than this is lagging")
-	fl.DurationVar(&o.MetricsWindow, "metrics-window", inspect.DefaultMetricsWindow, "how far back to read CloudWatch (at least --window)")
+	fl.DurationVar(&o.HandoffTimeout, "handoff-timeout", doctor.DefaultHandoffTimeout, "KCL 3.x gracefulLeaseHandoffTimeoutMillis: a handoff older than this plus the failover time is stuck")
+	fl.DurationVar(&o.MaxBehind, "max-behind", doctor.DefaultMaxBehind, "a shard further behind than this is lagging")
+	fl.DurationVar(&o.MetricsWindow, "metrics-window", doctor.DefaultMetricsWindow, "how far back to read CloudWatch (at least --window)")
 	fl.BoolVar(&o.NoCloudWatch, "no-cloudwatch", false, "do not read CloudWatch; its checks are reported as skipped")
 	fl.StringVar(&o.FailOn, "fail-on", "warn", "exit 3 when a finding is at least this severe: info, warn, critical, or never")
 	fl.BoolVar(&o.Watch, "watch", false, "keep watching: redraw the report on the last window after every read (Ctrl-C stops)")
@@ -95,16 +96,16 @@ report (in "cost" with -o json).`,
 }
 
 // neverFail is --fail-on never: above every severity.
-const neverFail = inspect.SeverityCritical + 1
+const neverFail = doctor.SeverityCritical + 1
 
 // check validates the flags; it returns the --fail-on threshold.
-func (o *doctorOptions) check() (inspect.Severity, error) {
+func (o *doctorOptions) check() (doctor.Severity, error) {
 	if err := checkOutput(o.Output); err != nil {
 		return 0, err
 	}
 	failOn := neverFail
 	if o.FailOn != "never" {
-		s, err := inspect.ParseSeverity(o.FailOn)
+		s, err := doctor.ParseSeverity(o.FailOn)
 		if err != nil {
 			return 0, usageErrorf("invalid --fail-on %q: use info, warn, critical or never", o.FailOn)
 		}
@@ -130,7 +131,7 @@ func (o *doctorOptions) check() (inspect.Severity, error) {
 	return failOn, nil
 }
 
-func runDoctor(ctx context.Context, f *Factory, o *doctorOptions, failOn inspect.Severity) error {
+func runDoctor(ctx context.Context, f *Factory, o *doctorOptions, failOn doctor.Severity) error {
 	table, err := o.table()
 	if err != nil {
 		return err
@@ -139,7 +140,7 @@ func runDoctor(ctx context.Context, f *Factory, o *doctorOptions, failOn inspect
 	if err != nil {
 		return err
 	}
-	opt := inspect.DoctorOptions{
+	opt := doctor.Options{
 		App: o.App, Table: table, Stream: o.Stream, Window: o.Window, FailoverTime: o.FailoverTime,
 		HandoffTimeout: o.HandoffTimeout, MaxBehind: o.MaxBehind, MetricsWindow: o.MetricsWindow,
 		Concurrency: o.Concurrency, Retry: retryFor(f), Clock: f.Clock,
@@ -156,7 +157,7 @@ func runDoctor(ctx context.Context, f *Factory, o *doctorOptions, failOn inspect
 			}
 		}
 	}
-	d, err := inspect.NewDoctor(ctx, apis, opt)
+	d, err := doctor.New(ctx, apis, opt)
 	if err != nil {
 		return explainAWS(err, f.awsContext(table, o.Stream))
 	}
@@ -171,9 +172,9 @@ func runDoctor(ctx context.Context, f *Factory, o *doctorOptions, failOn inspect
 		}
 		return doctorVerdict(rep, failOn)
 	}
-	var last *inspect.Report
+	var last *doctor.Report
 	live := &liveView{io: f.IO}
-	err = d.Watch(ctx, func(rep *inspect.Report) error {
+	err = d.Watch(ctx, func(rep *doctor.Report) error {
 		last = rep
 		return live.show(func() error {
 			// -o json: one compact document per line, a stream for jq, not an array
@@ -188,8 +189,8 @@ func runDoctor(ctx context.Context, f *Factory, o *doctorOptions, failOn inspect
 }
 
 // doctorAPIs builds the clients; CloudWatch only when it is to be read.
-func doctorAPIs(ctx context.Context, f *Factory, o *doctorOptions) (inspect.DoctorAPIs, error) {
-	var apis inspect.DoctorAPIs
+func doctorAPIs(ctx context.Context, f *Factory, o *doctorOptions) (doctor.APIs, error) {
+	var apis doctor.APIs
 	ddb, err := f.DynamoDB(ctx)
 	if err != nil {
 		return apis, err
@@ -210,7 +211,7 @@ func doctorAPIs(ctx context.Context, f *Factory, o *doctorOptions) (inspect.Doct
 }
 
 // doctorVerdict is exit 3 when a finding reaches --fail-on.
-func doctorVerdict(rep *inspect.Report, failOn inspect.Severity) error {
+func doctorVerdict(rep *doctor.Report, failOn doctor.Severity) error {
 	bad := rep.AtLeast(failOn)
 	if len(bad) == 0 {
 		return nil

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kcltool/kcltool/inspect"
+	"github.com/kcltool/kcltool/inspect/doctor"
 )
 
 // doctorJSON is the documented JSON shape of a doctor report (docs/json.md;
@@ -67,8 +67,8 @@ type costJSON struct {
 	} `json:"cloudwatch"`
 }
 
-func severityName(s inspect.Severity) string {
-	if s > inspect.SeverityCritical {
+func severityName(s doctor.Severity) string {
+	if s > doctor.SeverityCritical {
 		return "never"
 	}
 	if s < 0 {
@@ -77,7 +77,7 @@ func severityName(s inspect.Severity) string {
 	return s.String()
 }
 
-func reportJSON(rep *inspect.Report, failOn inspect.Severity) doctorJSON {
+func reportJSON(rep *doctor.Report, failOn doctor.Severity) doctorJSON {
 	j := doctorJSON{
 		App: rep.App, Table: rep.Table, Stream: optString(rep.Stream), Started: rep.Started.UTC(), Ended: rep.Ended.UTC(),
 		WindowMillis: rep.Window.Milliseconds(), FailoverTimeMillis: rep.FailoverTime.Milliseconds(),
@@ -104,11 +104,11 @@ func reportJSON(rep *inspect.Report, failOn inspect.Severity) doctorJSON {
 }
 
 // renderDoctor writes a report in the chosen format.
-func renderDoctor(f *Factory, format string, rep *inspect.Report, failOn inspect.Severity) error {
+func renderDoctor(f *Factory, format string, rep *doctor.Report, failOn doctor.Severity) error {
 	return printDoctor(newPrinter(f.IO, format), rep, failOn)
 }
 
-func printDoctor(p *Printer, rep *inspect.Report, failOn inspect.Severity) error {
+func printDoctor(p *Printer, rep *doctor.Report, failOn doctor.Severity) error {
 	return p.Print(output{
 		Doc:    func() any { return reportJSON(rep, failOn) },
 		Schema: "doctor",
@@ -127,7 +127,7 @@ func printDoctor(p *Printer, rep *inspect.Report, failOn inspect.Severity) error
 // doctorTable: the findings as a table, worst first, then the evidence,
 // cause and fix of each finding that needs action (of every finding with
 // -o wide), then what the run read and cost.
-func doctorTable(p *Printer, rep *inspect.Report, failOn inspect.Severity) error {
+func doctorTable(p *Printer, rep *doctor.Report, failOn doctor.Severity) error {
 	wide := p.Wide()
 	st := p.Styles()
 	header := fmt.Sprintf("%s: %s, %s, %s (reads %s apart over %s, %s to %s)", rep.Table, plural(rep.Leases, "lease"),
@@ -147,15 +147,15 @@ func doctorTable(p *Printer, rep *inspect.Report, failOn inspect.Severity) error
 		}
 	}
 	for _, fd := range rep.Findings {
-		if !wide && fd.Severity < inspect.SeverityWarn {
+		if !wide && fd.Severity < doctor.SeverityWarn {
 			continue
 		}
 		p.Blank()
 		style := st.Warn
 		switch fd.Severity {
-		case inspect.SeverityCritical:
+		case doctor.SeverityCritical:
 			style = st.Bad
-		case inspect.SeverityInfo:
+		case doctor.SeverityInfo:
 			style = st.Dim
 		}
 		p.Println(style.Render(fd.Severity.String()+" "+fd.ID) + ": " + fd.Summary)
@@ -186,7 +186,7 @@ func formatValues(v map[string]float64) string {
 	return string(b)
 }
 
-func costLine(c inspect.ReadCost) string {
+func costLine(c doctor.ReadCost) string {
 	parts := []string{fmt.Sprintf("%s (%s, %s read capacity)", plural(c.Scans, "lease-table scan"), plural(c.Pages, "page"),
 		strconv.FormatFloat(c.ReadCapacityUnits, 'f', -1, 64)), plural(c.DescribeTable, "DescribeTable")}
 	if c.LegacyScans > 0 {
@@ -204,13 +204,13 @@ func costLine(c inspect.ReadCost) string {
 	return strings.Join(parts, ", ")
 }
 
-func verdictLine(st Styles, rep *inspect.Report, failOn inspect.Severity) string {
-	counts := map[inspect.Severity]int{}
+func verdictLine(st Styles, rep *doctor.Report, failOn doctor.Severity) string {
+	counts := map[doctor.Severity]int{}
 	for _, f := range rep.Findings {
 		counts[f.Severity]++
 	}
-	line := fmt.Sprintf("%d critical, %d warn, %d info", counts[inspect.SeverityCritical], counts[inspect.SeverityWarn], counts[inspect.SeverityInfo])
-	if failOn <= inspect.SeverityCritical && len(rep.AtLeast(failOn)) > 0 {
+	line := fmt.Sprintf("%d critical, %d warn, %d info", counts[doctor.SeverityCritical], counts[doctor.SeverityWarn], counts[doctor.SeverityInfo])
+	if failOn <= doctor.SeverityCritical && len(rep.AtLeast(failOn)) > 0 {
 		return st.Bad.Render(line + fmt.Sprintf(" (exit 3: --fail-on %s)", failOn))
 	}
 	return line

@@ -104,10 +104,9 @@ func (f *Factory) AWSConfig(ctx context.Context) (aws.Config, error) {
 // once than that: a renewal round of 20 leases, a checkpoint per running
 // handler, a GetRecords per shard catching up. Every connection beyond 10
 // was closed when its request ended and dialled again for the next round,
-// each time a new TCP and TLS handshake (TestRunReusesLeaseTableConnections:
-// 70 new connections over 7 renewal rounds of 20 leases with the SDK's
-// setting, none with this one). Idle connections still close after the
-// transport's IdleConnTimeout (90s).
+// each time a new TCP and TLS handshake. A test counts the new connections
+// through a proxy; docs/benchmarks.md has the counts with either setting.
+// Idle connections still close after the transport's IdleConnTimeout.
 const idleConnsPerHost = 256
 
 func keepIdleConns(t *http.Transport) {

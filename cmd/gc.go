@@ -9,11 +9,10 @@ import (
 // unless GOGC is set. kcltool's live heap is small (a page of records per
 // shard, or one copy of the lease table), and most of what it allocates is
 // dropped a moment later: with Go's default of 100 the collector runs again
-// after every few megabytes for little memory saved. When it was set, the
-// run benchmark measured 12% less CPU per record at 400 than at 100; the
-// decoders written since allocate less, and the difference is now within
-// that benchmark's noise. The heap may grow to five times the live data
-// (peak RSS, printed by the run benchmark, stayed at 52-57 MB). GOGC=100
+// after every few megabytes for little memory saved. The price is memory:
+// the heap may grow to five times the live data, which stays small. How much
+// CPU it saves and what peak RSS the run benchmark sees are figures that
+// change with the code, so they live in docs/benchmarks.md. GOGC=100
 // restores Go's default.
 const gcPercent = 400
 

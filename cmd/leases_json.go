@@ -8,11 +8,9 @@ import (
 // jsonAppender is implemented by JSON line items that can write themselves
 // without reflection. It is kept because it still pays: encoding/json calls
 // optString's MarshalJSON for a dozen fields of every lease and compacts
-// each result. In issue 14's check, writing 10,000 leases took about 4 ms
-// with it and 40 ms with encoding/json, on a command of 200-350 ms, and
-// TestBenchLeasesLs gave 1.33x, 1.06x, 1.29x (with it) against 1.43x,
-// 1.63x, 1.21x (encoding/json): the gain is real but near the end-to-end
-// noise. The figures live in docs/benchmarks.md, where they can be updated.
+// each result, for every lease. The gain is small next to the Scan, so it
+// is checked again with make bench: docs/benchmarks.md holds the figures and
+// says when to drop this for encoding/json.
 // The bytes must equal json.Marshal's, which the tests check field by field.
 // The error is json.Marshal's error for the same value, so a value it
 // refuses (a NaN float) still fails the command instead of printing bad JSON.
@@ -112,8 +110,9 @@ func appendJSONString(b []byte, s string) []byte {
 
 // jsonPlain marks the bytes json.Marshal copies into a string unchanged and
 // appendJSONString may copy too: printable ASCII except the quote, the
-// backslash and the HTML characters < > &. A table lookup per byte is about
-// three times faster than the chain of comparisons on lease-sized strings.
+// backslash and the HTML characters < > &. One table lookup a byte replaces
+// a chain of comparisons in the loop every string of every lease goes
+// through.
 var jsonPlain = func() (t [256]bool) {
 	for c := 0x20; c <= 0x7e; c++ {
 		t[c] = true

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/kcltool/kcltool/internal/clocktest"
 	"github.com/kcltool/kcltool/leasecore"
 )
 
@@ -59,7 +60,7 @@ func TestProgressOnlyOnATerminal(t *testing.T) {
 // is still on its way.
 func TestScanProgressQuietForSmallTables(t *testing.T) {
 	ctx := context.Background()
-	clock := leasecore.NewFakeClock(time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC))
+	clock := clocktest.New(time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC))
 	f, errOut := progressFactory(true, clock)
 
 	s := watchScan(pagedTable{pages: 1}, newProgress(f), "small", time.Second)

@@ -114,9 +114,8 @@ type e2eStack struct {
 
 func newE2EStack(t *testing.T, shards int32) e2eStack {
 	t.Helper()
-	s := e2eStack{ddb: emulator.DynamoDB(t), kin: emulator.Kinesis(t), stream: emulator.Name(t, "s"), app: emulator.Name(t, "app")}
-	emulator.CreateStream(t, s.kin, s.stream, shards)
-	return s
+	st := emulator.NewStack(t, shards, emulator.StackOptions{NoTable: true})
+	return e2eStack{ddb: st.DynamoDB, kin: st.Kinesis, stream: st.Stream, app: st.Table}
 }
 
 // putRound writes one record per key in one PutRecords call: "key:round".

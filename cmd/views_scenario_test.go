@@ -34,10 +34,9 @@ type scenario struct {
 }
 
 func newScenario(t *testing.T, shards int32) *scenario {
-	s := &scenario{t: t, kin: emulator.Kinesis(t), ddb: emulator.DynamoDB(t), last: map[string]string{}, prev: map[string]string{}}
-	s.stream, s.table = emulator.Name(t, "views"), emulator.Name(t, "app")
-	emulator.CreateStream(t, s.kin, s.stream, shards)
-	emulator.CreateLeaseTable(t, s.ddb, s.table)
+	// The golden files normalise the names by these prefixes.
+	st := emulator.NewStack(t, shards, emulator.StackOptions{StreamPrefix: "views", TablePrefix: "app"})
+	s := &scenario{t: t, kin: st.Kinesis, ddb: st.DynamoDB, stream: st.Stream, table: st.Table, last: map[string]string{}, prev: map[string]string{}}
 	s.refresh()
 	return s
 }

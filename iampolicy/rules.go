@@ -55,7 +55,7 @@ var rules = []rule{
 	{cmds("checkpoint import"), all(flag("execute"), flag("prune")), importTable, dynamodb("DeleteItem")},
 	{cmds("checkpoint import"), flag("create-table"), importTable, dynamodb("DescribeTable", "CreateTable")},
 
-	// doctor (inspect.Doctor) never writes. Without --stream a multi-stream
+	// doctor (doctor.Doctor) never writes. Without --stream a multi-stream
 	// table still names its streams, so the stream grant stays, as a
 	// placeholder. DescribeStreamSummary only asks whether shard-level
 	// metrics are on, for the CloudWatch reads.

@@ -86,11 +86,11 @@ type LagOptions struct {
 }
 
 // DefaultProbeConcurrency is how many shards the lag probes read at once.
-// Eight hide a region's round trip (500 shards in about 2.5 s at 20 ms per
-// call) without piling requests onto a server that is already busy: against
-// the single-threaded local Kinesis, 16 in flight made every call dearer and
-// the whole walk slower than 8 did (make bench, TestBenchCheckpointDiff).
-// --concurrency raises it for very large streams.
+// Enough reads in flight hide most of a region's round trip, but not so many
+// that they pile onto a server that is already busy, where more in flight
+// only makes every call dearer and the whole walk slower. make bench
+// compares it with the shard-by-shard walk and with more in flight
+// (docs/benchmarks.md). --concurrency raises it for very large streams.
 const DefaultProbeConcurrency = 8
 
 // CheckpointDiff joins the stream's shards with the lease table: one row per
@@ -105,13 +105,13 @@ func CheckpointDiff(ctx context.Context, kin StreamAPI, ddb TableAPI, table stri
 	if err != nil {
 		return nil, fmt.Errorf("scan lease table %q: %w", table, err)
 	}
-	return diffLeases(ctx, kin, table, scan, opt)
+	return DiffLeases(ctx, kin, table, scan, opt)
 }
 
-// diffLeases is CheckpointDiff over a table read already: doctor joins its
+// DiffLeases is CheckpointDiff over a table read already: doctor joins its
 // last sample with the stream instead of scanning once more.
-func diffLeases(ctx context.Context, kin StreamAPI, table string, scan leasecore.ScanResult, opt LagOptions) (*Lag, error) {
-	streams, err := streamsOf(scan.Leases, opt.Stream)
+func DiffLeases(ctx context.Context, kin StreamAPI, table string, scan leasecore.ScanResult, opt LagOptions) (*Lag, error) {
+	streams, err := StreamsOf(scan.Leases, opt.Stream)
 	if err != nil {
 		return nil, err
 	}
@@ -145,9 +145,9 @@ func diffLeases(ctx context.Context, kin StreamAPI, table string, scan leasecore
 	return res, nil
 }
 
-// streamsOf decides which streams to look at. A single-stream table needs
+// StreamsOf decides which streams to look at. A single-stream table needs
 // --stream; a multi-stream table names its streams in its leases.
-func streamsOf(leases []leasecore.Lease, filter string) ([]reshard.Stream, error) {
+func StreamsOf(leases []leasecore.Lease, filter string) ([]reshard.Stream, error) {
 	ids := map[string]bool{}
 	for _, l := range leases {
 		if l.StreamName != "" {
@@ -269,14 +269,14 @@ func probeLag(ctx context.Context, kin StreamAPI, rows []LagRow, conc int, clock
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			behind, read, err := probe(ctx, kin, r, clock)
+			behind, read, err := Probe(ctx, kin, r, clock)
 			mu.Lock()
 			defer mu.Unlock()
 			if read {
 				reads++
 			}
 			switch {
-			case err != nil && isStaleCheckpoint(err):
+			case err != nil && IsStaleCheckpoint(err):
 				r.State, r.Note = LagOrphanLease, "checkpoint is not in this shard: the stream was recreated"
 			case err != nil:
 				errs = append(errs, fmt.Errorf("read shard %s of %s: %w", r.ShardID, r.Stream, err))
@@ -292,11 +292,11 @@ func probeLag(ctx context.Context, kin StreamAPI, rows []LagRow, conc int, clock
 	return reads, errors.Join(errs...)
 }
 
-// probe measures how far the checkpoint is behind the tip: the age of the
+// Probe measures how far the checkpoint is behind the tip: the age of the
 // first record after it, or Kinesis's MillisBehindLatest when that is larger.
 // Any unread record makes the shard at least 1 ms behind: MillisBehindLatest
 // alone reads 0 when the unread records arrived within the same moment.
-func probe(ctx context.Context, kin StreamAPI, r *LagRow, clock leasecore.Clock) (behind int64, read bool, err error) {
+func Probe(ctx context.Context, kin StreamAPI, r *LagRow, clock leasecore.Clock) (behind int64, read bool, err error) {
 	in := &kinesis.GetShardIteratorInput{
 		StreamName: aws.String(r.Stream), ShardId: aws.String(r.ShardID),
 		ShardIteratorType:      types.ShardIteratorTypeAfterSequenceNumber,
@@ -325,8 +325,8 @@ func probe(ctx context.Context, kin StreamAPI, r *LagRow, clock leasecore.Clock)
 	return behind, true, nil
 }
 
-// isStaleCheckpoint recognises a sequence number the shard does not know.
-func isStaleCheckpoint(err error) bool {
+// IsStaleCheckpoint recognises a sequence number the shard does not know.
+func IsStaleCheckpoint(err error) bool {
 	return awserr.BadSequence(err) || awserr.NotFound(err)
 }
 

@@ -1,5 +1,6 @@
 // Package inspect holds kcltool's read-only analyses of a lease table: the
-// lease listing, lag, lineage, owners and doctor. It never writes.
+// lease listing, lag, lineage and owners, and the shard probe and lag rows
+// that doctor (inspect/doctor) builds on. It never writes.
 package inspect
 
 import (
@@ -99,7 +100,7 @@ func ListLeases(ctx context.Context, api TableAPI, table string, opt ListOptions
 		final = second
 	}
 	res.NonLeases, res.Malformed = final.NonLeases, final.Malformed
-	res.Leases = deriveRows(final.Leases, before)
+	res.Leases = LeaseRows(final.Leases, before)
 	if before != nil {
 		res.OwnerRenewals = ownerRenewals(res.Leases)
 	}
@@ -107,9 +108,9 @@ func ListLeases(ctx context.Context, api TableAPI, table string, opt ListOptions
 	return res, nil
 }
 
-// deriveRows decides every lease's state. before is the first sample read,
+// LeaseRows decides every lease's state. before is the first sample read,
 // nil when not sampling.
-func deriveRows(leases []leasecore.Lease, before map[string]leasecore.Lease) []LeaseRow {
+func LeaseRows(leases []leasecore.Lease, before map[string]leasecore.Lease) []LeaseRow {
 	all := reshard.ByKey(leases)
 	rows := make([]LeaseRow, 0, len(leases))
 	for _, l := range leases {

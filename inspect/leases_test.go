@@ -37,7 +37,7 @@ func TestStateOrder(t *testing.T) {
 				prev.LeaseCounter -= *c.renewed
 				before = map[string]leasecore.Lease{c.lease.LeaseKey: prev}
 			}
-			rows := deriveRows([]leasecore.Lease{parent, c.lease}, before)
+			rows := LeaseRows([]leasecore.Lease{parent, c.lease}, before)
 			for _, r := range rows {
 				if r.LeaseKey == c.lease.LeaseKey && r.State != c.want {
 					t.Errorf("state %s, want %s", r.State, c.want)

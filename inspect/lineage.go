@@ -59,7 +59,7 @@ func ShardLineage(ctx context.Context, kin reshard.KinesisAPI, ddb TableAPI, str
 	res.WithLeases = true
 	s := streamFor(scan.Leases, stream)
 	leases := reshard.LeasesOfStream(scan.Leases, s)
-	rows := deriveRows(leases, nil)
+	rows := LeaseRows(leases, nil)
 	for i := range rows {
 		r := &rows[i]
 		if n, ok := res.Nodes[r.ShardIDOrKey()]; ok {
@@ -73,7 +73,7 @@ func ShardLineage(ctx context.Context, kin reshard.KinesisAPI, ddb TableAPI, str
 // streamFor finds the multi-stream identifier of stream among the leases;
 // a single-stream table gives a Stream without ID.
 func streamFor(leases []leasecore.Lease, stream string) reshard.Stream {
-	if ss, err := streamsOf(leases, stream); err == nil && len(ss) == 1 {
+	if ss, err := StreamsOf(leases, stream); err == nil && len(ss) == 1 {
 		return ss[0]
 	}
 	return reshard.Stream{Name: stream}

@@ -80,7 +80,7 @@ func OwnersOf(l *Listing) *Owners {
 		case "LEADER":
 			res.Leader = attrS(n.Item, "ownerName")
 		case "WORKER_METRIC_STATS":
-			m := workerMetrics(n)
+			m := WorkerMetricsOf(n)
 			res.Metrics = append(res.Metrics, m)
 			if by[m.Worker] == nil {
 				by[m.Worker] = &Owner{Worker: m.Worker}
@@ -106,7 +106,9 @@ func OwnersOf(l *Listing) *Owners {
 	return res
 }
 
-func workerMetrics(n leasecore.NonLeaseItem) WorkerMetrics {
+// WorkerMetricsOf reads a KCL 3.x worker-metrics item: its last update and
+// CPU samples.
+func WorkerMetricsOf(n leasecore.NonLeaseItem) WorkerMetrics {
 	m := WorkerMetrics{Worker: n.Key}
 	if v, ok := n.Item["lut"].(*types.AttributeValueMemberN); ok {
 		if secs, err := strconv.ParseFloat(v.Value, 64); err == nil {

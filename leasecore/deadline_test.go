@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/kcltool/kcltool/internal/clocktest"
 )
 
 func TestStopMarginAndStealWait(t *testing.T) {
@@ -35,7 +37,7 @@ func TestHandlerDeadlineAndStealWait(t *testing.T) {
 	ddb, table := newLeaseTable(t, 2)
 	ctx := context.Background()
 	start := time.Unix(1_700_000_000, 0)
-	clockA, clockB := NewFakeClock(start), NewFakeClock(start)
+	clockA, clockB := clocktest.New(start), clocktest.New(start)
 	var ea, eb []LeaseEvent
 	a := fakeWorker(t, ddb, table, "a", clockA, &ea)
 	b := fakeWorker(t, ddb, table, "b", clockB, &eb)

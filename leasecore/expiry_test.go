@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/kcltool/kcltool/internal/clocktest"
 )
 
 // These tests drive coordinators by hand with fake clocks: one taker run or
@@ -29,7 +31,7 @@ func TestExpiryIsJudgedOnTheObserversClock(t *testing.T) {
 	ctx := context.Background()
 	key := shardKey(0)
 	start := time.Unix(1_700_000_000, 0)
-	clockA, clockB := NewFakeClock(start), NewFakeClock(start)
+	clockA, clockB := clocktest.New(start), clocktest.New(start)
 	var eventsA, eventsB []LeaseEvent
 	a := fakeWorker(t, ddb, table, "a", clockA, &eventsA)
 	b := fakeWorker(t, ddb, table, "b", clockB, &eventsB)
@@ -100,7 +102,7 @@ func TestRenewalsKeepObserversOff(t *testing.T) {
 	ctx := context.Background()
 	key := shardKey(0)
 	start := time.Unix(1_700_000_000, 0)
-	clockA, clockB := NewFakeClock(start), NewFakeClock(start)
+	clockA, clockB := clocktest.New(start), clocktest.New(start)
 	var ea, eb []LeaseEvent
 	a := fakeWorker(t, ddb, table, "a", clockA, &ea)
 	b := fakeWorker(t, ddb, table, "b", clockB, &eb)
@@ -148,14 +150,14 @@ func TestRestartedWorkerReadoptsItsLeases(t *testing.T) {
 	ddb, table := newLeaseTable(t, 3)
 	ctx := context.Background()
 	var e1, e2 []LeaseEvent
-	first := fakeWorker(t, ddb, table, "w", NewFakeClock(time.Unix(0, 0)), &e1)
+	first := fakeWorker(t, ddb, table, "w", clocktest.New(time.Unix(0, 0)), &e1)
 	first.runTaker(ctx)
 	if len(first.Held()) != 3 {
 		t.Fatal("first incarnation did not take the leases")
 	}
 	// Same worker id, new process: it takes its own leases back at once
 	// (KCL's renewer does so at initialisation), without an owner switch.
-	second := fakeWorker(t, ddb, table, "w", NewFakeClock(time.Unix(0, 0)), &e2)
+	second := fakeWorker(t, ddb, table, "w", clocktest.New(time.Unix(0, 0)), &e2)
 	second.runTaker(ctx)
 	if len(second.Held()) != 3 {
 		t.Fatalf("restarted worker holds %d of its 3 leases", len(second.Held()))
@@ -164,34 +166,5 @@ func TestRestartedWorkerReadoptsItsLeases(t *testing.T) {
 		if l := mustGet(t, ddb, table, shardKey(i)); l.OwnerSwitchesSinceCheckpoint != 0 {
 			t.Fatalf("re-adoption counted an owner switch on %s", l.LeaseKey)
 		}
-	}
-}
-
-func TestFakeClockTimers(t *testing.T) {
-	c := NewFakeClock(time.Unix(0, 0))
-	t1, t2 := c.NewTimer(2*time.Second), c.NewTimer(time.Second)
-	c.Advance(1500 * time.Millisecond)
-	select {
-	case <-t1.C():
-		t.Fatal("2s timer fired at 1.5s")
-	case <-t2.C():
-	}
-	if !t1.Stop() || t1.Stop() {
-		t.Fatal("Stop must report an active timer once")
-	}
-	c.Advance(time.Hour)
-	select {
-	case <-t1.C():
-		t.Fatal("stopped timer fired")
-	default:
-	}
-	done := make(chan error)
-	go func() { done <- Sleep(context.Background(), c, time.Minute) }()
-	if err := c.WaitTimers(context.Background(), 1); err != nil {
-		t.Fatal(err)
-	}
-	c.Advance(time.Minute)
-	if err := <-done; err != nil {
-		t.Fatal(err)
 	}
 }

@@ -6,16 +6,16 @@ import "time"
 // share of the renewals the worker's leases need anyway.
 //
 // The request budget, per lease and minute, with R = 60s/RenewInterval
-// renewals per lease (18.14 at the defaults), L leases, W workers and s scan
-// requests per worker and minute, is R + s·W/L. KCL 2.x scans once per
-// 2·(failover+ε) (s = 2.99), so it spends 18.14 + 2.99·W/L. Adaptive pacing
-// lets s grow to max(2.99, ScanBudgetRatio·R·L/W), which keeps the total at
-// most max(KCL's own rate, (1+ScanBudgetRatio)·R) = max(KCL, 18.50): with
-// few leases per worker it scans exactly as often as KCL; with many, the
-// scans (one request per MiB of table, whatever the lease count) are cheap
-// per lease and it scans often enough to notice a dead worker within about a
-// second of its leases expiring. Checkpoint writes are the application's and
-// are the same under both.
+// renewals per lease, L leases, W workers and s scan requests per worker
+// and minute, is R + s·W/L. KCL 2.x scans once per 2·(failover+ε) (s_KCL),
+// so it spends R + s_KCL·W/L. Adaptive pacing lets s grow to
+// max(s_KCL, ScanBudgetRatio·R·L/W), which keeps the total at most
+// max(KCL's own rate, (1+ScanBudgetRatio)·R): with few leases per worker it
+// scans exactly as often as KCL; with many, the scans (one request per MiB
+// of table, whatever the lease count) are cheap per lease and it scans often
+// enough to notice a dead worker within about a second of its leases
+// expiring. Checkpoint writes are the application's and are the same under
+// both. docs/run.md works the budget out for the default timings.
 const ScanBudgetRatio = 0.02
 
 // ScanPacing returns the wait between taker scans for a table of leases

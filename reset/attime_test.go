@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kcltool/kcltool/internal/clocktest"
 	"github.com/kcltool/kcltool/leasecore"
 )
 
@@ -157,7 +158,7 @@ func TestResetScopeAndOtherTargets(t *testing.T) {
 func TestResetAtTimeOlderThanRetention(t *testing.T) {
 	w := newLineageWorld(t)
 	// Two days later, the time is past the 24h retention.
-	clock := leasecore.NewFakeClock(time.Now().Add(48 * time.Hour))
+	clock := clocktest.New(time.Now().Add(48 * time.Hour))
 	p := w.plan(ResetOptions{Target: Target{At: w.t1}, Clock: clock})
 	th := leasecore.TRIM_HORIZON
 	checkPlan(t, p, map[string]want{

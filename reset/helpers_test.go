@@ -35,10 +35,9 @@ type world struct {
 
 func newWorld(t *testing.T, shards int32) *world {
 	t.Helper()
-	w := &world{t: t, ctx: context.Background(), kin: emulator.Kinesis(t), ddb: emulator.DynamoDB(t),
-		stream: emulator.Name(t, "s"), table: emulator.Name(t, "app"), puts: map[string][]string{}}
-	emulator.CreateStream(t, w.kin, w.stream, shards)
-	emulator.CreateLeaseTable(t, w.ddb, w.table)
+	st := emulator.NewStreamAndTable(t, shards)
+	w := &world{t: t, ctx: context.Background(), kin: st.Kinesis, ddb: st.DynamoDB,
+		stream: st.Stream, table: st.Table, puts: map[string][]string{}}
 	w.refresh()
 	return w
 }

@@ -58,10 +58,8 @@ func newTimedScenario(t *testing.T) *scenario { return buildScenario(t, 1100*tim
 
 func buildScenario(t *testing.T, gap time.Duration) *scenario {
 	t.Helper()
-	s := &scenario{kin: emulator.Kinesis(t), ddb: emulator.DynamoDB(t),
-		stream: emulator.Name(t, "s"), table: emulator.Name(t, "t")}
-	emulator.CreateLeaseTable(t, s.ddb, s.table)
-	emulator.CreateStream(t, s.kin, s.stream, 2)
+	st := emulator.NewStreamAndTable(t, 2)
+	s := &scenario{kin: st.Kinesis, ddb: st.DynamoDB, stream: st.Stream, table: st.Table}
 	roots := s.list(t)
 	if len(roots) != 2 {
 		t.Fatalf("new stream has %d shards", len(roots))

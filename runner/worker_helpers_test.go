@@ -34,9 +34,9 @@ type stack struct {
 
 func newStack(t *testing.T, shards int32) stack {
 	t.Helper()
-	s := stack{ddb: emulator.DynamoDB(t), kin: emulator.Kinesis(t), stream: emulator.Name(t, "s"), table: emulator.Name(t, "app")}
-	emulator.CreateStream(t, s.kin, s.stream, shards)
-	return s
+	// The worker creates its lease table, as the KCL does.
+	st := emulator.NewStack(t, shards, emulator.StackOptions{NoTable: true})
+	return stack{ddb: st.DynamoDB, kin: st.Kinesis, stream: st.Stream, table: st.Table}
 }
 
 // put writes one record per key, in one PutRecords call, and returns the

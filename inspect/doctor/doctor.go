@@ -1,4 +1,7 @@
-package inspect
+// Package doctor diagnoses a KCL application from its lease table read over
+// a window, its stream and CloudWatch: findings with a severity, a cause and
+// a fix. It reads the shard probe and lag rows from inspect and never writes.
+package doctor
 
 import (
 	"context"
@@ -12,15 +15,16 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
+	"github.com/kcltool/kcltool/inspect"
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
 )
 
-// DoctorStreamAPI is the part of the Kinesis client doctor uses: the lag
+// StreamAPI is the part of the Kinesis client doctor uses: the lag
 // probe's calls, and the stream summary that says whether shard-level
 // metrics are enabled.
-type DoctorStreamAPI interface {
-	StreamAPI
+type StreamAPI interface {
+	inspect.StreamAPI
 	DescribeStreamSummary(ctx context.Context, params *kinesis.DescribeStreamSummaryInput, optFns ...func(*kinesis.Options)) (*kinesis.DescribeStreamSummaryOutput, error)
 }
 
@@ -29,18 +33,18 @@ type MetricsAPI interface {
 	GetMetricData(ctx context.Context, params *cloudwatch.GetMetricDataInput, optFns ...func(*cloudwatch.Options)) (*cloudwatch.GetMetricDataOutput, error)
 }
 
-// DoctorAPIs are the clients doctor reads through. It never writes.
-type DoctorAPIs struct {
-	DynamoDB TableAPI
+// APIs are the clients doctor reads through. It never writes.
+type APIs struct {
+	DynamoDB inspect.TableAPI
 	// Kinesis is needed for the lag probe; nil skips the stream checks.
-	Kinesis DoctorStreamAPI
+	Kinesis StreamAPI
 	// CloudWatch is nil when CloudWatch is not to be read.
 	CloudWatch MetricsAPI
 }
 
 // KCL defaults doctor judges by (docs/kcl-compat.md, Timings and defaults).
 const (
-	DefaultDoctorWindow   = 60 * time.Second
+	DefaultWindow         = 60 * time.Second
 	DefaultHandoffTimeout = 30 * time.Second
 	DefaultMaxBehind      = time.Minute
 	DefaultMetricsWindow  = 5 * time.Minute
@@ -52,8 +56,8 @@ const (
 	leaderHeartbeat = 30 * time.Second
 )
 
-// DoctorOptions say what to examine and by which rules.
-type DoctorOptions struct {
+// Options say what to examine and by which rules.
+type Options struct {
 	// App is the KCL application name: the CloudWatch namespace of KCL's
 	// own metrics and the prefix of KCL 3.0–3.4's extra tables.
 	App string
@@ -87,7 +91,7 @@ type DoctorOptions struct {
 	Progress func(done, total int)
 }
 
-func (o DoctorOptions) withDefaults() DoctorOptions {
+func (o Options) withDefaults() Options {
 	if o.Table == "" {
 		o.Table = o.App
 	}
@@ -95,7 +99,7 @@ func (o DoctorOptions) withDefaults() DoctorOptions {
 		o.App = o.Table
 	}
 	if o.Window <= 0 {
-		o.Window = DefaultDoctorWindow
+		o.Window = DefaultWindow
 	}
 	if o.FailoverTime <= 0 {
 		o.FailoverTime = leasecore.DefaultFailoverTime
@@ -111,7 +115,7 @@ func (o DoctorOptions) withDefaults() DoctorOptions {
 	}
 	o.MetricsWindow = max(o.MetricsWindow, o.Window)
 	if o.Concurrency <= 0 {
-		o.Concurrency = DefaultProbeConcurrency
+		o.Concurrency = inspect.DefaultProbeConcurrency
 	}
 	if o.Clock == nil {
 		o.Clock = leasecore.RealClock()
@@ -122,12 +126,12 @@ func (o DoctorOptions) withDefaults() DoctorOptions {
 // Doctor examines one KCL application: it samples the lease table over a
 // window and joins what it saw with the stream and CloudWatch.
 type Doctor struct {
-	opt      DoctorOptions
+	opt      Options
 	clock    leasecore.Clock
 	meter    *meter
 	table    meteredTable
-	kin      DoctorStreamAPI // metered; nil without Kinesis
-	metrics  MetricsAPI      // metered; nil without CloudWatch
+	kin      StreamAPI  // metered; nil without Kinesis
+	metrics  MetricsAPI // metered; nil without CloudWatch
 	segments int
 	desc     *ddbtypes.TableDescription
 	noLegacy bool // KCL 3.0–3.4's side tables were looked for and are absent
@@ -137,15 +141,15 @@ type Doctor struct {
 	// per window would.
 	watching bool
 	lagAt    time.Time
-	lag      *Lag
+	lag      *inspect.Lag
 	cwAt     time.Time
 	cw       *metricSet
 	cwFailed string
 }
 
-// NewDoctor checks the options and describes the lease table: a missing
+// New checks the options and describes the lease table: a missing
 // table fails here, before any sampling.
-func NewDoctor(ctx context.Context, apis DoctorAPIs, opt DoctorOptions) (*Doctor, error) {
+func New(ctx context.Context, apis APIs, opt Options) (*Doctor, error) {
 	opt = opt.withDefaults()
 	if opt.Table == "" {
 		return nil, errors.New("no lease table: set App or Table")

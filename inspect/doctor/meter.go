@@ -1,4 +1,4 @@
-package inspect
+package doctor
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+
+	"github.com/kcltool/kcltool/inspect"
 )
 
 // ReadCost is what a doctor run cost in requests: operators run it against
@@ -56,7 +58,7 @@ func (m *meter) take() ReadCost {
 // meteredTable counts DescribeTable and Scan pages, and asks DynamoDB for
 // the capacity each page consumed.
 type meteredTable struct {
-	api TableAPI
+	api inspect.TableAPI
 	m   *meter
 }
 
@@ -79,7 +81,7 @@ func (t meteredTable) Scan(ctx context.Context, in *dynamodb.ScanInput, opts ...
 
 // meteredStream counts the Kinesis requests of the lag probe and listing.
 type meteredStream struct {
-	api DoctorStreamAPI
+	api StreamAPI
 	m   *meter
 }
 

@@ -1,10 +1,11 @@
-package inspect
+package doctor
 
 import (
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/kcltool/kcltool/internal/clocktest"
 	"github.com/kcltool/kcltool/leasecore"
 )
 
@@ -15,7 +16,7 @@ import (
 func TestDoctorStuckShardWithFailingReads(t *testing.T) {
 	r := newRig(t, time.Second, 3*time.Second).withStream(2).withCloudWatch()
 	seqs := r.put(3)
-	r.clock = leasecore.NewFakeClock(time.Now())
+	r.clock = clocktest.New(time.Now())
 	r.create(leasecore.Lease{LeaseKey: shard(0), LeaseOwner: "w1", LeaseCounter: 3,
 		Checkpoint: leasecore.SequenceNumber{SequenceNumber: seqs[0]}})
 	at := r.clock.Now().Add(-time.Minute)

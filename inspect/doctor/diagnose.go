@@ -1,4 +1,4 @@
-package inspect
+package doctor
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kcltool/kcltool/inspect"
 	"github.com/kcltool/kcltool/leasecore"
 )
 
@@ -14,13 +15,13 @@ import (
 // stream and CloudWatch said, and the findings so far.
 type diagnosis struct {
 	d       *Doctor
-	opt     DoctorOptions
+	opt     Options
 	now     time.Time
 	view    *fleetView
 	last    sample
-	rows    []LeaseRow // the last read, states derived against the one before
+	rows    []inspect.LeaseRow // the last read, states derived against the one before
 	kcl3    kcl3State
-	lag     *Lag // nil when the stream was not probed
+	lag     *inspect.Lag // nil when the stream was not probed
 	metrics *metricSet
 	skipped []string // checks not run, with why
 	found   []Finding
@@ -43,7 +44,7 @@ func (d *Doctor) diagnose(ctx context.Context, samples []sample) (*Report, error
 	if len(samples) > 1 {
 		before = samples[len(samples)-2].byKey
 	}
-	g.rows = deriveRows(g.last.leases, before)
+	g.rows = inspect.LeaseRows(g.last.leases, before)
 	kcl3, err := d.readKCL3(ctx, samples)
 	if err != nil {
 		return nil, err

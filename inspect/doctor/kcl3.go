@@ -1,4 +1,4 @@
-package inspect
+package doctor
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/kcltool/kcltool/internal/awserr"
+	"github.com/kcltool/kcltool/inspect"
 	"github.com/kcltool/kcltool/leasecore"
 )
 
@@ -27,7 +28,7 @@ type kcl3State struct {
 	leaderLease time.Duration
 	// leaderVersions are the lock's recordVersionNumber per read that saw it.
 	leaderVersions []versionSeen
-	metrics        []WorkerMetrics
+	metrics        []inspect.WorkerMetrics
 	clientVersion  string // Migration3.0 cv
 }
 
@@ -85,7 +86,7 @@ func (st *kcl3State) absorb(items []leasecore.NonLeaseItem) {
 		case n.EntityType == "CLIENT_VERSION_MIGRATION" || n.Key == "Migration3.0":
 			st.clientVersion = attrS(n.Item, "cv")
 		case n.EntityType == "WORKER_METRIC_STATS" || (n.EntityType == "" && n.Item["lut"] != nil):
-			st.metrics = append(st.metrics, workerMetrics(n))
+			st.metrics = append(st.metrics, inspect.WorkerMetricsOf(n))
 		}
 	}
 }
@@ -207,7 +208,7 @@ func unchangedFor(vs []versionSeen) time.Duration {
 // worker-metrics item older than 60s, or none at all for a worker holding
 // leases. The leader assigns them nothing new.
 func (g *diagnosis) checkWorkerMetrics() {
-	have := map[string]WorkerMetrics{}
+	have := map[string]inspect.WorkerMetrics{}
 	for _, m := range g.kcl3.metrics {
 		have[m.Worker] = m
 	}
@@ -265,4 +266,11 @@ func parseMillisAttr(item map[string]ddbtypes.AttributeValue, name string) time.
 		return 0
 	}
 	return time.Duration(ms) * time.Millisecond
+}
+
+func attrS(item map[string]ddbtypes.AttributeValue, name string) string {
+	if v, ok := item[name].(*ddbtypes.AttributeValueMemberS); ok {
+		return v.Value
+	}
+	return ""
 }

@@ -1,4 +1,4 @@
-package inspect
+package doctor
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
+	"github.com/kcltool/kcltool/internal/clocktest"
 	"github.com/kcltool/kcltool/internal/emulator"
 	"github.com/kcltool/kcltool/leasecore"
 )
@@ -31,17 +32,17 @@ type rig struct {
 	cw       *emulator.MetricStore
 	table    string
 	stream   string
-	clock    *leasecore.FakeClock
+	clock    *clocktest.Clock
 	failover time.Duration
 	window   time.Duration
 	leases   map[string]leasecore.Lease // as last written by the rig
-	opt      DoctorOptions
+	opt      Options
 }
 
 func newRig(t *testing.T, failover, window time.Duration) *rig {
 	t.Helper()
 	r := &rig{t: t, ddb: emulator.DynamoDB(t), table: emulator.Name(t, "doc"), failover: failover, window: window,
-		clock: leasecore.NewFakeClock(time.Now().UTC().Truncate(time.Second)), leases: map[string]leasecore.Lease{}}
+		clock: clocktest.New(time.Now().UTC().Truncate(time.Second)), leases: map[string]leasecore.Lease{}}
 	emulator.CreateLeaseTable(t, r.ddb, r.table)
 	return r
 }
@@ -111,8 +112,8 @@ func (r *rig) checkpoint(key, seq string) {
 	r.leases[key] = next
 }
 
-func (r *rig) apis() DoctorAPIs {
-	a := DoctorAPIs{DynamoDB: r.ddb}
+func (r *rig) apis() APIs {
+	a := APIs{DynamoDB: r.ddb}
 	if r.kin != nil {
 		a.Kinesis = r.kin
 	}
@@ -122,7 +123,7 @@ func (r *rig) apis() DoctorAPIs {
 	return a
 }
 
-func (r *rig) options() DoctorOptions {
+func (r *rig) options() Options {
 	o := r.opt
 	o.Table, o.Stream, o.Window, o.FailoverTime, o.Clock = r.table, r.stream, r.window, r.failover, r.clock
 	if r.cw == nil && o.CloudWatchSkipped == "" {
@@ -136,7 +137,7 @@ func (r *rig) run(step func(i int)) *Report {
 	r.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	d, err := NewDoctor(ctx, r.apis(), r.options())
+	d, err := New(ctx, r.apis(), r.options())
 	if err != nil {
 		r.t.Fatal(err)
 	}

@@ -1,14 +1,15 @@
-package inspect
+package doctor
 
 import (
 	"context"
 	"errors"
 	"strings"
 
+	"github.com/kcltool/kcltool/inspect"
 	"github.com/kcltool/kcltool/leasecore"
 )
 
-// errNeedStreamPrefix starts diffLeases's complaint about a single-stream table
+// errNeedStreamPrefix starts inspect.DiffLeases's complaint about a single-stream table
 // without --stream; doctor skips the stream checks instead of failing.
 const errNeedStreamPrefix = "--stream is required"
 
@@ -27,7 +28,7 @@ func (g *diagnosis) probeStream(ctx context.Context) error {
 		return nil
 	}
 	scan := leasecore.ScanResult{Leases: g.last.leases}
-	lag, err := diffLeases(ctx, g.d.kin, g.opt.Table, scan, LagOptions{
+	lag, err := inspect.DiffLeases(ctx, g.d.kin, g.opt.Table, scan, inspect.LagOptions{
 		Stream: g.opt.Stream, Concurrency: g.opt.Concurrency, Retry: g.opt.Retry, Clock: g.d.clock,
 	})
 	if err != nil {
@@ -44,12 +45,12 @@ func (g *diagnosis) probeStream(ctx context.Context) error {
 		if r.Lease == nil || r.MillisBehindLatest != nil || !g.wantsProbe(r) {
 			continue
 		}
-		behind, read, err := probe(ctx, g.d.kin, r, g.d.clock)
+		behind, read, err := inspect.Probe(ctx, g.d.kin, r, g.d.clock)
 		if read {
 			lag.Reads++
 		}
 		if err != nil {
-			if !isStaleCheckpoint(err) {
+			if !inspect.IsStaleCheckpoint(err) {
 				extra = append(extra, err)
 			}
 			continue
@@ -64,12 +65,12 @@ func (g *diagnosis) probeStream(ctx context.Context) error {
 }
 
 // wantsProbe: the rows checkpoint diff leaves unmeasured that doctor needs.
-func (g *diagnosis) wantsProbe(r *LagRow) bool {
+func (g *diagnosis) wantsProbe(r *inspect.LagRow) bool {
 	switch r.State {
-	case LagNotStarted:
+	case inspect.LagNotStarted:
 		// only TRIM_HORIZON has records "behind" it that a worker should read
 		return r.Lease.Checkpoint.SequenceNumber == leasecore.TRIM_HORIZON && actualOwner(*r.Lease) != ""
-	case LagClosedUndrained:
+	case inspect.LagClosedUndrained:
 		return !leasecore.IsSentinel(r.Lease.Checkpoint.SequenceNumber) && g.blocksAChild(r.Lease.LeaseKey)
 	}
 	return false
@@ -87,7 +88,7 @@ func (g *diagnosis) blocksAChild(parentKey string) bool {
 }
 
 // lagRow finds the stream row of a lease key.
-func (g *diagnosis) lagRow(key string) *LagRow {
+func (g *diagnosis) lagRow(key string) *inspect.LagRow {
 	if g.lag == nil {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package inspect
+package doctor
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
+	"github.com/kcltool/kcltool/inspect"
 	"github.com/kcltool/kcltool/leasecore"
 )
 
@@ -92,7 +93,7 @@ func (g *diagnosis) streamNames() []string {
 	if g.opt.Stream != "" {
 		return []string{g.opt.Stream}
 	}
-	ss, err := streamsOf(g.last.leases, "")
+	ss, err := inspect.StreamsOf(g.last.leases, "")
 	if err != nil {
 		return nil
 	}

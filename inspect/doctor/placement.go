@@ -1,4 +1,4 @@
-package inspect
+package doctor
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kcltool/kcltool/inspect"
 	"github.com/kcltool/kcltool/leasecore"
 )
 
@@ -29,7 +30,7 @@ func (g *diagnosis) checkBlocked() {
 				if h := g.view.history(b.LeaseKey); h != nil {
 					p.moving = h.checkpointMoved()
 				}
-				if row := g.lagRow(b.LeaseKey); row != nil && row.State == LagClosedUndrained && row.MillisBehindLatest != nil && *row.MillisBehindLatest == 0 {
+				if row := g.lagRow(b.LeaseKey); row != nil && row.State == inspect.LagClosedUndrained && row.MillisBehindLatest != nil && *row.MillisBehindLatest == 0 {
 					p.drained = true
 				}
 				parents[b.LeaseKey] = p
@@ -107,7 +108,7 @@ func (g *diagnosis) checkUnassigned() {
 	var long, brief []string
 	longest := time.Duration(0)
 	for _, r := range g.rows {
-		if actualOwner(r.Lease) != "" || r.State == StateShardEnd || len(r.BlockedBy) > 0 {
+		if actualOwner(r.Lease) != "" || r.State == inspect.StateShardEnd || len(r.BlockedBy) > 0 {
 			continue
 		}
 		span := g.unownedSpan(r.LeaseKey)
@@ -170,9 +171,9 @@ func (g *diagnosis) checkImbalance() {
 		return
 	}
 	imbalancedThroughout := true
-	var last *Owners
+	var last *inspect.Owners
 	for _, s := range g.view.samples {
-		o := OwnersOf(g.liveListing(s))
+		o := inspect.OwnersOf(g.liveListing(s))
 		if !o.Imbalanced {
 			imbalancedThroughout = false
 		}
@@ -212,12 +213,12 @@ func (g *diagnosis) checkImbalance() {
 
 // liveListing is a read as a Listing, with the leases of dead workers shown
 // unowned: KCL's taker treats them as available, not as that worker's share.
-func (g *diagnosis) liveListing(s sample) *Listing {
-	rows := deriveRows(s.leases, nil)
+func (g *diagnosis) liveListing(s sample) *inspect.Listing {
+	rows := inspect.LeaseRows(s.leases, nil)
 	for i := range rows {
 		if o := g.view.owners[actualOwner(rows[i].Lease)]; o != nil && o.dead() {
 			rows[i].LeaseOwner, rows[i].CheckpointOwner = "", ""
 		}
 	}
-	return &Listing{Table: g.opt.Table, Leases: rows, NonLeases: s.nonLeases}
+	return &inspect.Listing{Table: g.opt.Table, Leases: rows, NonLeases: s.nonLeases}
 }

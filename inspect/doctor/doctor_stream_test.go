@@ -1,4 +1,4 @@
-package inspect
+package doctor
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
+	"github.com/kcltool/kcltool/internal/clocktest"
 	"github.com/kcltool/kcltool/internal/emulator"
 	"github.com/kcltool/kcltool/leasecore"
 )
@@ -52,7 +53,7 @@ func TestDoctorStuckShard(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			r := newRig(t, time.Second, 3*time.Second).withStream(1)
 			seqs := r.put(3)
-			r.clock = leasecore.NewFakeClock(c.clockStart())
+			r.clock = clocktest.New(c.clockStart())
 			r.create(leasecore.Lease{LeaseKey: shard(0), LeaseOwner: "w1", LeaseCounter: 3, OwnerSwitchesSinceCheckpoint: 2,
 				Checkpoint: leasecore.SequenceNumber{SequenceNumber: seqs[0]}})
 			rep := r.run(func(i int) {
@@ -81,7 +82,7 @@ func TestDoctorStuckShard(t *testing.T) {
 func TestDoctorStuckAtTrimHorizon(t *testing.T) {
 	r := newRig(t, time.Second, 2*time.Second).withStream(1)
 	r.put(1)
-	r.clock = leasecore.NewFakeClock(time.Now())
+	r.clock = clocktest.New(time.Now())
 	r.create(leasecore.Lease{LeaseKey: shard(0), LeaseOwner: "w1", LeaseCounter: 3})
 	rep := r.run(func(i int) {
 		if i > 0 {

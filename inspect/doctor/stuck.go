@@ -1,10 +1,11 @@
-package inspect
+package doctor
 
 import (
 	"fmt"
 	"sort"
 	"time"
 
+	"github.com/kcltool/kcltool/inspect"
 	"github.com/kcltool/kcltool/leasecore"
 )
 
@@ -17,7 +18,7 @@ func (g *diagnosis) checkStuck() {
 	if g.lag == nil || len(g.view.samples) < 2 {
 		return
 	}
-	var handler, reads []*LagRow
+	var handler, reads []*inspect.LagRow
 	for _, r := range g.stuckRows() {
 		if _, failing := g.readsFailing(r.Lease.LeaseKey); failing {
 			reads = append(reads, r)
@@ -40,7 +41,7 @@ func (g *diagnosis) checkStuck() {
 }
 
 // addStuck reports stuck rows with a cause.
-func (g *diagnosis) addStuck(rows []*LagRow, what, cause, fix string) {
+func (g *diagnosis) addStuck(rows []*inspect.LagRow, what, cause, fix string) {
 	window := g.view.window()
 	sev := SeverityWarn
 	var lines, shards, workers []string
@@ -97,8 +98,8 @@ func (g *diagnosis) readsFailing(shard string) (success float64, failing bool) {
 
 // stuckRows are the stream rows whose lease was renewed by one live owner
 // in every read, kept its checkpoint throughout, and has records after it.
-func (g *diagnosis) stuckRows() []*LagRow {
-	var out []*LagRow
+func (g *diagnosis) stuckRows() []*inspect.LagRow {
+	var out []*inspect.LagRow
 	n := len(g.view.samples)
 	for i := range g.lag.Rows {
 		r := &g.lag.Rows[i]
@@ -106,7 +107,7 @@ func (g *diagnosis) stuckRows() []*LagRow {
 			continue
 		}
 		switch r.State {
-		case LagBlocked, LagDrained, LagOrphanLease, LagMissingLease:
+		case inspect.LagBlocked, inspect.LagDrained, inspect.LagOrphanLease, inspect.LagMissingLease:
 			continue
 		}
 		h := g.view.history(r.Lease.LeaseKey)
@@ -139,7 +140,7 @@ func (g *diagnosis) checkShardLag() {
 	var sum time.Duration
 	measured := 0
 	for _, r := range g.lag.Rows {
-		if r.MillisBehindLatest == nil || r.State == LagBlocked || r.State == LagClosedUndrained {
+		if r.MillisBehindLatest == nil || r.State == inspect.LagBlocked || r.State == inspect.LagClosedUndrained {
 			continue
 		}
 		b := time.Duration(*r.MillisBehindLatest) * time.Millisecond
@@ -181,11 +182,11 @@ func (g *diagnosis) checkStreamLeases() {
 	var missing, orphans []string
 	for _, r := range g.lag.Rows {
 		switch r.State {
-		case LagMissingLease:
+		case inspect.LagMissingLease:
 			if !g.parentStillRunning(r) {
 				missing = append(missing, r.ShardID)
 			}
-		case LagOrphanLease:
+		case inspect.LagOrphanLease:
 			orphans = append(orphans, r.ShardID)
 		}
 	}
@@ -212,7 +213,7 @@ func (g *diagnosis) checkStreamLeases() {
 // parentStillRunning: KCL creates an open child's lease only when its
 // parent reaches SHARD_END, so a child of a parent still being read lacks
 // one by design.
-func (g *diagnosis) parentStillRunning(r LagRow) bool {
+func (g *diagnosis) parentStillRunning(r inspect.LagRow) bool {
 	if r.Shard == nil {
 		return false
 	}

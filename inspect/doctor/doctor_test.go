@@ -1,4 +1,4 @@
-package inspect
+package doctor
 
 import (
 	"context"
@@ -193,7 +193,7 @@ func TestDoctorImbalance(t *testing.T) {
 // failover time apart.
 func TestDoctorWindowShorterThanFailover(t *testing.T) {
 	r := newRig(t, 2*time.Second, time.Second)
-	_, err := NewDoctor(context.Background(), r.apis(), r.options())
+	_, err := New(context.Background(), r.apis(), r.options())
 	if err == nil || !strings.Contains(err.Error(), "shorter than the failover time") {
 		t.Fatalf("err %v", err)
 	}
@@ -204,7 +204,7 @@ func TestDoctorMissingTableFails(t *testing.T) {
 	r := newRig(t, time.Second, time.Second)
 	o := r.options()
 	o.Table = r.table + "-nope"
-	if _, err := NewDoctor(context.Background(), r.apis(), o); err == nil || !strings.Contains(err.Error(), "ResourceNotFound") {
+	if _, err := New(context.Background(), r.apis(), o); err == nil || !strings.Contains(err.Error(), "ResourceNotFound") {
 		t.Fatalf("err %v", err)
 	}
 }
@@ -217,7 +217,7 @@ func TestDoctorWatchSlidesTheWindow(t *testing.T) {
 	r.fleet("w1", "w2")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	d, err := NewDoctor(ctx, r.apis(), r.options())
+	d, err := New(ctx, r.apis(), r.options())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,42 @@
+package clocktest_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/kcltool/kcltool/internal/clocktest"
+	"github.com/kcltool/kcltool/leasecore"
+)
+
+// The fake clock must stay a leasecore.Clock.
+var _ leasecore.Clock = (*clocktest.Clock)(nil)
+
+func TestTimers(t *testing.T) {
+	c := clocktest.New(time.Unix(0, 0))
+	t1, t2 := c.NewTimer(2*time.Second), c.NewTimer(time.Second)
+	c.Advance(1500 * time.Millisecond)
+	select {
+	case <-t1.C():
+		t.Fatal("2s timer fired at 1.5s")
+	case <-t2.C():
+	}
+	if !t1.Stop() || t1.Stop() {
+		t.Fatal("Stop must report an active timer once")
+	}
+	c.Advance(time.Hour)
+	select {
+	case <-t1.C():
+		t.Fatal("stopped timer fired")
+	default:
+	}
+	done := make(chan error)
+	go func() { done <- leasecore.Sleep(context.Background(), c, time.Minute) }()
+	if err := c.WaitTimers(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	c.Advance(time.Minute)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
