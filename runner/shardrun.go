@@ -39,6 +39,12 @@ type shardRun struct {
 	// A stolen lease's first batch waits until notBefore (processHeld).
 	stolenFrom string
 	notBefore  time.Time
+
+	// proc handles the batches of the current reading (read), from
+	// readFrom; procReady once it is initialized.
+	proc      RecordProcessor
+	procReady bool
+	readFrom  leasecore.SequenceNumber
 }
 
 func newShardRun(w *Worker, l leasecore.Lease, tenure uint64, prev <-chan struct{}) *shardRun {
@@ -181,8 +187,10 @@ func (r *shardRun) waitForParents() bool {
 // read runs the shard from start until it ends, the run is stopped, or a
 // checkpoint fails. The reader (reader.go) reads ahead while the handler
 // runs.
-func (r *shardRun) read(start leasecore.SequenceNumber) error {
+func (r *shardRun) read(start leasecore.SequenceNumber) (err error) {
 	cfg := r.w.cfg
+	r.proc, r.procReady, r.readFrom = r.newProcessor(), false, start
+	defer func() { r.endProcessor(err) }()
 	hr, err := leasecore.NewHashRange(r.lease.StartingHashKey, r.lease.EndingHashKey)
 	if err != nil {
 		r.log.Warn("lease hash range unreadable; KPL aggregates are not filtered by range", "err", err)
@@ -191,14 +199,13 @@ func (r *shardRun) read(start leasecore.SequenceNumber) error {
 	defer rd.Close()
 	pages := rd.Pages()
 
-	policy := r.policy()
 	b := &batcher{size: cfg.BatchSize, window: cfg.BatchWindow}
 	fetching := true
 	for {
 		now := r.w.clock.Now()
 		fetching = r.drain(pages, b, now, fetching)
 		if batch, ok := b.next(now, !fetching); ok {
-			if err := r.handle(policy, batch, b.millisBehind); err != nil {
+			if err := r.handle(batch, b.millisBehind); err != nil {
 				return err
 			}
 			continue
@@ -268,14 +275,14 @@ func (r *shardRun) policy() *Policy {
 	}
 }
 
-// handle runs one batch to completion through the failure policy.
-func (r *shardRun) handle(p *Policy, records []kinesisrec.Record, millisBehind int64) error {
+// handle runs one batch to completion through the record processor.
+func (r *shardRun) handle(records []kinesisrec.Record, millisBehind int64) error {
 	cfg := r.w.cfg
 	b := Batch{
 		App: cfg.App, Stream: streamLabel(r.stream), ShardID: r.shardID, WorkerID: cfg.WorkerID,
 		MillisBehindLatest: millisBehind, Records: records,
 	}
-	st, err := r.processHeld(p, b)
+	st, err := r.processHeld(b)
 	if err != nil {
 		return err
 	}
