@@ -112,7 +112,7 @@ type propertiesRun struct {
 	credentials string
 	// extra rows for --print-config: keys kcltool records but does not
 	// apply yet, and the per-service endpoints.
-	extra []configRow
+	extra    []configRow
 	warnings []string
 }
 
