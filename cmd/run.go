@@ -111,11 +111,24 @@ released, and kcltool exits 1 with the evidence.
 Java KCL's multi-stream lease table (keys account:stream:epoch:shardId), and
 never takes a lease of a stream it was not given. A table that already holds
 such leases selects that mode for one --stream too; --multi-stream selects it
-on an empty table. A table whose leases are of the other kind is refused.`,
+on an empty table. A table whose leases are of the other kind is refused.
+
+--properties FILE reads a KCL MultiLangDaemon properties file (Java
+Properties syntax): applicationName, streamName or streamArn, regionName,
+initialPositionInStream, failoverTimeMillis, maxRecords and the other keys
+with a run flag fill that flag, unless the command line or a KCLTOOL_*
+variable set it. Unsupported keys get one warning each; a file that asks
+for enhanced fan-out runs with polling and a warning. The MultiLang
+protocol is not built yet: executableName is refused unless --exec or --
+gives a per-batch handler. --print-config prints every resolved setting
+and where it came from (flag, env, file, default), and exits without
+touching AWS. See docs/multilang.md.`,
 		Example: `  kcltool run --app orders --stream orders --exec ./handler.sh
   kcltool run --app orders --stream orders --format raw --exec 'cat >> orders.log'
   kcltool run --app orders --stream orders --initial-position TRIM_HORIZON --create-table -- ./handler --verbose
-  kcltool run --app orders --stream orders --bisect-on-error --max-retries 3 --on-failure /var/lib/orders/failed --exec ./handler.sh`,
+  kcltool run --app orders --stream orders --bisect-on-error --max-retries 3 --on-failure /var/lib/orders/failed --exec ./handler.sh
+  kcltool run --properties app.properties --print-config
+  kcltool run --properties app.properties --exec ./handler.sh`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.PrintConfig {

@@ -396,7 +396,7 @@ func TestPropertiesBadValues(t *testing.T) {
 		baseProps + "maxRecords = 20000\n":                     "--max-records must be between 1 and 10000 (set by maxRecords = 20000 in ",
 		baseProps + "cleanupLeasesUponShardCompletion = yes\n": `invalid cleanupLeasesUponShardCompletion = "yes"`,
 		baseProps + "initialPositionInStream = EARLIEST\n":     "set by initialPositionInStream = EARLIEST",
-		"a = \\u12zz\n":                                        `malformed \uxxxx`,
+		"a = \\u12zz\n": `malformed \uxxxx`,
 	} {
 		r := propsRun(t, props, nil, printJSON("--exec", "cat")...)
 		if r.code != ExitUsage || !strings.Contains(r.errOut, want) {
