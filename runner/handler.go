@@ -124,7 +124,9 @@ const (
 
 // Run runs the handler on b and waits for it. Cancelling ctx kills the
 // handler's process group at once; to let a running handler finish, keep
-// ctx alive (Policy.Process has a separate soft stop).
+// ctx alive (Policy.Process has a separate soft stop). Its steps: command
+// (build it), startHandler, feedStdin, watch (kill on timeout or cancel), wait,
+// then classify the exit (exitStatus, classifyStdout).
 func (h *Handler) Run(ctx context.Context, b Batch) Result {
 	clock := h.Clock
 	if clock == nil {
@@ -140,7 +142,59 @@ func (h *Handler) Run(ctx context.Context, b Batch) Result {
 		res.Err = fmt.Errorf("not started: %w", err)
 		return res
 	}
+	cmd, out := h.command(b)
+	stdin, err := startHandler(cmd)
+	if err != nil {
+		res.Err = err
+		return res
+	}
+	g := &procGroup{pgid: cmd.Process.Pid, done: make(chan struct{})}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		feedStdin(stdin, h.Format, b.Records)
+	}()
+	go func() {
+		defer wg.Done()
+		g.watch(ctx, clock, h.Timeout)
+	}()
+	termSent, waitErr := g.wait(cmd, stdin)
+	wg.Wait()
+	endLeftovers(g.pgid, termSent)
 
+	res.StderrTail = out.stderr.String()
+	res.Stderr = out.stderrLog.result()
+	res.Duration = clock.Now().Sub(started)
+	if ps := cmd.ProcessState; ps != nil {
+		res.CPU = ps.UserTime() + ps.SystemTime()
+	}
+	switch g.killed {
+	case killedTimeout:
+		res.TimedOut = true
+		res.Err = fmt.Errorf("handler timed out after %s; its process group was killed", h.Timeout)
+		res.Output = boundedText(out.stdout.head, out.stdout.total-int64(len(out.stdout.head)))
+		return res
+	case killedCancel:
+		res.Err = fmt.Errorf("handler stopped: %w", context.Cause(ctx))
+		res.Output = boundedText(out.stdout.head, out.stdout.total-int64(len(out.stdout.head)))
+		return res
+	}
+	res.ExitCode, res.Err = exitStatus(waitErr)
+	classifyStdout(&res, out.stdout, b.Records)
+	return res
+}
+
+// handlerOutput collects a handler's stdout and stderr.
+type handlerOutput struct {
+	stdout    *stdoutCapture
+	stderr    *tailBuffer
+	stderrLog *stderrLines
+}
+
+// command builds the handler's command for b: the program, found in PATH
+// once, with the batch's KCLTOOL_* variables, in its own process group.
+func (h *Handler) command(b Batch) (*exec.Cmd, handlerOutput) {
 	h.lookOnce.Do(func() {
 		h.program = h.Argv[0]
 		if p, err := exec.LookPath(h.program); err == nil && filepath.Base(h.program) == h.program {
@@ -164,18 +218,21 @@ func (h *Handler) Run(ctx context.Context, b Batch) Result {
 	// started, and so that Ctrl-C at a terminal reaches kcltool only, which
 	// then lets running handlers finish.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stdout := &stdoutCapture{}
-	stderr := &tailBuffer{max: StderrTailSize}
-	stderrLog := &stderrLines{}
+	out := handlerOutput{stdout: &stdoutCapture{}, stderr: &tailBuffer{max: StderrTailSize}, stderrLog: &stderrLines{}}
 	// os/exec drains both into these writers on its own goroutines, which
 	// never block, so the handler cannot stall on a full stderr pipe.
-	cmd.Stdout, cmd.Stderr = stdout, io.MultiWriter(stderr, stderrLog)
+	cmd.Stdout, cmd.Stderr = out.stdout, io.MultiWriter(out.stderr, out.stderrLog)
 	cmd.WaitDelay = pipeGrace
+	return cmd, out
+}
+
+// startHandler starts cmd with a stdin pipe and returns the pipe's
+// writing end.
+func startHandler(cmd *exec.Cmd) (*os.File, error) {
 	// The stdin pipe is made here rather than by cmd.StdinPipe, to size it.
 	stdinR, stdin, err := os.Pipe()
 	if err != nil {
-		res.Err = fmt.Errorf("handler stdin: %w", err)
-		return res
+		return nil, fmt.Errorf("handler stdin: %w", err)
 	}
 	growPipe(stdin)
 	cmd.Stdin = stdinR
@@ -183,127 +240,119 @@ func (h *Handler) Run(ctx context.Context, b Batch) Result {
 	_ = stdinR.Close() // the handler has its copy
 	if err != nil {
 		_ = stdin.Close()
-		res.Err = fmt.Errorf("start handler: %w", err)
-		return res
+		return nil, fmt.Errorf("start handler: %w", err)
 	}
-	pgid := cmd.Process.Pid
+	return stdin, nil
+}
 
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		// A handler may exit without reading its input (it may not need
-		// it); the write then fails with EPIPE, and only its exit status
-		// counts.
-		_ = writeBatch(stdin, h.Format, b.Records)
-		_ = stdin.Close()
-	}()
-	var (
-		mu     sync.Mutex
-		exited bool
-		killed killReason
-	)
-	done := make(chan struct{})
-	go func() {
-		defer wg.Done()
-		var timeout <-chan time.Time
-		if h.Timeout > 0 {
-			t := clock.NewTimer(h.Timeout)
-			defer t.Stop()
-			timeout = t.C()
-		}
-		why := notKilled
-		select {
-		case <-done:
-			return
-		case <-ctx.Done():
-			why = killedCancel
-		case <-timeout:
-			why = killedTimeout
-		}
-		// A stop that allows a grace (the lease deadline, termGrace) sends
-		// SIGTERM first and SIGKILL only if the handler outlives the grace.
-		grace := termGrace(ctx, why == killedCancel)
-		signal := syscall.SIGKILL
-		if grace > 0 {
-			signal = syscall.SIGTERM
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		// Once Wait has reaped the handler its group may be empty and its
-		// id reused; never signal it then.
-		if !exited {
-			killed = why
-			_ = syscall.Kill(-pgid, signal)
-		}
-		if signal == syscall.SIGKILL || exited {
-			return
-		}
-		mu.Unlock()
-		t := clock.NewTimer(grace)
-		select {
-		case <-done:
-		case <-t.C():
-		}
-		t.Stop()
-		mu.Lock()
-		if !exited {
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		}
-	}()
+// feedStdin writes the batch to the handler and closes its stdin. A
+// handler may exit without reading its input (it may not need it); the
+// write then fails with EPIPE, and only its exit status counts.
+func feedStdin(stdin *os.File, f Format, records []kinesisrec.Record) {
+	_ = writeBatch(stdin, f, records)
+	_ = stdin.Close()
+}
+
+// procGroup is a running handler's process group: watch kills it, wait
+// reaps the handler; exited (under mu) keeps a kill from reaching a group
+// id that may have been reused.
+type procGroup struct {
+	pgid   int
+	done   chan struct{} // closed once the handler is reaped
+	mu     sync.Mutex
+	exited bool
+	killed killReason // readable once done is closed and watch returned
+}
+
+// watch kills the group when timeout passes or ctx is cancelled, and
+// returns once the handler is reaped or killed.
+func (g *procGroup) watch(ctx context.Context, clock leasecore.Clock, timeout time.Duration) {
+	var timedOut <-chan time.Time
+	if timeout > 0 {
+		t := clock.NewTimer(timeout)
+		defer t.Stop()
+		timedOut = t.C()
+	}
+	why := notKilled
+	select {
+	case <-g.done:
+		return
+	case <-ctx.Done():
+		why = killedCancel
+	case <-timedOut:
+		why = killedTimeout
+	}
+	// A stop that allows a grace (the lease deadline, termGrace) sends
+	// SIGTERM first and SIGKILL only if the handler outlives the grace.
+	grace := termGrace(ctx, why == killedCancel)
+	signal := syscall.SIGKILL
+	if grace > 0 {
+		signal = syscall.SIGTERM
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	// Once Wait has reaped the handler its group may be empty and its
+	// id reused; never signal it then.
+	if !g.exited {
+		g.killed = why
+		_ = syscall.Kill(-g.pgid, signal)
+	}
+	if signal == syscall.SIGKILL || g.exited {
+		return
+	}
+	g.mu.Unlock()
+	t := clock.NewTimer(grace)
+	select {
+	case <-g.done:
+	case <-t.C():
+	}
+	t.Stop()
+	g.mu.Lock()
+	if !g.exited {
+		_ = syscall.Kill(-g.pgid, syscall.SIGKILL)
+	}
+}
+
+// wait reaps the handler, having told what it left in its group to stop
+// (at termSent; zero if not).
+func (g *procGroup) wait(cmd *exec.Cmd, stdin *os.File) (time.Time, error) {
 	// The handler's exit ends its batch. What it left in its group is told
 	// to stop now, while the handler, not yet reaped, still holds the
 	// group's id: their hold on stdout and stderr then ends too, and Wait
 	// need not sit out pipeGrace.
 	var termSent time.Time
-	if waitExitedUnreaped(pgid) {
+	if waitExitedUnreaped(g.pgid) {
 		termSent = time.Now()
-		_ = syscall.Kill(-pgid, syscall.SIGTERM)
+		_ = syscall.Kill(-g.pgid, syscall.SIGTERM)
 	}
 	waitErr := cmd.Wait()
 	// A process the handler left behind may hold stdin open without
 	// reading: closing our end ends a write still blocked on it.
 	_ = stdin.Close()
-	mu.Lock()
-	exited = true
-	mu.Unlock()
-	close(done)
-	wg.Wait()
-	endLeftovers(pgid, termSent)
+	g.mu.Lock()
+	g.exited = true
+	g.mu.Unlock()
+	close(g.done)
+	return termSent, waitErr
+}
 
-	res.StderrTail = stderr.String()
-	res.Stderr = stderrLog.result()
-	res.Duration = clock.Now().Sub(started)
-	if ps := cmd.ProcessState; ps != nil {
-		res.CPU = ps.UserTime() + ps.SystemTime()
-	}
-	switch killed {
-	case killedTimeout:
-		res.TimedOut = true
-		res.Err = fmt.Errorf("handler timed out after %s; its process group was killed", h.Timeout)
-		res.Output = boundedText(stdout.head, stdout.total-int64(len(stdout.head)))
-		return res
-	case killedCancel:
-		res.Err = fmt.Errorf("handler stopped: %w", context.Cause(ctx))
-		res.Output = boundedText(stdout.head, stdout.total-int64(len(stdout.head)))
-		return res
-	}
+// exitStatus classifies how a handler that was not killed by kcltool
+// ended: its exit code (-1 after a signal) and why that is a failure (nil
+// for exit 0).
+func exitStatus(waitErr error) (int, error) {
 	var exitErr *exec.ExitError
 	switch {
 	case waitErr == nil || errors.Is(waitErr, exec.ErrWaitDelay):
-		res.ExitCode = 0
+		return 0, nil
 	case errors.As(waitErr, &exitErr):
-		res.ExitCode = exitErr.ExitCode()
+		code := exitErr.ExitCode()
 		if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			res.Err = fmt.Errorf("handler killed by signal %v", ws.Signal())
-		} else {
-			res.Err = fmt.Errorf("handler exited with status %d", res.ExitCode)
+			return code, fmt.Errorf("handler killed by signal %v", ws.Signal())
 		}
+		return code, fmt.Errorf("handler exited with status %d", code)
 	default:
-		res.Err = fmt.Errorf("handler: %w", waitErr)
+		return -1, fmt.Errorf("handler: %w", waitErr)
 	}
-	classifyStdout(&res, stdout, b.Records)
-	return res
 }
 
 // classifyStdout reads the partial-failure response of a handler that

@@ -48,8 +48,8 @@ func killGrace(cfg leasecore.Config) time.Duration {
 	return min(cfg.StopMargin()/2, time.Second)
 }
 
-// processHeld runs one batch through the failure policy, as Process, within
-// this worker's holding of the lease:
+// processHeld runs one batch through the record processor within this
+// worker's holding of the lease:
 //
 //   - a stolen lease's first batch waits until the event's NotBefore;
 //   - no handler starts past the handler deadline, and one running when it
@@ -58,21 +58,21 @@ func killGrace(cfg leasecore.Config) time.Duration {
 //     logged at warn, and once a renewal moves the deadline the records not
 //     yet checkpointed run again. If the lease is lost instead, its event
 //     ends the run.
-func (r *shardRun) processHeld(p *Policy, b Batch) (ProcessStats, error) {
+func (r *shardRun) processHeld(b Batch) (ProcessStats, error) {
 	var total ProcessStats
-	if err := r.waitStolen(); err != nil {
+	if err := r.initProcessor(true); err != nil {
 		return total, err
 	}
 	var last *leasecore.SequenceNumber
 	// A checkpoint of a handler run that finished in time is written even if
 	// the deadline passes meanwhile: a write applied is a renewal too.
-	checkpoint := func(_ context.Context, at leasecore.SequenceNumber) error {
+	checkpoint := CheckpointFunc(func(_ context.Context, at leasecore.SequenceNumber) error {
 		if err := r.checkpoint(r.ctx, at); err != nil {
 			return err
 		}
 		last = &at
 		return nil
-	}
+	})
 	for {
 		if err := r.waitHeld(); err != nil {
 			return total, err
@@ -80,7 +80,7 @@ func (r *shardRun) processHeld(p *Policy, b Batch) (ProcessStats, error) {
 		ctx, stop := context.WithCancelCause(r.ctx)
 		watched := make(chan struct{})
 		go func() { defer close(watched); r.watchDeadline(ctx, stop) }()
-		st, err := p.Process(ctx, r.w.stopRuns, b, checkpoint)
+		st, err := r.proc.ProcessRecords(ctx, r.w.stopRuns, b, checkpoint)
 		var stopped *leaseDeadlineError
 		deadline := err != nil && r.ctx.Err() == nil && errors.As(context.Cause(ctx), &stopped)
 		stop(nil)

@@ -94,6 +94,9 @@ type span struct {
 // success is checkpointed, but nothing new starts, and Process returns
 // ErrStopped. Cancelling ctx kills a running handler and returns at once
 // without another checkpoint, as for a lost lease.
+//
+// Its steps: attempt (run the handler once), settled (what may be
+// checkpointed), decide (bisect, give up or retry), giveUp.
 func (p *Policy) Process(ctx context.Context, stop <-chan struct{}, b Batch, checkpoint CheckpointFunc) (ProcessStats, error) {
 	var st ProcessStats
 	log := p.Log
@@ -108,40 +111,21 @@ func (p *Policy) Process(ctx context.Context, stop <-chan struct{}, b Batch, che
 		work = work[:len(work)-1]
 		failures := 0 // consecutive failed runs of s
 		for len(s.records) > 0 {
-			if err := p.stopped(ctx, stop); err != nil {
-				return st, err
-			}
 			run := b
 			run.Records, run.Attempt = s.records, s.handed+1
-			release, err := p.Slots.acquire(ctx, stop)
+			res, batchAttrs, err := p.attempt(ctx, stop, run, log)
 			if err != nil {
 				return st, err
 			}
-			res := p.Handler.Run(ctx, run)
-			release()
 			s.handed++
 			st.Runs++
 			st.HandlerTime += res.Duration
-			// The shard is already on the log (the shard runner's With).
-			batchAttrs := []any{"attempt", run.Attempt,
-				"first_sequence", run.Records[0].SequenceNumber, "last_sequence", run.Records[len(run.Records)-1].SequenceNumber}
-			if res.Output != "" {
-				log.Info("handler output", append(batchAttrs[:len(batchAttrs):len(batchAttrs)], "output", res.Output)...)
-			}
-			res.Stderr.Log(log, batchAttrs...)
 			if err := context.Cause(ctx); err != nil {
 				// The handler was killed, whatever it printed; nothing it did
 				// may be checkpointed.
 				return st, err
 			}
-			done := 0
-			switch res.Outcome {
-			case Succeeded:
-				done = len(s.records)
-			case PartiallyFailed:
-				done = res.FailedFrom
-			}
-			if done > 0 {
+			if done := settled(res, len(s.records)); done > 0 {
 				st.Checkpoints++
 				if err := checkpoint(ctx, s.records[done-1].Position()); err != nil {
 					return st, fmt.Errorf("checkpoint: %w", err)
@@ -156,38 +140,27 @@ func (p *Policy) Process(ctx context.Context, stop <-chan struct{}, b Batch, che
 			}
 			st.Failures++
 			failures++
-			// Its stderr is logged above, line by line.
+			// Its stderr is logged by attempt, line by line.
 			log.Warn("handler failed", append(batchAttrs[:len(batchAttrs):len(batchAttrs)],
 				"records", len(run.Records), "outcome", res.Outcome.String(), "exit_code", res.ExitCode,
 				"timed_out", res.TimedOut, "error", errString(res.Err))...)
-			if p.BisectOnError && len(s.records) > 1 {
+			next, reason := p.decide(failures, s.records)
+			if next == stepBisect {
 				mid := len(s.records) / 2
 				work = append(work, span{s.records[mid:], s.handed}, span{s.records[:mid], s.handed})
 				st.Bisections++
 				log.Info("bisecting failed batch", "left", mid, "right", len(s.records)-mid)
 				break
 			}
-			if reason := p.giveUpReason(failures, s.records); reason != "" {
-				if p.OnFailureDir == "" {
-					log.Error("cannot skip failing records without --on-failure; the shard retries them until they succeed",
-						"reason", reason, "first_sequence", s.records[0].SequenceNumber, "records", len(s.records))
-				} else {
-					gave := run
-					gave.Records, gave.Attempt = s.records, s.handed
-					f := newFailureFile(gave, res, reason, p.clock().Now())
-					path, err := writeFailureFile(p.OnFailureDir, f)
-					if err == nil {
-						st.Checkpoints++
-						if err := checkpoint(ctx, s.records[len(s.records)-1].Position()); err != nil {
-							return st, fmt.Errorf("checkpoint: %w", err)
-						}
-						st.Skipped += len(s.records)
-						log.Error("gave up on records; wrote them to the failure directory and checkpointed past them",
-							"reason", reason, "file", path, "records", len(s.records),
-							"first_sequence", s.records[0].SequenceNumber, "last_sequence", s.records[len(s.records)-1].SequenceNumber)
-						break
-					}
-					log.Error("cannot write the failure file; retrying the records instead of skipping them", "error", err.Error())
+			if next == stepGiveUp {
+				gave := run
+				gave.Records, gave.Attempt = s.records, s.handed
+				skipped, err := p.giveUp(ctx, gave, res, reason, checkpoint, log, &st)
+				if err != nil {
+					return st, err
+				}
+				if skipped {
+					break
 				}
 			}
 			if err := p.sleep(ctx, stop, p.Backoff.Delay(failures, p.rand())); err != nil {
@@ -196,6 +169,92 @@ func (p *Policy) Process(ctx context.Context, stop <-chan struct{}, b Batch, che
 		}
 	}
 	return st, nil
+}
+
+// attempt runs the handler once on run, within a slot, and logs what it
+// printed. An error means it did not start: the run was stopped or the
+// lease lost. The attributes returned name the run in further logs.
+func (p *Policy) attempt(ctx context.Context, stop <-chan struct{}, run Batch, log *slog.Logger) (Result, []any, error) {
+	if err := p.stopped(ctx, stop); err != nil {
+		return Result{}, nil, err
+	}
+	release, err := p.Slots.acquire(ctx, stop)
+	if err != nil {
+		return Result{}, nil, err
+	}
+	res := p.Handler.Run(ctx, run)
+	release()
+	// The shard is already on the log (the shard runner's With).
+	batchAttrs := []any{"attempt", run.Attempt,
+		"first_sequence", run.Records[0].SequenceNumber, "last_sequence", run.Records[len(run.Records)-1].SequenceNumber}
+	if res.Output != "" {
+		log.Info("handler output", append(batchAttrs[:len(batchAttrs):len(batchAttrs)], "output", res.Output)...)
+	}
+	res.Stderr.Log(log, batchAttrs...)
+	return res, batchAttrs, nil
+}
+
+// settled is how many of the n records handed to a run may be
+// checkpointed after its result: all on success, those before the first
+// failed item on a partial failure, none otherwise.
+func settled(res Result, n int) int {
+	switch res.Outcome {
+	case Succeeded:
+		return n
+	case PartiallyFailed:
+		return min(res.FailedFrom, n)
+	}
+	return 0
+}
+
+// step is what follows a failed run.
+type step int
+
+const (
+	stepRetry step = iota
+	stepBisect
+	stepGiveUp
+)
+
+// decide picks the step after the failures-th consecutive failed run of
+// records: bisect a span of several when BisectOnError, give up once
+// giveUpReason says so (the reason is returned), retry otherwise.
+func (p *Policy) decide(failures int, records []kinesisrec.Record) (step, string) {
+	if p.BisectOnError && len(records) > 1 {
+		return stepBisect, ""
+	}
+	if reason := p.giveUpReason(failures, records); reason != "" {
+		return stepGiveUp, reason
+	}
+	return stepRetry, ""
+}
+
+// giveUp writes the records of gave to the failure directory and
+// checkpoints past them; skipped says it did. Without a directory, or when
+// the file cannot be written, the records are retried, and the log says
+// why.
+func (p *Policy) giveUp(ctx context.Context, gave Batch, res Result, reason string, checkpoint CheckpointFunc, log *slog.Logger, st *ProcessStats) (bool, error) {
+	records := gave.Records
+	if p.OnFailureDir == "" {
+		log.Error("cannot skip failing records without --on-failure; the shard retries them until they succeed",
+			"reason", reason, "first_sequence", records[0].SequenceNumber, "records", len(records))
+		return false, nil
+	}
+	f := newFailureFile(gave, res, reason, p.clock().Now())
+	path, err := writeFailureFile(p.OnFailureDir, f)
+	if err != nil {
+		log.Error("cannot write the failure file; retrying the records instead of skipping them", "error", err.Error())
+		return false, nil
+	}
+	st.Checkpoints++
+	if err := checkpoint(ctx, records[len(records)-1].Position()); err != nil {
+		return false, fmt.Errorf("checkpoint: %w", err)
+	}
+	st.Skipped += len(records)
+	log.Error("gave up on records; wrote them to the failure directory and checkpointed past them",
+		"reason", reason, "file", path, "records", len(records),
+		"first_sequence", records[0].SequenceNumber, "last_sequence", records[len(records)-1].SequenceNumber)
+	return true, nil
 }
 
 // giveUpReason says why the failing records may be given up on, or "".

@@ -11,7 +11,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/kcltool/kcltool/internal/awserr"
-	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
 )
 
@@ -78,7 +77,7 @@ func (r *shardRun) finish(children []types.ChildShard, expired error) error {
 			return err
 		}
 	}
-	if err := r.checkpoint(r.ctx, leasecore.SequenceNumber{SequenceNumber: leasecore.SHARD_END}); err != nil {
+	if err := r.shardEnded(); err != nil {
 		return err
 	}
 	ids := make([]string, len(children))

@@ -39,6 +39,12 @@ type shardRun struct {
 	// A stolen lease's first batch waits until notBefore (processHeld).
 	stolenFrom string
 	notBefore  time.Time
+
+	// proc handles the batches of the current reading (read), from
+	// readFrom; procReady once it is initialized.
+	proc      RecordProcessor
+	procReady bool
+	readFrom  leasecore.SequenceNumber
 }
 
 func newShardRun(w *Worker, l leasecore.Lease, tenure uint64, prev <-chan struct{}) *shardRun {
@@ -179,38 +185,27 @@ func (r *shardRun) waitForParents() bool {
 }
 
 // read runs the shard from start until it ends, the run is stopped, or a
-// checkpoint fails. A fetcher goroutine reads ahead (one page) while the
-// handler runs.
-func (r *shardRun) read(start leasecore.SequenceNumber) error {
+// checkpoint fails. The reader (reader.go) reads ahead while the handler
+// runs.
+func (r *shardRun) read(start leasecore.SequenceNumber) (err error) {
 	cfg := r.w.cfg
+	r.proc, r.procReady, r.readFrom = r.newProcessor(), false, start
+	defer func() { r.endProcessor(err) }()
 	hr, err := leasecore.NewHashRange(r.lease.StartingHashKey, r.lease.EndingHashKey)
 	if err != nil {
 		r.log.Warn("lease hash range unreadable; KPL aggregates are not filtered by range", "err", err)
 	}
-	// A shard Kinesis no longer has stops the fetch at once: its data
-	// expired, and retrying cannot bring it back (shardend.go).
-	fetchCtx, stopFetch := context.WithCancelCause(r.ctx)
-	f := newFetcher(expiryWatch{KinesisAPI: r.w.kin, expired: stopFetch}, r.stream, r.shardID, start, cfg, hr, r.stats, r.log)
-	pages := make(chan page, 1)
-	fetched := make(chan struct{})
-	go func() {
-		defer close(fetched)
-		defer close(pages)
-		r.fetch(fetchCtx, f, pages)
-	}()
-	defer func() {
-		stopFetch(nil)
-		<-fetched
-	}()
+	rd := r.newReader(start, hr)
+	defer rd.Close()
+	pages := rd.Pages()
 
-	policy := r.policy()
 	b := &batcher{size: cfg.BatchSize, window: cfg.BatchWindow}
 	fetching := true
 	for {
 		now := r.w.clock.Now()
 		fetching = r.drain(pages, b, now, fetching)
 		if batch, ok := b.next(now, !fetching); ok {
-			if err := r.handle(policy, batch, b.millisBehind); err != nil {
+			if err := r.handle(batch, b.millisBehind); err != nil {
 				return err
 			}
 			continue
@@ -223,7 +218,7 @@ func (r *shardRun) read(start leasecore.SequenceNumber) error {
 			if err := context.Cause(r.ctx); err != nil {
 				return err
 			}
-			if expired := expiredCause(fetchCtx); expired != nil {
+			if expired := rd.Gone(); expired != nil {
 				return r.finishExpired(expired)
 			}
 			return ErrStopped
@@ -270,44 +265,6 @@ func (r *shardRun) drain(pages <-chan page, b *batcher, now time.Time, fetching 
 	return false
 }
 
-// fetch reads pages until the shard ends or the run stops, pacing itself:
-// at once while behind the tip or after a full page, after the idle time
-// otherwise.
-func (r *shardRun) fetch(ctx context.Context, f *fetcher, pages chan<- page) {
-	for {
-		if r.stopping() {
-			return
-		}
-		p, err := f.next(ctx)
-		if err != nil {
-			return
-		}
-		r.stats.read(p)
-		select {
-		case pages <- p:
-		case <-ctx.Done():
-			return
-		case <-r.w.stopRuns:
-			return
-		}
-		if p.end {
-			return
-		}
-		if d := f.pause(p, r.w.cfg.IdleBetweenReads); d > 0 {
-			t := r.w.clock.NewTimer(d)
-			select {
-			case <-t.C():
-			case <-ctx.Done():
-				t.Stop()
-				return
-			case <-r.w.stopRuns:
-				t.Stop()
-				return
-			}
-		}
-	}
-}
-
 func (r *shardRun) policy() *Policy {
 	cfg := r.w.cfg
 	return &Policy{
@@ -318,14 +275,14 @@ func (r *shardRun) policy() *Policy {
 	}
 }
 
-// handle runs one batch to completion through the failure policy.
-func (r *shardRun) handle(p *Policy, records []kinesisrec.Record, millisBehind int64) error {
+// handle runs one batch to completion through the record processor.
+func (r *shardRun) handle(records []kinesisrec.Record, millisBehind int64) error {
 	cfg := r.w.cfg
 	b := Batch{
 		App: cfg.App, Stream: streamLabel(r.stream), ShardID: r.shardID, WorkerID: cfg.WorkerID,
 		MillisBehindLatest: millisBehind, Records: records,
 	}
-	st, err := r.processHeld(p, b)
+	st, err := r.processHeld(b)
 	if err != nil {
 		return err
 	}
