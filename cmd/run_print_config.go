@@ -11,18 +11,21 @@ import (
 
 // configRow is one resolved setting of run --print-config.
 type configRow struct {
-	Setting string `json:"setting"`
-	Value   string `json:"value"`
+	Setting string
+	Value   string
 	// Source is flag, env, file or default.
-	Source string `json:"source"`
+	Source string
 	// Property is the properties-file key behind the setting, also when a
 	// flag or variable overrode it; "" (null) when the file has none.
-	Property string `json:"-"`
-	Note     string `json:"-"`
+	Property string
+	Note     string
 }
 
+// configRowJSON is the documented JSON of one setting (cmd/json_schema.go).
 type configRowJSON struct {
-	configRow
+	Setting  string  `json:"setting"`
+	Value    string  `json:"value"`
+	Source   string  `json:"source"`
 	Property *string `json:"property"`
 	Note     *string `json:"note"`
 }
@@ -125,7 +128,7 @@ func printRunConfig(cmd *cobra.Command, f *Factory, o *runOptions, p *properties
 				doc.Warnings = append(doc.Warnings, p.warnings...)
 			}
 			for _, r := range rows {
-				j := configRowJSON{configRow: r}
+				j := configRowJSON{Setting: r.Setting, Value: r.Value, Source: r.Source}
 				if r.Property != "" {
 					j.Property = &r.Property
 				}
