@@ -35,6 +35,9 @@ type runOptions struct {
 	BatchWindow time.Duration
 	MaxParallel int
 
+	MultiLang        bool
+	MultiLangTimeout time.Duration
+
 	HandlerTimeout time.Duration
 	MaxRetries     int
 	MaxRecordAge   time.Duration
@@ -139,6 +142,8 @@ on an empty table. A table whose leases are of the other kind is refused.`,
 	fl.DurationVar(&o.BatchWindow, "batch-window", 0, "how long a short batch waits for more records (0: hand over what has been read)")
 	fl.IntVar(&o.MaxParallel, "max-parallel", runner.DefaultMaxParallel, "most handler processes at once, across shards")
 
+	fl.BoolVar(&o.MultiLang, "multilang", false, "run the command as one long-lived KCL MultiLang record processor per held lease (the MultiLangDaemon's protocol; the child checkpoints; batch and retry flags do not apply)")
+	fl.DurationVar(&o.MultiLangTimeout, "multilang-timeout", 0, "with --multilang, stop a child that sends no message for this long and restart its shard (MLD timeoutInSeconds; 0: no limit)")
 	fl.DurationVar(&o.HandlerTimeout, "handler-timeout", 0, "kill a handler (its whole process group) that runs longer, and retry (0: no limit)")
 	fl.IntVar(&o.MaxRetries, "max-retries", runner.UnlimitedRetries, "give up on a failing batch after this many retries (-1: until it succeeds or --max-record-age passes)")
 	fl.DurationVar(&o.MaxRecordAge, "max-record-age", 0, "give up on a failing batch once its oldest record is older (0: no limit)")
