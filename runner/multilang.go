@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/kcltool/kcltool/leasecore"
@@ -190,7 +191,7 @@ func (p *mlProcessor) exchange(ctx context.Context, msg any, action string, cp C
 		m, req, err := decodeML(l)
 		switch {
 		case errors.Is(err, errNotJSON):
-			p.r.log.Warn("MultiLang child wrote a line that is not a message; skipped", "line", clip(string(l), StderrLineMax))
+			p.r.log.Warn("MultiLang child wrote a line that is not a message; skipped", "line", clip(strings.TrimRight(string(l), "\r\n"), StderrLineMax))
 			continue
 		case err != nil:
 			return written, p.fail(action, err)

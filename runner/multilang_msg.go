@@ -128,8 +128,8 @@ type mlCheckpointReq struct {
 	sub *int64
 }
 
-// errNotJSON marks a stdout line that is not a JSON object; the MLD logs
-// and skips those (a processor's print statements).
+// errNotJSON marks a stdout line that is not a message (not JSON, or no
+// action); the MLD logs and skips those (a processor's print statements).
 var errNotJSON = errors.New("not a JSON message")
 
 // decodeML reads one line of the child's stdout. A blank line decodes to
@@ -140,8 +140,9 @@ func decodeML(line []byte) (mlInMsg, mlCheckpointReq, error) {
 	if len(line) == 0 {
 		return m, mlCheckpointReq{}, nil
 	}
-	if line[0] != '{' || json.Unmarshal(line, &m) != nil {
-		return m, mlCheckpointReq{}, errNotJSON
+	if line[0] != '{' || json.Unmarshal(line, &m) != nil || m.Action == "" {
+		// The MLD's reader skips what it cannot read as a message.
+		return mlInMsg{}, mlCheckpointReq{}, errNotJSON
 	}
 	if m.Action != mlCheckpoint {
 		return m, mlCheckpointReq{}, nil
