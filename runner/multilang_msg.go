@@ -37,13 +37,15 @@ type mlInitializeMsg struct {
 	SubSequenceNumber *int64  `json:"subSequenceNumber"`
 }
 
+// mlRecordMsg is JsonFriendlyRecord: not a Message, so its action comes
+// last (a getter after the fields, in Jackson's order).
 type mlRecordMsg struct {
-	Action                      string `json:"action"`
 	Data                        string `json:"data"`
 	PartitionKey                string `json:"partitionKey"`
 	SequenceNumber              string `json:"sequenceNumber"`
 	ApproximateArrivalTimestamp int64  `json:"approximateArrivalTimestamp"`
 	SubSequenceNumber           int64  `json:"subSequenceNumber"`
+	Action                      string `json:"action"`
 }
 
 type mlProcessRecordsMsg struct {
