@@ -258,3 +258,57 @@ func TestMultiLangMisbehavingChildren(t *testing.T) {
 		})
 	}
 }
+
+// A lease stolen by a second worker: the first worker's child gets
+// leaseLost and exits, the thief's child is initialized and goes on from
+// the checkpoint; every record is handled, each key in order of first
+// handling.
+func TestMultiLangLeaseLostToASteal(t *testing.T) {
+	s := newStack(t, 2)
+	cfg1, su := mlConfig(t, s, "w1")
+	start(t, s, cfg1)
+	s.put(t, func(k string) string { return k + ":0" }, keys("k", 20)...)
+	eventually(t, 30*time.Second, "20 records", func() bool { return len(readHandled(t, su.out)) >= 20 })
+	cfg2, _ := mlConfig(t, s, "w2")
+	cfg2.Handler.Env = cfg1.Handler.Env // the same files
+	start(t, s, cfg2)
+	eventually(t, 30*time.Second, "a lease stolen by w2", func() bool {
+		return countEvents(eventLines(t, su.events), "", "leaseLost") == 1
+	})
+	s.put(t, func(k string) string { return k + ":1" }, keys("k", 20)...)
+	eventually(t, 30*time.Second, "40 distinct records", func() bool {
+		seen := map[string]bool{}
+		for _, h := range readHandled(t, su.out) {
+			seen[h.text()] = true
+		}
+		return len(seen) == 40
+	})
+	ev := eventLines(t, su.events)
+	var lostShard string
+	for _, l := range ev {
+		if f := strings.Fields(l); len(f) == 4 && f[3] == "leaseLost" {
+			if f[0] != "w1" {
+				t.Fatalf("leaseLost sent by %s, want w1:\n%s", f[0], strings.Join(ev, "\n"))
+			}
+			lostShard = f[1]
+		}
+	}
+	w2init := false
+	for _, l := range ev {
+		if f := strings.Fields(l); len(f) == 4 && f[0] == "w2" && f[1] == lostShard && f[3] == "initialize" {
+			w2init = true
+		}
+	}
+	if !w2init {
+		t.Errorf("w2 never initialized a child for %s:\n%s", lostShard, strings.Join(ev, "\n"))
+	}
+	seen := map[string]bool{}
+	var first []handled
+	for _, h := range readHandled(t, su.out) {
+		if !seen[h.text()] {
+			seen[h.text()] = true
+			first = append(first, h)
+		}
+	}
+	checkExactlyOnceInOrder(t, first, 20, 2)
+}
