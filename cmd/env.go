@@ -37,11 +37,20 @@ func applyEnv(cmd *cobra.Command, getenv func(string) string) error {
 			return
 		}
 		fl.Changed = true
+		// run --print-config tells a value from the environment apart from
+		// one typed on the command line.
+		if fl.Annotations == nil {
+			fl.Annotations = map[string][]string{}
+		}
+		fl.Annotations[fromEnvAnnotation] = []string{envName(fl.Name)}
 	}
 	cmd.Flags().VisitAll(visit)
 	cmd.InheritedFlags().VisitAll(visit)
 	return err
 }
+
+// fromEnvAnnotation marks a flag applyEnv set.
+const fromEnvAnnotation = "kcltool_from_env"
 
 // envHelp adds the environment-variable note to a command's flag usage.
 func envHelp(cmd *cobra.Command) {

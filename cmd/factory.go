@@ -29,6 +29,14 @@ type Factory struct {
 
 	// Set by the root command's persistent flags.
 	Region, Profile, EndpointURL string
+	// KinesisEndpoint and DynamoDBEndpoint override one service's endpoint
+	// each (run --properties: kinesisEndpoint, dynamoDBEndpoint); they stay
+	// per service, as the MultiLangDaemon keeps them.
+	KinesisEndpoint, DynamoDBEndpoint string
+	// Credentials, when set, replaces the credential chain the SDK loaded;
+	// it gets that chain to fall back on (run --properties:
+	// AwsCredentialsProvider).
+	Credentials func(loaded aws.CredentialsProvider) aws.CredentialsProvider
 	// Log is the structured log on stderr, built from --log-level and
 	// --log-format before a command runs; nil (shell completion) discards.
 	Log *slog.Logger
@@ -84,6 +92,9 @@ func (f *Factory) AWSConfig(ctx context.Context) (aws.Config, error) {
 			opts = append(opts, config.WithClientLogMode(aws.LogRetries))
 		}
 		f.cfg, f.err = config.LoadDefaultConfig(ctx, opts...)
+		if f.err == nil && f.Credentials != nil {
+			f.cfg.Credentials = f.Credentials(f.cfg.Credentials)
+		}
 		if f.err == nil {
 			f.cfg.Credentials = markCredentialErrors(f.cfg.Credentials, sharedProfile(f.cfg))
 		}
@@ -120,7 +131,11 @@ func (f *Factory) DynamoDB(ctx context.Context) (*dynamodb.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return dynamodb.NewFromConfig(cfg), nil
+	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+		if f.DynamoDBEndpoint != "" {
+			o.BaseEndpoint = aws.String(f.DynamoDBEndpoint)
+		}
+	}), nil
 }
 
 // Kinesis returns a Kinesis client.
@@ -129,7 +144,11 @@ func (f *Factory) Kinesis(ctx context.Context) (*kinesis.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return kinesis.NewFromConfig(cfg), nil
+	return kinesis.NewFromConfig(cfg, func(o *kinesis.Options) {
+		if f.KinesisEndpoint != "" {
+			o.BaseEndpoint = aws.String(f.KinesisEndpoint)
+		}
+	}), nil
 }
 
 // CloudWatch returns a CloudWatch client.

@@ -96,7 +96,6 @@ func TestIAMPolicyUsageErrors(t *testing.T) {
 		{[]string{"checkpoint", "rest"}, `unknown command "rest" for "kcltool checkpoint"`},
 		{[]string{"checkpoint"}, `"checkpoint" needs a subcommand`},
 		{[]string{"leases", "ls", "--ap", "x"}, "unknown flag: --ap"},
-		{[]string{"run", "-o", "table"}, "an IAM policy is JSON"},
 		{[]string{"completion", "bash"}, "makes no AWS calls"},
 	} {
 		_, errOut, code := iamPolicy(t, nil, c.args...)

@@ -273,6 +273,21 @@ var jsonSchemas = []jsonCommand{
 		CSV: backupCSVColumns,
 	},
 	{
+		Name:  "run --print-config",
+		Title: "`kcltool run --print-config -o json`",
+		Shape: "One object: the configuration `run` would start with, resolved from flags, `KCLTOOL_*` variables, a `--properties` file and defaults, without touching AWS.",
+		Keys: []jsonKey{
+			{"properties", tStringOrNull, "the `--properties` file read; null without one"},
+			{"settings", tObjects, "one per run setting, in the order of `run --help`"},
+			{"settings[].setting", tString, "the flag's name"},
+			{"settings[].value", tString, "its value as the flag would take it"},
+			{"settings[].source", tString, "`flag`, `env`, `file` or `default`"},
+			{"settings[].property", tStringOrNull, "the properties key that can set it, also when a flag or variable overrode it; null when none"},
+			{"settings[].note", tStringOrNull, "what kcltool did with the key (recorded for later, ignored, …); null when nothing to say"},
+			{"warnings", tStrings, "the file's warnings (unknown keys, fan-out asked for); `[]` when none"},
+		},
+	},
+	{
 		Name:  "checkpoint export",
 		Title: "`kcltool checkpoint export` (`-o json`, the default)",
 		Shape: "One object with one item per line; `checkpoint import` reads it back (also files written before these keys were always present).",

@@ -62,7 +62,7 @@ func TestJSONSchemaMatchesStructs(t *testing.T) {
 	for name, v := range map[string]any{
 		"leases ls": leaseJSON{}, "leases ls --non-leases": nonLeaseJSON{}, "leases owners": ownerJSON{},
 		"checkpoint diff": lagJSON{}, "shards lineage": lineageJSON{}, "doctor": doctorJSON{},
-		"checkpoint reset": changeJSON{}, "plan file": planFileJSON{}, "checkpoint backups ls": backupJSON{},
+		"checkpoint reset": changeJSON{}, "plan file": planFileJSON{}, "checkpoint backups ls": backupJSON{}, "run --print-config": runConfigJSON{},
 	} {
 		got, want := structPaths(reflect.TypeOf(v), ""), schemaPaths(name)
 		if !slices.Equal(got, want) {
@@ -367,6 +367,16 @@ func TestJSONKeysAlwaysPresent(t *testing.T) {
 	}
 	c.document("plan file", plans[0], string(data))
 	both("checkpoint backups ls", 0, "checkpoint", "backups", "ls", "--backup-dir", backups)
+
+	// run's resolved configuration, from a properties file with a key it
+	// records for later and one it does not know (a warning).
+	props := filepath.Join(dir, "app.properties")
+	if err := os.WriteFile(props, []byte("applicationName = "+s.table+"\nstreamName = "+s.stream+
+		"\ncallProcessRecordsEvenForEmptyRecordList = true\nnoSuchKey = 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.document("run --print-config", "run --properties --print-config",
+		run(0, "run", "--properties", props, "--exec", "true", "--print-config", "-o", "json"))
 
 	for _, cmd := range jsonSchemas {
 		for _, k := range cmd.Keys {

@@ -32,32 +32,8 @@ var kcl3Keys = []string{"Leader", "Migration3.0"}
 // *KCL3TableError when it finds one, nil when it does not. A companion
 // table the worker may not describe (AccessDenied) is not evidence.
 func ProbeKCL3(ctx context.Context, api KCL3ProbeAPI, table, app string) error {
-	desc, err := describe(ctx, api, table)
-	if err != nil {
+	if _, err := kcl3Structure(ctx, api, table, app); err != nil {
 		return err
-	}
-	if desc == nil {
-		return &TableNotFoundError{Table: table, Region: regionOf(api)}
-	}
-	for _, gsi := range desc.GlobalSecondaryIndexes {
-		if aws.ToString(gsi.IndexName) == KCL3IndexName {
-			return &KCL3TableError{Table: table, Evidence: "it has the global secondary index " + KCL3IndexName}
-		}
-	}
-	names := []string{table}
-	if app != "" && app != table {
-		names = append(names, app)
-	}
-	for _, name := range names {
-		for _, suffix := range []string{kcl3CoordinatorSuffix, kcl3WorkerMetricsSuffix} {
-			other, err := describe(ctx, api, name+suffix)
-			if err != nil && !awserr.AccessDenied(err) {
-				return err
-			}
-			if other != nil {
-				return &KCL3TableError{Table: table, Evidence: "table " + name + suffix + " exists"}
-			}
-		}
 	}
 	for _, key := range kcl3Keys {
 		out, err := api.GetItem(ctx, &dynamodb.GetItemInput{
@@ -75,4 +51,40 @@ func ProbeKCL3(ctx context.Context, api KCL3ProbeAPI, table, app string) error {
 		}
 	}
 	return nil
+}
+
+// kcl3Structure describes the lease table and returns its description, or
+// a *KCL3TableError when its shape shows a KCL 3.x application: the
+// LeaseOwnerToLeaseKeyIndex, or a 3.0 - 3.4 companion table named after
+// the table or, when app differs, after the application. A companion table
+// the worker may not describe (AccessDenied) is not evidence either way.
+func kcl3Structure(ctx context.Context, api DescribeTableAPI, table, app string) (*types.TableDescription, error) {
+	desc, err := describe(ctx, api, table)
+	if err != nil {
+		return nil, err
+	}
+	if desc == nil {
+		return nil, &TableNotFoundError{Table: table, Region: regionOf(api)}
+	}
+	for _, gsi := range desc.GlobalSecondaryIndexes {
+		if aws.ToString(gsi.IndexName) == KCL3IndexName {
+			return nil, &KCL3TableError{Table: table, Evidence: "it has the global secondary index " + KCL3IndexName}
+		}
+	}
+	names := []string{table}
+	if app != "" && app != table {
+		names = append(names, app)
+	}
+	for _, name := range names {
+		for _, suffix := range []string{kcl3CoordinatorSuffix, kcl3WorkerMetricsSuffix} {
+			other, err := describe(ctx, api, name+suffix)
+			if err != nil && !awserr.AccessDenied(err) {
+				return nil, err
+			}
+			if other != nil {
+				return nil, &KCL3TableError{Table: table, Evidence: "table " + name + suffix + " exists"}
+			}
+		}
+	}
+	return desc, nil
 }

@@ -140,26 +140,9 @@ func regionOf(api any) string {
 // mode), or a lease in graceful handoff (checkpointOwner). A companion table
 // the worker may not describe (AccessDenied) is not evidence either way.
 func CheckNotKCL3(ctx context.Context, api KCL3CheckAPI, table string) error {
-	desc, err := describe(ctx, api, table)
+	desc, err := kcl3Structure(ctx, api, table, "")
 	if err != nil {
 		return err
-	}
-	if desc == nil {
-		return &TableNotFoundError{Table: table, Region: regionOf(api)}
-	}
-	for _, gsi := range desc.GlobalSecondaryIndexes {
-		if aws.ToString(gsi.IndexName) == KCL3IndexName {
-			return &KCL3TableError{Table: table, Evidence: "it has the global secondary index " + KCL3IndexName}
-		}
-	}
-	for _, suffix := range []string{kcl3CoordinatorSuffix, kcl3WorkerMetricsSuffix} {
-		other, err := describe(ctx, api, table+suffix)
-		if err != nil && !awserr.AccessDenied(err) {
-			return err
-		}
-		if other != nil {
-			return &KCL3TableError{Table: table, Evidence: "table " + table + suffix + " exists"}
-		}
 	}
 	res, err := ScanTable(ctx, api, table, ScanOptions{Segments: SegmentsFor(aws.ToInt64(desc.TableSizeBytes))})
 	if err != nil {

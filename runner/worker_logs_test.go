@@ -1,12 +1,10 @@
 package runner
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,24 +16,6 @@ import (
 	"github.com/kcltool/kcltool/leasecore"
 )
 
-// syncBuffer is a log sink tests read while the worker writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // A lease stolen while its shard is being read, whose loss the reader's own
 // checkpoint notices before the renewer does, is logged as a loss that
 // stopped the shard, not as "lease gone" of a shard not being read.
@@ -46,7 +26,7 @@ func TestLeaseLostAtCheckpointIsLoggedAsStoppingTheShard(t *testing.T) {
 	cfg := s.config(t, "victim", out, "sh", "-c", `touch "$OUT.started"; while [ ! -e "$OUT.go" ]; do sleep 0.01; done; cat >> "$OUT"`)
 	// A failover time long enough that the renewer does not notice first.
 	cfg.Lease.FailoverTime = 6 * time.Second
-	logs := &syncBuffer{}
+	logs := &logBuffer{}
 	cfg.Log = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -84,7 +64,7 @@ func TestMalformedLeaseWarnedAtEveryShardSync(t *testing.T) {
 	}
 	cfg := s.config(t, "w1", outFile(t))
 	cfg.ShardSyncInterval = 500 * time.Millisecond
-	logs := &syncBuffer{}
+	logs := &logBuffer{}
 	cfg.Log = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	t.Cleanup(func() {
 		if t.Failed() {
