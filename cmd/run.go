@@ -31,6 +31,8 @@ type runOptions struct {
 	// noCommand: --print-config without a handler command; Argv holds a
 	// placeholder so that the rest is still checked.
 	noCommand bool
+	// fromExecutable: Argv is the properties file's executableName.
+	fromExecutable bool
 
 	InitialPosition    string
 	initialPositionSet bool
@@ -121,9 +123,8 @@ Properties syntax): applicationName, streamName or streamArn, regionName,
 initialPositionInStream, failoverTimeMillis, maxRecords and the other keys
 with a run flag fill that flag, unless the command line or a KCLTOOL_*
 variable set it. Unsupported keys get one warning each; a file that asks
-for enhanced fan-out runs with polling and a warning. The MultiLang
-protocol is not built yet: executableName is refused unless --exec or --
-gives a per-batch handler. --print-config prints every resolved setting
+for enhanced fan-out runs with polling and a warning. Without --exec or --,
+executableName runs as a MultiLang child (--multilang). --print-config prints every resolved setting
 and where it came from (flag, env, file, default), and exits without
 touching AWS. See docs/multilang.md.`,
 		Example: `  kcltool run --app orders --stream orders --exec ./handler.sh
@@ -218,10 +219,9 @@ touching AWS. See docs/multilang.md.`,
 	return c
 }
 
-// takeCommand reads the handler command from --exec or from after --.
-// A properties file's executableName is a MultiLang child, which run does
-// not speak yet: it is refused rather than run per batch, since a child
-// written for the MultiLang protocol would misread every batch.
+// takeCommand reads the handler command from --exec or from after --, or
+// else from a properties file's executableName, which is a MultiLang child
+// (--multilang): a child written for that protocol would misread batches.
 func (o *runOptions) takeCommand(cmd *cobra.Command, args []string, props *propertiesRun) error {
 	dash := cmd.ArgsLenAtDash()
 	if dash < 0 && len(args) > 0 {
@@ -236,12 +236,11 @@ func (o *runOptions) takeCommand(cmd *cobra.Command, args []string, props *prope
 	switch {
 	case o.Exec != "" && len(o.Argv) > 0:
 		return usageErrorf("give the handler command either with --exec or after --, not both")
+	case o.Exec == "" && len(o.Argv) == 0 && props != nil && len(props.program) > 0:
+		// As the MultiLangDaemon runs it: one long-lived child per lease.
+		o.Argv, o.MultiLang, o.fromExecutable = props.program, true, true
 	case o.Exec == "" && len(o.Argv) == 0 && o.PrintConfig:
 		o.noCommand, o.Argv = true, []string{"-"}
-	case o.Exec == "" && len(o.Argv) == 0 && props != nil && len(props.program) > 0:
-		e, _ := props.entry("executableName")
-		return usageErrorf("executableName = %s (%s) is a MultiLang program, and kcltool run does not speak the MultiLang protocol yet: "+
-			"give a per-batch handler with --exec 'CMD' or -- CMD [ARGS...] (see docs/multilang.md); --print-config shows the rest of the file's settings", e.Value, props.where(e))
 	case o.Exec == "" && len(o.Argv) == 0:
 		return usageErrorf("no handler command: pass --exec 'CMD' or -- CMD [ARGS...] (or set KCLTOOL_EXEC)")
 	}

@@ -140,3 +140,112 @@ func TestRunMultiLangAWSKCLFleet(t *testing.T) {
 		})
 	}
 }
+
+// The aws-kcl sample as users have it: its properties file (executableName
+// = node sample_kcl_app.js, DefaultCredentialsProvider, no polling key, so
+// fan-out under the MultiLangDaemon's DEFAULT rule) and its consumer, with
+// only the endpoints, region and credentials from the environment (and
+// NODE_PATH, since the sample is copied out of the repository). It runs
+// with polling and one warning, every record reaches the sample's files,
+// and its checkpoints are written.
+func TestRunMultiLangAWSKCLSample(t *testing.T) {
+	processor := awsKCLProcessor(t)
+	st := emulator.NewStack(t, 2, emulator.StackOptions{})
+	dir := t.TempDir()
+	props, err := os.ReadFile(filepath.Join("testdata", "awskcl", "sample", "sample.properties"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	props = []byte(strings.NewReplacer("@STREAM@", st.Stream, "@APP@", st.Table).Replace(string(props)))
+	if err := os.WriteFile(filepath.Join(dir, "sample.properties"), props, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	app, err := os.ReadFile(filepath.Join("testdata", "awskcl", "sample", "sample_kcl_app.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "sample_kcl_app.js"), app, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root, _ := emulator.RepoRoot()
+	env := []string{"NODE_PATH=" + filepath.Join(root, "node_modules"), "PATH=" + filepath.Dir(processor[0]) + ":" + os.Getenv("PATH")}
+	w := startWorkerIn(t, dir, "sample", env, "run", "--properties", "sample.properties")
+
+	s := e2eStack{ddb: st.DynamoDB, kin: st.Kinesis, stream: st.Stream, app: st.Table}
+	keys := keyNames(30)
+	for round := range 3 {
+		s.putRound(t, keys, round)
+	}
+	lines := func() []string {
+		var out []string
+		for _, shard := range []string{"shardId-000000000000", "shardId-000000000001"} {
+			data, _ := os.ReadFile(filepath.Join(dir, shard+".log"))
+			out = append(out, strings.Fields(strings.ReplaceAll(string(data), "\n", " | "))...)
+		}
+		return out
+	}
+	eventuallyE2E(t, 60*time.Second, "90 records in the sample's files", func() bool {
+		n := 0
+		for _, f := range lines() {
+			if strings.Contains(f, ":") {
+				n++
+			}
+		}
+		return n >= 90
+	})
+	// Each shard's checkpoint is the last record its file holds.
+	eventuallyE2E(t, 20*time.Second, "the sample's checkpoints", func() bool {
+		ls := s.leases(t)
+		for _, shard := range []string{"shardId-000000000000", "shardId-000000000001"} {
+			data, _ := os.ReadFile(filepath.Join(dir, shard+".log"))
+			rows := strings.Split(strings.TrimSpace(string(data)), "\n")
+			f := strings.Fields(rows[len(rows)-1])
+			if len(f) != 3 || ls[shard].Checkpoint.SequenceNumber != f[2] {
+				return false
+			}
+		}
+		return true
+	})
+	w.signal(t, syscall.SIGTERM)
+	if code := w.exitCode(t, 40*time.Second); code != 0 {
+		t.Fatalf("exit %d after SIGTERM, want 0", code)
+	}
+	logs := w.logs.String()
+	if n := strings.Count(logs, "enhanced fan-out"); n != 1 {
+		t.Errorf("%d fan-out warnings, want 1", n)
+	}
+	for key, l := range s.leases(t) {
+		if l.LeaseOwner != "" {
+			t.Errorf("lease %s still owned by %s after SIGTERM", key, l.LeaseOwner)
+		}
+	}
+}
+
+// startWorkerIn is startWorker in the working folder dir.
+func startWorkerIn(t *testing.T, dir, name string, env []string, args ...string) *worker {
+	t.Helper()
+	cmd := exec.Command(kcltoolBinary(t), args...)
+	cmd.Dir = dir
+	cmd.Env = append(append(os.Environ(), emulator.Env(t)...), env...)
+	w := &worker{name: name, cmd: cmd, logs: &lockedBuffer{}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = w.logs, w.logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		w.err = cmd.Wait()
+		close(w.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-w.done:
+		default:
+			_ = cmd.Process.Kill()
+			<-w.done
+		}
+		if t.Failed() {
+			t.Logf("---- log of worker %s ----\n%s", name, w.logs.String())
+		}
+	})
+	return w
+}
