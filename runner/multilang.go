@@ -52,6 +52,7 @@ func (p *mlProcessor) Initialize(ctx context.Context, in InitializeInput) error 
 	c, err := startMLChild(h.Argv, h.Dir, env, p.r.log)
 	if err != nil {
 		p.dead = err
+		p.r.stats.childRestart()
 		return err
 	}
 	p.child, p.cur = c, in.Checkpoint
