@@ -96,6 +96,15 @@ each run). See the handler contract (docs/handler.md) for the environment
 (KCLTOOL_SHARD_ID, KCLTOOL_ATTEMPT, ...) and --max-retries, --max-record-age,
 --bisect-on-error and --on-failure for giving up on records.
 
+--multilang runs the command instead as a KCL MultiLangDaemon record
+processor (aws-kcl, kclpy, ...): one long-lived child per held lease,
+speaking the MLD's JSON protocol on stdin and stdout, that checkpoints
+itself; kcltool validates each checkpoint. The batch and failure flags and
+--max-parallel do not apply; --max-leases-for-worker bounds the children. A
+child that exits, breaks the protocol or stays silent past
+--multilang-timeout is killed and only its shard restarts, with a new child
+after a backoff. See docs/multilang.md.
+
 Records of a shard reach the command in order, one batch at a time; a child
 shard starts only after its parents are finished, so each key's order
 survives splits and merges. Delivery is at least once.
