@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kcltool/kcltool/internal/emulator"
+	"github.com/kcltool/kcltool/leasecore"
 )
 
 // The MultiLang tests run testdata/mlchild, a record processor speaking the
@@ -313,4 +314,39 @@ func TestMultiLangLeaseLostToASteal(t *testing.T) {
 		}
 	}
 	checkExactlyOnceInOrder(t, first, 20, 2)
+}
+
+// A worker cut off from DynamoDB past its lease's handler deadline stops
+// its MultiLang child (leaseLost, then its group is killed): nothing the
+// child was doing is checkpointed. Once a renewal gets through, the shard
+// restarts from its checkpoint with a new child, and no lease is lost.
+func TestMultiLangChildStoppedAtLeaseDeadline(t *testing.T) {
+	s := newStack(t, 1)
+	p := emulator.NewFaultProxy(t, emulator.DynamoDBEndpoint(t), emulator.Hang, 0, "", 1)
+	through := s
+	through.ddb = via(p.URL)
+	// The first child never answers its first processRecords.
+	cfg, su := mlConfig(t, s, "w1", "MLCHILD_MODE=silent", "MLCHILD_SHARD=shardId-000000000000")
+	cfg.Lease = leasecore.Config{FailoverTime: 4 * time.Second, RenewInterval: time.Second, TakerInterval: 300 * time.Millisecond}
+	shortDynamoDBTimeout(&cfg, 200*time.Millisecond)
+	start(t, through, cfg)
+	seqs := s.put(t, func(k string) string { return k + ":0" }, keys("k", 3)...)
+	eventually(t, 20*time.Second, "the first child stuck in processRecords", func() bool {
+		return countEvents(eventLines(t, su.events), "", "misbehave silent") == 1
+	})
+	p.Partition()
+	eventually(t, 10*time.Second, "the child stopped at the lease deadline", func() bool {
+		return strings.Contains(su.logs.String(), `msg="MultiLang child stopped" test_worker=w1 worker=w1 shard=shardId-000000000000 during=processRecords why="lease not renewed in time`)
+	})
+	p.Heal()
+	eventually(t, 20*time.Second, "a new child's checkpoint", func() bool {
+		return leases(t, s)["shardId-000000000000"].Checkpoint.SequenceNumber == seqs["k002"]
+	})
+	checkExactlyOnceInOrder(t, readHandled(t, su.out), 3, 1)
+	if n := countEvents(eventLines(t, su.events), "shardId-000000000000", "initialize"); n != 2 {
+		t.Errorf("%d children, want 2", n)
+	}
+	if strings.Contains(su.logs.String(), `msg="lease lost`) {
+		t.Error("the lease was lost")
+	}
 }
