@@ -31,6 +31,8 @@ type runOptions struct {
 	// noCommand: --print-config without a handler command; Argv holds a
 	// placeholder so that the rest is still checked.
 	noCommand bool
+	// fromExecutable: Argv is the properties file's executableName.
+	fromExecutable bool
 
 	InitialPosition    string
 	initialPositionSet bool
@@ -43,6 +45,9 @@ type runOptions struct {
 	BatchSize   int
 	BatchWindow time.Duration
 	MaxParallel int
+
+	MultiLang        bool
+	MultiLangTimeout time.Duration
 
 	HandlerTimeout time.Duration
 	MaxRetries     int
@@ -91,6 +96,15 @@ each run). See the handler contract (docs/handler.md) for the environment
 (KCLTOOL_SHARD_ID, KCLTOOL_ATTEMPT, ...) and --max-retries, --max-record-age,
 --bisect-on-error and --on-failure for giving up on records.
 
+--multilang runs the command instead as a KCL MultiLangDaemon record
+processor (aws-kcl, kclpy, ...): one long-lived child per held lease,
+speaking the MLD's JSON protocol on stdin and stdout, that checkpoints
+itself; kcltool validates each checkpoint. The batch and failure flags and
+--max-parallel do not apply; --max-leases-for-worker bounds the children. A
+child that exits, breaks the protocol or stays silent past
+--multilang-timeout is killed and only its shard restarts, with a new child
+after a backoff. See docs/multilang.md.
+
 Records of a shard reach the command in order, one batch at a time; a child
 shard starts only after its parents are finished, so each key's order
 survives splits and merges. Delivery is at least once.
@@ -118,9 +132,8 @@ Properties syntax): applicationName, streamName or streamArn, regionName,
 initialPositionInStream, failoverTimeMillis, maxRecords and the other keys
 with a run flag fill that flag, unless the command line or a KCLTOOL_*
 variable set it. Unsupported keys get one warning each; a file that asks
-for enhanced fan-out runs with polling and a warning. The MultiLang
-protocol is not built yet: executableName is refused unless --exec or --
-gives a per-batch handler. --print-config prints every resolved setting
+for enhanced fan-out runs with polling and a warning. Without --exec or --,
+executableName runs as a MultiLang child (--multilang). --print-config prints every resolved setting
 and where it came from (flag, env, file, default), and exits without
 touching AWS. See docs/multilang.md.`,
 		Example: `  kcltool run --app orders --stream orders --exec ./handler.sh
@@ -180,6 +193,8 @@ touching AWS. See docs/multilang.md.`,
 	fl.DurationVar(&o.BatchWindow, "batch-window", 0, "how long a short batch waits for more records (0: hand over what has been read)")
 	fl.IntVar(&o.MaxParallel, "max-parallel", runner.DefaultMaxParallel, "most handler processes at once, across shards")
 
+	fl.BoolVar(&o.MultiLang, "multilang", false, "run the command as one long-lived KCL MultiLang record processor per held lease (the MultiLangDaemon's protocol; the child checkpoints; batch and retry flags do not apply)")
+	fl.DurationVar(&o.MultiLangTimeout, "multilang-timeout", 0, "with --multilang, stop a child that sends no message for this long and restart its shard (MLD timeoutInSeconds; 0: no limit)")
 	fl.DurationVar(&o.HandlerTimeout, "handler-timeout", 0, "kill a handler (its whole process group) that runs longer, and retry (0: no limit)")
 	fl.IntVar(&o.MaxRetries, "max-retries", runner.UnlimitedRetries, "give up on a failing batch after this many retries (-1: until it succeeds or --max-record-age passes)")
 	fl.DurationVar(&o.MaxRecordAge, "max-record-age", 0, "give up on a failing batch once its oldest record is older (0: no limit)")
@@ -213,10 +228,9 @@ touching AWS. See docs/multilang.md.`,
 	return c
 }
 
-// takeCommand reads the handler command from --exec or from after --.
-// A properties file's executableName is a MultiLang child, which run does
-// not speak yet: it is refused rather than run per batch, since a child
-// written for the MultiLang protocol would misread every batch.
+// takeCommand reads the handler command from --exec or from after --, or
+// else from a properties file's executableName, which is a MultiLang child
+// (--multilang): a child written for that protocol would misread batches.
 func (o *runOptions) takeCommand(cmd *cobra.Command, args []string, props *propertiesRun) error {
 	dash := cmd.ArgsLenAtDash()
 	if dash < 0 && len(args) > 0 {
@@ -231,12 +245,11 @@ func (o *runOptions) takeCommand(cmd *cobra.Command, args []string, props *prope
 	switch {
 	case o.Exec != "" && len(o.Argv) > 0:
 		return usageErrorf("give the handler command either with --exec or after --, not both")
+	case o.Exec == "" && len(o.Argv) == 0 && props != nil && len(props.program) > 0:
+		// As the MultiLangDaemon runs it: one long-lived child per lease.
+		o.Argv, o.MultiLang, o.fromExecutable = props.program, true, true
 	case o.Exec == "" && len(o.Argv) == 0 && o.PrintConfig:
 		o.noCommand, o.Argv = true, []string{"-"}
-	case o.Exec == "" && len(o.Argv) == 0 && props != nil && len(props.program) > 0:
-		e, _ := props.entry("executableName")
-		return usageErrorf("executableName = %s (%s) is a MultiLang program, and kcltool run does not speak the MultiLang protocol yet: "+
-			"give a per-batch handler with --exec 'CMD' or -- CMD [ARGS...] (see docs/multilang.md); --print-config shows the rest of the file's settings", e.Value, props.where(e))
 	case o.Exec == "" && len(o.Argv) == 0:
 		return usageErrorf("no handler command: pass --exec 'CMD' or -- CMD [ARGS...] (or set KCLTOOL_EXEC)")
 	}

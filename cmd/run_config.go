@@ -89,6 +89,7 @@ func (o *runOptions) workerConfig(f *Factory) (runner.Config, error) {
 		MaxRecords: o.MaxRecords, IdleBetweenReads: o.IdleBetweenReads,
 		KinesisTimeout: o.KinesisTimeout, DynamoDBTimeout: o.DynamoDBTimeout,
 		BatchSize: o.BatchSize, BatchWindow: o.BatchWindow, MaxParallel: o.MaxParallel,
+		MultiLang: o.MultiLang, MultiLangTimeout: o.MultiLangTimeout,
 		Handler: &runner.Handler{Argv: argv, Format: format, Timeout: o.HandlerTimeout, Clock: f.Clock},
 		Backoff: runner.Backoff{Initial: o.RetryBackoff}, MaxRetries: o.MaxRetries, MaxRecordAge: o.MaxRecordAge,
 		BisectOnError: o.BisectOnError, OnFailureDir: o.OnFailure,

@@ -88,10 +88,17 @@ func runConfigRows(cmd *cobra.Command, o *runOptions, p *propertiesRun) []config
 		if fl.Name == "exec" && o.noCommand {
 			row.Value = ""
 		}
+		if fl.Name == "multilang" && o.fromExecutable {
+			row.Source, row.Property, row.Note = sourceFile, "executableName", "the file's program is a MultiLang child"
+		}
 		rows = append(rows, row)
 	})
 	if len(o.Argv) > 0 && !o.noCommand {
-		rows = append(rows, configRow{Setting: "command", Value: strings.Join(o.Argv, " "), Source: sourceFlag, Note: "after --"})
+		row := configRow{Setting: "command", Value: strings.Join(o.Argv, " "), Source: sourceFlag, Note: "after --"}
+		if o.fromExecutable {
+			row.Source, row.Property, row.Note = sourceFile, "executableName", "one long-lived MultiLang child per held lease"
+		}
+		rows = append(rows, row)
 	}
 	if p == nil {
 		return rows
@@ -99,8 +106,8 @@ func runConfigRows(cmd *cobra.Command, o *runOptions, p *propertiesRun) []config
 	rows = append(rows, p.extra...)
 	if e, ok := p.entry("executableName"); ok {
 		row := configRow{Setting: "executableName", Value: strings.Join(p.program, " "), Source: sourceFile, Property: e.Key}
-		if o.noCommand {
-			row.Note = "run refuses it until the MultiLang protocol is built: give --exec or -- CMD for a per-batch handler"
+		if o.fromExecutable {
+			row.Note = "run as the MultiLang child (--multilang)"
 		} else {
 			row.Note = "recorded, not run: the handler is the command given with --exec or --"
 		}

@@ -43,8 +43,8 @@ var propertyFlags = map[string]propFlag{
 	"maxRecords":                    {"max-records", propInt},
 	"idleTimeBetweenReadsInMillis":  {"idle-between-reads", propMillis},
 	// The MultiLangDaemon gives up on a child that sends nothing for this
-	// long; the closest of run is the per-batch handler's time limit.
-	"timeoutInSeconds":    {"handler-timeout", propSeconds},
+	// long: --multilang restarts the child's shard instead.
+	"timeoutInSeconds":    {"multilang-timeout", propSeconds},
 	"shutdownGraceMillis": {"shutdown-grace", propMillis},
 }
 
@@ -64,8 +64,8 @@ var fanoutKeys = map[string]bool{"consumerArn": true, "consumerName": true, "max
 // --cloudwatch-metrics).
 var quietKeys = map[string]bool{"processingLanguage": true, "metricsLevel": true}
 
-// multiLangKeys are honoured by the MultiLang protocol (run --multilang),
-// which is not built yet: their values are recorded and printed.
+// multiLangKeys are the MultiLang child's: executableName is the program
+// (takeCommand); the others are recorded and printed.
 var multiLangKeys = map[string]bool{"executableName": true, "callProcessRecordsEvenForEmptyRecordList": true}
 
 // specialKeys are handled by applyProperties itself.
@@ -204,7 +204,7 @@ func (p *propertiesRun) apply(cmd *cobra.Command, f *Factory) error {
 		case multiLangKeys[k]:
 			if k != "executableName" {
 				p.extra = append(p.extra, configRow{Setting: k, Value: e.Value, Source: sourceFile, Property: k,
-					Note: "recorded: applies to --multilang (the MultiLang protocol), not built yet"})
+					Note: "recorded, not applied: --multilang sends no empty processRecords"})
 			}
 		case k == "retryGetRecordsInSeconds" || k == "maxGetRecordsThreadPool" || k == "millisBehindLatestThresholdForReducedTps":
 			p.warn(f, "properties key "+k+" has no kcltool equivalent and is ignored (it still selects polling)", e)

@@ -98,7 +98,7 @@ tableName = filetable
 	r.want(t, "shard-sync-interval", "5s", "file")
 	r.want(t, "worker-id", "file-worker", "file")
 	r.want(t, "idle-between-reads", "250ms", "file")
-	r.want(t, "handler-timeout", "30s", "file")
+	r.want(t, "multilang-timeout", "30s", "file")
 	r.want(t, "shutdown-grace", "4s", "file")
 	r.want(t, "max-leases-for-worker", "8", "file")
 	r.want(t, "max-leases-to-steal", "2", "file")
@@ -300,22 +300,21 @@ func TestPropertiesCredentialChain(t *testing.T) {
 	}
 }
 
-// TestPropertiesExecutableName: a MultiLang program is refused until the
-// protocol is built, unless --exec or -- gives a per-batch handler;
-// --print-config works either way and resolves the program.
+// TestPropertiesExecutableName: without --exec or --, the file's program
+// runs as a MultiLang child (--multilang); --exec or -- give a per-batch
+// handler instead, and --print-config shows which.
 func TestPropertiesExecutableName(t *testing.T) {
 	props := baseProps + "executableName = node  sample_kcl_app.js\n"
-	r := propsRun(t, props, nil)
-	if r.code != ExitUsage || !strings.Contains(r.errOut, "does not speak the MultiLang protocol yet") || !strings.Contains(r.errOut, "app.properties:4") {
-		t.Errorf("exit %d: %s", r.code, r.errOut)
-	}
-	r = propsRun(t, props, nil, printJSON()...)
+	r := propsRun(t, props, nil, printJSON()...)
 	if r.code != 0 {
 		t.Fatalf("--print-config: exit %d: %s", r.code, r.errOut)
 	}
 	r.want(t, "executableName", "node sample_kcl_app.js", "file")
+	r.want(t, "command", "node sample_kcl_app.js", "file")
+	r.want(t, "multilang", "true", "file")
 	r = propsRun(t, props, nil, printJSON("--", "./handler")...)
 	r.want(t, "command", "./handler", "flag")
+	r.want(t, "multilang", "false", "default")
 	r = propsRun(t, props, map[string]string{"KCLTOOL_EXEC": "cat"}, printJSON()...)
 	r.want(t, "exec", "cat", "env")
 }

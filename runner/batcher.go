@@ -16,6 +16,11 @@ import (
 type batcher struct {
 	size   int
 	window time.Duration
+	// perPage hands each non-empty page over as it came, whatever size and
+	// window say: the MultiLang protocol's processRecords is one GetRecords
+	// page, as the MLD sends it.
+	perPage bool
+	pages   []page
 
 	pending      []kinesisrec.Record
 	since        time.Time // when the oldest pending record came
@@ -26,6 +31,18 @@ type batcher struct {
 
 // add appends a page's records.
 func (b *batcher) add(p page, now time.Time) {
+	if b.perPage {
+		if len(p.records) > 0 {
+			b.pages = append(b.pages, p)
+		}
+		if len(b.pages) == 0 {
+			b.millisBehind = p.millisBehind
+		}
+		if p.end {
+			b.end, b.children = true, p.children
+		}
+		return
+	}
 	if len(p.records) > 0 {
 		if len(b.pending) == 0 {
 			// No copy: a page is never reused, and batches are cut from it.
@@ -43,6 +60,15 @@ func (b *batcher) add(p page, now time.Time) {
 // next returns the next batch that is ready at now, if any. flush ships a
 // short batch without waiting for its window (the reader has stopped).
 func (b *batcher) next(now time.Time, flush bool) ([]kinesisrec.Record, bool) {
+	if b.perPage {
+		if len(b.pages) == 0 {
+			return nil, false
+		}
+		p := b.pages[0]
+		b.pages = b.pages[1:]
+		b.millisBehind = p.millisBehind
+		return p.records, true
+	}
 	n := len(b.pending)
 	if n == 0 {
 		return nil, false
@@ -77,4 +103,4 @@ func (b *batcher) wait(now time.Time) (time.Duration, bool) {
 }
 
 // done reports that the shard ended and every record was taken.
-func (b *batcher) done() bool { return b.end && len(b.pending) == 0 }
+func (b *batcher) done() bool { return b.end && len(b.pending) == 0 && len(b.pages) == 0 }

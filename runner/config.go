@@ -77,6 +77,14 @@ type Config struct {
 
 	// Handler runs the batches. Its Env is the base environment.
 	Handler *Handler
+	// MultiLang runs Handler.Argv as one long-lived KCL MultiLang child per
+	// held lease instead of a process per batch (multilang.go): one
+	// processRecords per GetRecords page, so BatchSize, BatchWindow,
+	// MaxParallel and the failure policy do not apply; the child
+	// checkpoints. MultiLangTimeout (the MLD's timeoutInSeconds) bounds
+	// the wait for each of its messages; zero means no limit.
+	MultiLang        bool
+	MultiLangTimeout time.Duration
 	// The failure policy of every shard (Policy fields of the same names).
 	Backoff       Backoff
 	MaxRetries    int

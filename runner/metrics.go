@@ -55,25 +55,26 @@ func (m *Metrics) shard(id string) *shardStats {
 // moves on (Prometheus counters must not go back); the lag gauge is only
 // reported while this worker reads the shard.
 type shardStats struct {
-	m            *Metrics
-	id           string
-	held         atomic.Bool
-	millisBehind atomic.Int64
-	getRecords   atomic.Int64
-	throttled    atomic.Int64
-	readFailures atomic.Int64 // failed GetRecords and GetShardIterator calls
-	readTimeouts atomic.Int64 // of which cut off by their deadline
-	failingSince atomic.Int64 // unix nanos of the first failure of the current failing spell; 0 while reads succeed
-	records      atomic.Int64
-	bytes        atomic.Int64
-	batches      atomic.Int64
-	runs         atomic.Int64
-	failures     atomic.Int64
-	retries      atomic.Int64
-	skipped      atomic.Int64
-	checkpoints  atomic.Int64
-	handlerCPU   atomic.Int64 // nanoseconds
-	hist         *histogram
+	m             *Metrics
+	id            string
+	held          atomic.Bool
+	millisBehind  atomic.Int64
+	getRecords    atomic.Int64
+	throttled     atomic.Int64
+	readFailures  atomic.Int64 // failed GetRecords and GetShardIterator calls
+	readTimeouts  atomic.Int64 // of which cut off by their deadline
+	failingSince  atomic.Int64 // unix nanos of the first failure of the current failing spell; 0 while reads succeed
+	records       atomic.Int64
+	bytes         atomic.Int64
+	batches       atomic.Int64
+	runs          atomic.Int64
+	failures      atomic.Int64
+	retries       atomic.Int64
+	skipped       atomic.Int64
+	checkpoints   atomic.Int64
+	handlerCPU    atomic.Int64 // nanoseconds
+	childRestarts atomic.Int64 // MultiLang children stopped for a failure
+	hist          *histogram
 }
 
 func (s *shardStats) release() { s.held.Store(false) }
@@ -153,6 +154,10 @@ func (s *shardStats) batchDone(records []kinesisrec.Record, st ProcessStats) {
 }
 
 func (s *shardStats) checkpointed() { s.checkpoints.Add(1) }
+
+// childRestart counts a MultiLang child stopped for a failure; the shard
+// restarts with a new one after a backoff.
+func (s *shardStats) childRestart() { s.childRestarts.Add(1) }
 
 // snapshot copies the shards, sorted, for a consistent exposition.
 func (m *Metrics) snapshot() (app, stream, worker string, shards []*shardStats, lease leasecore.Stats, running int, haveLease bool) {

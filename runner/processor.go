@@ -87,6 +87,9 @@ var errNoShardEndCheckpoint = errors.New("the record processor did not checkpoin
 
 // newProcessor is the processor of one reading of the shard.
 func (r *shardRun) newProcessor() RecordProcessor {
+	if r.w.cfg.MultiLang {
+		return r.newMultiLang()
+	}
 	return batchProcessor{policy: r.policy()}
 }
 

@@ -58,6 +58,7 @@ func (m *Metrics) WritePrometheus(w io.Writer) error {
 		{"kcltool_shard_getrecords_total", "GetRecords calls.", func(s *shardStats) int64 { return s.getRecords.Load() }},
 		{"kcltool_shard_getrecords_throttled_total", "GetRecords calls answered with a throttling error.", func(s *shardStats) int64 { return s.throttled.Load() }},
 		{"kcltool_shard_read_failures_total", "GetRecords and GetShardIterator calls that failed (throttled, refused, timed out or broken); each is retried.", func(s *shardStats) int64 { return s.readFailures.Load() }},
+		{"kcltool_shard_multilang_child_restarts_total", "MultiLang children (--multilang) stopped because they exited, broke the protocol or timed out; the shard restarts with a new child after a backoff.", func(s *shardStats) int64 { return s.childRestarts.Load() }},
 		{"kcltool_shard_read_timeouts_total", "GetRecords and GetShardIterator calls cut off by --kinesis-timeout.", func(s *shardStats) int64 { return s.readTimeouts.Load() }},
 	}
 	labels := func(s *shardStats) []string { return []string{"app", app, "stream", stream, "shard", s.id} }

@@ -199,7 +199,7 @@ func (r *shardRun) read(start leasecore.SequenceNumber) (err error) {
 	defer rd.Close()
 	pages := rd.Pages()
 
-	b := &batcher{size: cfg.BatchSize, window: cfg.BatchWindow}
+	b := &batcher{size: cfg.BatchSize, window: cfg.BatchWindow, perPage: cfg.MultiLang}
 	fetching := true
 	for {
 		now := r.w.clock.Now()

@@ -1,0 +1,251 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+
+	"github.com/kcltool/kcltool/internal/emulator"
+	"github.com/kcltool/kcltool/leasecore"
+)
+
+// awsKCLProcessor is the record processor written against AWS's Node.js
+// KCL client (the aws-kcl npm package pinned in package.json, unmodified),
+// and the node program that runs it.
+func awsKCLProcessor(t *testing.T) []string {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed: the aws-kcl test needs Node.js")
+	}
+	root, err := emulator.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "node_modules", "aws-kcl", "package.json")); err != nil {
+		t.Fatalf("the aws-kcl package is not installed (npm ci at the repository's root): %v", err)
+	}
+	script, err := filepath.Abs(filepath.Join("testdata", "awskcl", "fleet_processor.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []string{node, script}
+}
+
+// The --exec fleet scenario with AWS's own MultiLang client as the record
+// processor: a 4-shard stream, two workers, a split and a merge during the
+// run, kill -9 of one worker, a third joining later. Every record is
+// handled, each key's first handlings are in order, duplicates come only
+// from batches in flight when their lease moved, and the lease table is a
+// valid KCL one at the end.
+func TestRunMultiLangAWSKCLFleet(t *testing.T) {
+	processor := awsKCLProcessor(t)
+	s := newE2EStack(t, 4)
+	out := filepath.Join(t.TempDir(), "handled.jsonl")
+	env := []string{"OUT=" + out}
+	args := func(id string) []string {
+		return append(runArgs(s, id, "--multilang", "--max-records", "25", "--shutdown-grace", "10s", "--"), processor...)
+	}
+	keys := keyNames(200)
+	const rounds = 25
+	round := 0
+	produce := func(n int) {
+		for range n {
+			s.putRound(t, keys, round)
+			round++
+		}
+	}
+	ctx := context.Background()
+
+	a := startWorker(t, "A", env, args("A")...)
+	b := startWorker(t, "B", env, args("B")...)
+	eventuallyE2E(t, 30*time.Second, "A and B to share the leases", func() bool { o := s.owners(t); return o["A"] > 0 && o["B"] > 0 })
+	produce(6)
+
+	shards, err := s.kin.ListShards(ctx, &kinesis.ListShardsInput{StreamName: aws.String(s.stream)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	emulator.SplitShard(t, s.kin, s.stream, "shardId-000000000000", emulator.MidHashKey(shards.Shards[0].HashKeyRange))
+	produce(5)
+	emulator.MergeShards(t, s.kin, s.stream, "shardId-000000000002", "shardId-000000000003")
+	produce(5)
+
+	eventuallyE2E(t, 20*time.Second, "B to read a shard before it is killed", func() bool { return s.reading(t)["B"] > 0 })
+	b.signal(t, syscall.SIGKILL)
+	b.exitCode(t, 10*time.Second)
+	produce(5)
+
+	c := startWorker(t, "C", env, args("C")...)
+	eventuallyE2E(t, 30*time.Second, "C to take a shard to read", func() bool { return s.reading(t)["C"] > 0 })
+	produce(rounds - round)
+
+	want := len(keys) * rounds
+	eventuallyE2E(t, 120*time.Second, fmt.Sprintf("all %d records handled", want), func() bool {
+		return distinctRecords(readBatches(t, out)) == want
+	})
+	a.signal(t, syscall.SIGTERM)
+	c.signal(t, syscall.SIGTERM)
+	if code := a.exitCode(t, 40*time.Second); code != 0 {
+		t.Errorf("A exited %d after SIGTERM, want 0", code)
+	}
+	if code := c.exitCode(t, 40*time.Second); code != 0 {
+		t.Errorf("C exited %d after SIGTERM, want 0", code)
+	}
+
+	batches := readBatches(t, out)
+	checkFirstHandlingOrder(t, batches, keys, rounds)
+	checkDuplicatesFromMovedLeases(t, batches)
+	byWorker := map[string]int{}
+	for _, b := range batches {
+		byWorker[b.worker] += len(b.records)
+	}
+	t.Logf("records handled per worker %v, %d batches, %d handlings of %d records", byWorker, len(batches), sum(byWorker), want)
+
+	// The child's checkpoints only: every parent finished or cleaned up,
+	// every open shard checkpointed at a sequence number, every lease
+	// released, and the table decodes as the KCL's.
+	ls := s.leases(t)
+	for _, p := range []string{"shardId-000000000000", "shardId-000000000002", "shardId-000000000003"} {
+		if l, ok := ls[p]; ok && !l.Checkpoint.IsShardEnd() {
+			t.Errorf("parent %s has checkpoint %s, want SHARD_END or no lease", p, l.Checkpoint.SequenceNumber)
+		}
+	}
+	for _, child := range []string{"shardId-000000000001", "shardId-000000000004", "shardId-000000000005", "shardId-000000000006"} {
+		l, ok := ls[child]
+		if !ok || leasecore.IsSentinel(l.Checkpoint.SequenceNumber) {
+			t.Errorf("open shard %s: lease %v, checkpoint %q; want a sequence number checkpoint", child, ok, l.Checkpoint.SequenceNumber)
+		}
+	}
+	for key, l := range ls {
+		if l.LeaseOwner != "" {
+			t.Errorf("lease %s still owned by %s after both workers stopped gracefully", key, l.LeaseOwner)
+		}
+	}
+	// No child outlives its worker: B's, orphaned by kill -9, exit at
+	// their stdin's EOF; A's and C's were stopped before the release.
+	if pgrep, err := exec.LookPath("pgrep"); err == nil {
+		eventuallyE2E(t, 10*time.Second, "no record processor left running", func() bool {
+			out, _ := exec.Command(pgrep, "-f", processor[1]).Output()
+			return strings.TrimSpace(string(out)) == ""
+		})
+	}
+}
+
+// The aws-kcl sample as users have it: its properties file (executableName
+// = node sample_kcl_app.js, DefaultCredentialsProvider, no polling key, so
+// fan-out under the MultiLangDaemon's DEFAULT rule) and its consumer, with
+// only the endpoints, region and credentials from the environment (and
+// NODE_PATH, since the sample is copied out of the repository). It runs
+// with polling and one warning, every record reaches the sample's files,
+// and its checkpoints are written.
+func TestRunMultiLangAWSKCLSample(t *testing.T) {
+	processor := awsKCLProcessor(t)
+	st := emulator.NewStack(t, 2, emulator.StackOptions{})
+	dir := t.TempDir()
+	props, err := os.ReadFile(filepath.Join("testdata", "awskcl", "sample", "sample.properties"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	props = []byte(strings.NewReplacer("@STREAM@", st.Stream, "@APP@", st.Table).Replace(string(props)))
+	if err := os.WriteFile(filepath.Join(dir, "sample.properties"), props, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	app, err := os.ReadFile(filepath.Join("testdata", "awskcl", "sample", "sample_kcl_app.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "sample_kcl_app.js"), app, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root, _ := emulator.RepoRoot()
+	env := []string{"NODE_PATH=" + filepath.Join(root, "node_modules"), "PATH=" + filepath.Dir(processor[0]) + ":" + os.Getenv("PATH")}
+	w := startWorkerIn(t, dir, "sample", env, "run", "--properties", "sample.properties")
+
+	s := e2eStack{ddb: st.DynamoDB, kin: st.Kinesis, stream: st.Stream, app: st.Table}
+	keys := keyNames(30)
+	for round := range 3 {
+		s.putRound(t, keys, round)
+	}
+	lines := func() []string {
+		var out []string
+		for _, shard := range []string{"shardId-000000000000", "shardId-000000000001"} {
+			data, _ := os.ReadFile(filepath.Join(dir, shard+".log"))
+			out = append(out, strings.Fields(strings.ReplaceAll(string(data), "\n", " | "))...)
+		}
+		return out
+	}
+	eventuallyE2E(t, 60*time.Second, "90 records in the sample's files", func() bool {
+		n := 0
+		for _, f := range lines() {
+			if strings.Contains(f, ":") {
+				n++
+			}
+		}
+		return n >= 90
+	})
+	// Each shard's checkpoint is the last record its file holds.
+	eventuallyE2E(t, 20*time.Second, "the sample's checkpoints", func() bool {
+		ls := s.leases(t)
+		for _, shard := range []string{"shardId-000000000000", "shardId-000000000001"} {
+			data, _ := os.ReadFile(filepath.Join(dir, shard+".log"))
+			rows := strings.Split(strings.TrimSpace(string(data)), "\n")
+			f := strings.Fields(rows[len(rows)-1])
+			if len(f) != 3 || ls[shard].Checkpoint.SequenceNumber != f[2] {
+				return false
+			}
+		}
+		return true
+	})
+	w.signal(t, syscall.SIGTERM)
+	if code := w.exitCode(t, 40*time.Second); code != 0 {
+		t.Fatalf("exit %d after SIGTERM, want 0", code)
+	}
+	logs := w.logs.String()
+	if n := strings.Count(logs, "enhanced fan-out"); n != 1 {
+		t.Errorf("%d fan-out warnings, want 1", n)
+	}
+	for key, l := range s.leases(t) {
+		if l.LeaseOwner != "" {
+			t.Errorf("lease %s still owned by %s after SIGTERM", key, l.LeaseOwner)
+		}
+	}
+}
+
+// startWorkerIn is startWorker in the working folder dir.
+func startWorkerIn(t *testing.T, dir, name string, env []string, args ...string) *worker {
+	t.Helper()
+	cmd := exec.Command(kcltoolBinary(t), args...)
+	cmd.Dir = dir
+	cmd.Env = append(append(os.Environ(), emulator.Env(t)...), env...)
+	w := &worker{name: name, cmd: cmd, logs: &lockedBuffer{}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = w.logs, w.logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		w.err = cmd.Wait()
+		close(w.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-w.done:
+		default:
+			_ = cmd.Process.Kill()
+			<-w.done
+		}
+		if t.Failed() {
+			t.Logf("---- log of worker %s ----\n%s", name, w.logs.String())
+		}
+	})
+	return w
+}

@@ -1,0 +1,314 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/kcltool/kcltool/leasecore"
+)
+
+// mlProcessor is the RecordProcessor of --multilang: one long-lived child
+// per reading of a shard speaking the KCL MultiLangDaemon's protocol
+// (multilang_msg.go). Unlike the MLD, a child that fails ends its reading
+// only: the shardRun restarts the shard from its checkpoint with a new
+// child after a backoff, and the other shards go on.
+//
+// Checkpoints are the child's: nothing is checkpointed on its behalf, and
+// each request is validated first, as the KCL's checkpointer does.
+type mlProcessor struct {
+	r     *shardRun
+	child *mlChild
+	// cur is the lease's checkpoint as this holding knows it.
+	cur leasecore.SequenceNumber
+	// delivered are the positions handed to the child and not yet
+	// checkpointed, in order; last is the newest position handed over.
+	delivered []leasecore.SequenceNumber
+	last      *leasecore.SequenceNumber
+	// lost: leaseLost was sent; no checkpoint is accepted after it.
+	lost bool
+	// dead is why the child is gone, once it is.
+	dead error
+}
+
+// errChildGone: the child was stopped; the reading restarts with a new one.
+var errChildGone = errors.New("the MultiLang child was stopped")
+
+func (r *shardRun) newMultiLang() *mlProcessor { return &mlProcessor{r: r} }
+
+func (p *mlProcessor) Initialize(ctx context.Context, in InitializeInput) error {
+	cfg := p.r.w.cfg
+	h := cfg.Handler
+	env := h.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	env = append(append([]string(nil), env...),
+		"KCLTOOL_APP="+in.App, "KCLTOOL_STREAM="+in.Stream, "KCLTOOL_SHARD_ID="+in.ShardID, "KCLTOOL_WORKER_ID="+in.WorkerID)
+	c, err := startMLChild(h.Argv, h.Dir, env, p.r.log)
+	if err != nil {
+		p.dead = err
+		p.r.stats.childRestart()
+		return err
+	}
+	p.child, p.cur = c, in.Checkpoint
+	p.r.log.Info("started the MultiLang child", "pid", c.pgid)
+	_, err = p.exchange(ctx, newMLInitialize(in.ShardID, in.Checkpoint), mlInitialize, nil, false)
+	return err
+}
+
+func (p *mlProcessor) ProcessRecords(ctx context.Context, _ <-chan struct{}, b Batch, cp Checkpointer) (ProcessStats, error) {
+	if p.dead != nil {
+		return ProcessStats{}, fmt.Errorf("%w: %v", errChildGone, p.dead)
+	}
+	for _, rec := range b.Records {
+		p.delivered = append(p.delivered, rec.Position())
+	}
+	if n := len(p.delivered); n > 0 {
+		last := p.delivered[n-1]
+		p.last = &last
+	}
+	start := time.Now()
+	// A graceful stop lets the batch finish, as the MLD does: the reading
+	// stops after it and the child gets shutdownRequested.
+	n, err := p.exchange(ctx, newMLProcessRecords(b.Records, b.MillisBehindLatest), mlProcessRecords, cp, false)
+	st := ProcessStats{Runs: 1, Checkpoints: n, HandlerTime: time.Since(start)}
+	if err != nil {
+		st.Failures = 1
+	}
+	return st, err
+}
+
+// LeaseLost tells the child and stops it: another worker may hold the
+// shard soon, so it gets the stop margin's grace (killGrace) at most.
+func (p *mlProcessor) LeaseLost(context.Context) {
+	p.lost = true
+	if p.child == nil || p.dead != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), killGrace(p.r.w.coord.Config()))
+	defer cancel()
+	if _, err := p.exchange(ctx, mlBareMsg{Action: mlLeaseLost}, mlLeaseLost, nil, false); err != nil && p.dead == nil {
+		p.r.log.Warn("MultiLang child did not acknowledge leaseLost in time; stopping it", "err", err)
+	}
+	p.stopChild(ctx, "lease lost")
+}
+
+// ShardEnded: the child must checkpoint (SHARD_END) before its status;
+// the shardRun checks that it did.
+func (p *mlProcessor) ShardEnded(ctx context.Context, cp Checkpointer) error {
+	if p.dead != nil {
+		return fmt.Errorf("%w: %v", errChildGone, p.dead)
+	}
+	_, err := p.exchange(ctx, mlBareMsg{Action: mlShardEnded}, mlShardEnded, cp, true)
+	if err != nil {
+		return err
+	}
+	p.stopChild(ctx, "shard ended")
+	return nil
+}
+
+// ShutdownRequested lets the child checkpoint, then closes its stdin and
+// waits for it to exit; the worker's --shutdown-grace ends ctx, and the
+// child's group is killed then.
+func (p *mlProcessor) ShutdownRequested(ctx context.Context, cp Checkpointer) error {
+	if p.dead != nil {
+		return nil
+	}
+	_, err := p.exchange(ctx, mlBareMsg{Action: mlShutdownRequested}, mlShutdownRequested, cp, false)
+	if p.dead == nil {
+		p.stopChild(ctx, "worker stopping")
+	}
+	return err
+}
+
+// stopChild closes the child's stdin and waits for it to exit until ctx
+// ends, then kills its group.
+func (p *mlProcessor) stopChild(ctx context.Context, why string) {
+	p.child.stop(ctx)
+	p.dead = fmt.Errorf("stopped: %s", why)
+	p.r.log.Info("MultiLang child stopped", "why", why, "exit", p.child.exitStatus())
+}
+
+// fail stops the child's group at once and says which message failed.
+func (p *mlProcessor) fail(action string, err error) error {
+	err = fmt.Errorf("MultiLang child failed on %s: %w", action, err)
+	if p.dead == nil {
+		p.child.kill()
+		p.dead = err
+		p.r.stats.childRestart()
+	}
+	return err
+}
+
+// exchange sends msg and reads the child's lines until its status for
+// action, answering checkpoint requests on the way (through cp; nil means
+// none is accepted). It returns how many checkpoints were written. A
+// cancelled ctx (lease lost, its deadline, the shutdown grace) stops the
+// child: what it was doing can no longer be checkpointed.
+func (p *mlProcessor) exchange(ctx context.Context, msg any, action string, cp Checkpointer, atShardEnd bool) (int, error) {
+	line, err := encodeML(msg)
+	if err != nil {
+		return 0, p.fail(action, err)
+	}
+	if err := p.child.send(ctx, line); err != nil {
+		if ctx.Err() != nil {
+			return 0, p.cancelled(ctx, action)
+		}
+		return 0, p.fail(action, fmt.Errorf("write to its stdin: %w", err))
+	}
+	timeout := p.r.w.cfg.MultiLangTimeout
+	written := 0
+	for {
+		var expired <-chan time.Time
+		var t leasecore.Timer
+		if timeout > 0 {
+			t = p.r.w.clock.NewTimer(timeout)
+			expired = t.C()
+		}
+		var l []byte
+		var ok bool
+		select {
+		case l, ok = <-p.child.lines:
+		case <-expired:
+			return written, p.fail(action, fmt.Errorf("no message from the child within %v (timeoutInSeconds)", timeout))
+		case <-ctx.Done():
+			if t != nil {
+				t.Stop()
+			}
+			return written, p.cancelled(ctx, action)
+		}
+		if t != nil {
+			t.Stop()
+		}
+		if !ok {
+			<-p.child.exited
+			return written, p.fail(action, fmt.Errorf("the child closed its stdout before its status (%s)", p.child.exitStatus()))
+		}
+		m, req, err := decodeML(l)
+		switch {
+		case errors.Is(err, errNotJSON):
+			p.r.log.Warn("MultiLang child wrote a line that is not a message; skipped", "line", clip(strings.TrimRight(string(l), "\r\n"), StderrLineMax))
+			continue
+		case err != nil:
+			return written, p.fail(action, err)
+		case m.Action == "":
+			continue
+		case m.Action == mlStatus && m.ResponseFor == action:
+			return written, nil
+		case m.Action == mlStatus:
+			return written, p.fail(action, fmt.Errorf("the child's status answers %q", m.ResponseFor))
+		case m.Action != mlCheckpoint:
+			return written, p.fail(action, fmt.Errorf("unknown action %q from the child", m.Action))
+		}
+		class, wrote := p.checkpoint(ctx, req, cp, atShardEnd)
+		if wrote {
+			written++
+		}
+		reply, err := encodeML(mlCheckpointReply(req, class))
+		if err == nil {
+			err = p.child.send(ctx, reply)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return written, p.cancelled(ctx, action)
+			}
+			return written, p.fail(action, fmt.Errorf("write the checkpoint reply: %w", err))
+		}
+	}
+}
+
+// cancelled handles a ctx that ended during an exchange: at the lease
+// deadline or when the lease is lost the child is told (leaseLost, without
+// waiting for it) and stopped at once.
+func (p *mlProcessor) cancelled(ctx context.Context, action string) error {
+	cause := context.Cause(ctx)
+	if p.dead == nil {
+		p.lost = true
+		if line, err := encodeML(mlBareMsg{Action: mlLeaseLost}); err == nil && action != mlLeaseLost {
+			grace, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			_ = p.child.send(grace, line)
+			cancel()
+		}
+		stop, cancel := context.WithTimeout(context.Background(), killGrace(p.r.w.coord.Config()))
+		p.child.stop(stop)
+		cancel()
+		p.dead = fmt.Errorf("stopped during %s: %w", action, cause)
+		p.r.log.Warn("MultiLang child stopped", "during", action, "why", cause)
+	}
+	return cause
+}
+
+// checkpoint validates and writes one checkpoint request and returns the
+// KCL exception's simple class name for the reply ("" on success) and
+// whether a checkpoint was written.
+func (p *mlProcessor) checkpoint(ctx context.Context, req mlCheckpointReq, cp Checkpointer, atShardEnd bool) (string, bool) {
+	if p.lost || cp == nil {
+		// The KCL's checkpointer after a lost lease, or where it gives none.
+		p.r.log.Warn("MultiLang child asked for a checkpoint where none is accepted", "lost", p.lost)
+		return "ShutdownException", false
+	}
+	var at leasecore.SequenceNumber
+	switch {
+	case req.seq == nil && atShardEnd:
+		at = leasecore.SequenceNumber{SequenceNumber: leasecore.SHARD_END}
+	case req.seq == nil:
+		if p.last == nil {
+			return "", false // nothing delivered: nothing new to record
+		}
+		at = *p.last
+	default:
+		at.SequenceNumber = *req.seq
+		if req.sub != nil {
+			at.SubSequenceNumber = *req.sub
+		}
+		if why := p.invalid(at, atShardEnd); why != "" {
+			p.r.log.Warn("refused the MultiLang child's checkpoint", "sequenceNumber", at.SequenceNumber, "subSequenceNumber", at.SubSequenceNumber, "why", why)
+			return "IllegalArgumentException", false
+		}
+	}
+	if leasecore.Compare(at, p.cur) == 0 && !at.IsShardEnd() {
+		return "", false
+	}
+	if err := cp.Checkpoint(ctx, at); err != nil {
+		p.r.log.Warn("the MultiLang child's checkpoint failed", "sequenceNumber", at.SequenceNumber, "err", err)
+		if errors.Is(err, leasecore.ErrLeaseLost) {
+			return "ShutdownException", false
+		}
+		return "KinesisClientLibDependencyException", false
+	}
+	p.cur = at
+	i := sort.Search(len(p.delivered), func(i int) bool { return leasecore.Compare(p.delivered[i], at) > 0 })
+	p.delivered = p.delivered[i:]
+	return "", true
+}
+
+// invalid says why a checkpoint the child named is refused, or "".
+func (p *mlProcessor) invalid(at leasecore.SequenceNumber, atShardEnd bool) string {
+	switch {
+	case at.IsShardEnd() && atShardEnd:
+		return ""
+	case !leasecore.ValidCheckpoint(at.SequenceNumber) || leasecore.IsSentinel(at.SequenceNumber):
+		return "not a sequence number"
+	case leasecore.Compare(at, p.cur) < 0:
+		return "before the lease's checkpoint " + p.cur.SequenceNumber
+	case leasecore.Compare(at, p.cur) == 0:
+		return ""
+	}
+	i := sort.Search(len(p.delivered), func(i int) bool { return leasecore.Compare(p.delivered[i], at) >= 0 })
+	if i == len(p.delivered) || leasecore.Compare(p.delivered[i], at) != 0 {
+		return "never delivered to the child"
+	}
+	return ""
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,212 @@
+package runner
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// mlChild is one running MultiLang child: its stdin, its stdout as lines,
+// its stderr logged line by line, in its own process group so that
+// stopping it stops everything it started.
+type mlChild struct {
+	cmd   *exec.Cmd
+	stdin *os.File
+	pgid  int
+	// lines carries stdout's lines; it is closed at stdout's EOF, which is
+	// how a child that exits is noticed.
+	lines  chan []byte
+	exited chan struct{} // closed once the child is reaped
+	// waitErr is how the child ended, readable once exited is closed.
+	waitErr error
+	// mu guards stdin's close against a write in flight.
+	mu     sync.Mutex
+	closed bool
+}
+
+// mlLineMax bounds one stdout line: a processRecords status is short, and a
+// child writing a line this long is broken.
+const mlLineMax = 16 << 20
+
+func startMLChild(argv []string, dir string, env []string, log *slog.Logger) (*mlChild, error) {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir, cmd.Env = dir, env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Stderr = &stderrLogger{log: log}
+	cmd.WaitDelay = pipeGrace
+	stdinR, stdin, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	stdoutR, stdoutW, err := os.Pipe()
+	if err != nil {
+		_ = stdinR.Close()
+		_ = stdin.Close()
+		return nil, err
+	}
+	growPipe(stdin)
+	cmd.Stdin, cmd.Stdout = stdinR, stdoutW
+	err = cmd.Start()
+	_ = stdinR.Close() // the child has its copies
+	_ = stdoutW.Close()
+	if err != nil {
+		_ = stdin.Close()
+		_ = stdoutR.Close()
+		return nil, fmt.Errorf("start the MultiLang child %q: %w", argv[0], err)
+	}
+	c := &mlChild{cmd: cmd, stdin: stdin, pgid: cmd.Process.Pid, lines: make(chan []byte, 16), exited: make(chan struct{})}
+	go c.readLines(stdoutR)
+	go func() {
+		c.waitErr = cmd.Wait()
+		close(c.exited)
+	}()
+	return c, nil
+}
+
+// readLines splits stdout into lines until EOF.
+func (c *mlChild) readLines(r *os.File) {
+	defer close(c.lines)
+	defer r.Close()
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		line, err := br.ReadSlice('\n')
+		var full []byte
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// A long line (it should not happen: the child writes short
+			// replies); gather it whole, within mlLineMax.
+			full = append(full, line...)
+			for errors.Is(err, bufio.ErrBufferFull) && len(full) < mlLineMax {
+				line, err = br.ReadSlice('\n')
+				full = append(full, line...)
+			}
+		} else {
+			full = append([]byte(nil), line...)
+		}
+		if len(full) > 0 {
+			c.lines <- full
+		}
+		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+			return
+		}
+	}
+}
+
+// send writes one line to the child's stdin. It blocks while the child
+// does not read; ctx or the child's exit ends the wait (the write itself
+// then fails once the group is stopped).
+func (c *mlChild) send(ctx context.Context, line []byte) error {
+	done := make(chan error, 1)
+	go func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.closed {
+			done <- os.ErrClosed
+			return
+		}
+		_, err := c.stdin.Write(line)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-c.exited:
+		return fmt.Errorf("the child exited (%s)", c.exitStatus())
+	}
+}
+
+// closeStdin tells the child to exit: the MLD closes stdin after the last
+// message, and clients exit at EOF.
+func (c *mlChild) closeStdin() {
+	// A write blocked on a child that does not read holds mu: closing the
+	// file (which Close does without the lock) unblocks it.
+	_ = c.stdin.Close()
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+}
+
+// stop closes stdin, lets the child exit until ctx ends, then kills its
+// process group, and waits until it is reaped and its group is gone.
+func (c *mlChild) stop(ctx context.Context) {
+	c.closeStdin()
+	select {
+	case <-c.exited:
+	case <-ctx.Done():
+		_ = syscall.Kill(-c.pgid, syscall.SIGKILL)
+		<-c.exited
+	}
+	// What the child left behind in its group goes too.
+	endLeftovers(c.pgid, time.Time{})
+}
+
+// kill stops the child's process group at once.
+func (c *mlChild) kill() {
+	select {
+	case <-c.exited:
+	default:
+		_ = syscall.Kill(-c.pgid, syscall.SIGKILL)
+	}
+	c.closeStdin()
+	<-c.exited
+	endLeftovers(c.pgid, time.Time{})
+}
+
+// exitStatus says how the child ended; call it once exited is closed.
+func (c *mlChild) exitStatus() string {
+	select {
+	case <-c.exited:
+	default:
+		return "still running"
+	}
+	if _, err := exitStatus(c.waitErr); err != nil {
+		return err.Error()
+	}
+	return "exit status 0"
+}
+
+// stderrLogger logs a child's stderr line by line, at info, with the
+// shard (its logger's attributes).
+type stderrLogger struct {
+	log     *slog.Logger
+	partial []byte
+}
+
+func (s *stderrLogger) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			if room := StderrLineMax - len(s.partial); room > 0 {
+				s.partial = append(s.partial, p[:min(room, len(p))]...)
+			}
+			break
+		}
+		if room := StderrLineMax - len(s.partial); room > 0 {
+			s.partial = append(s.partial, p[:min(room, i)]...)
+		}
+		s.flush()
+		p = p[i+1:]
+	}
+	return n, nil
+}
+
+func (s *stderrLogger) flush() {
+	line := bytes.TrimRight(s.partial, "\r")
+	if len(bytes.TrimSpace(line)) > 0 {
+		s.log.Info("child stderr", "line", string(line))
+	}
+	s.partial = s.partial[:0]
+}
+
+var _ io.Writer = (*stderrLogger)(nil)

@@ -1,0 +1,172 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/kcltool/kcltool/kinesisrec"
+	"github.com/kcltool/kcltool/leasecore"
+)
+
+// The messages to the child, byte for byte as the KCL's MultiLangDaemon
+// writes them (Jackson over the classes of its messages package: the
+// "action" type property first, fields in declaration order, nulls
+// written, byte[] as padded base64; a record's action last).
+func TestMultiLangMessagesGolden(t *testing.T) {
+	at := time.UnixMilli(1700000000123)
+	sub := func(n int64) *int64 { return &n }
+	str := func(s string) *string { return &s }
+	cases := []struct {
+		name string
+		msg  any
+		want string
+	}{
+		{"initialize at a sequence number", newMLInitialize("shardId-000000000001", leasecore.SequenceNumber{SequenceNumber: "49590338271490256608559692538361571095921575989136588898", SubSequenceNumber: 3}),
+			`{"action":"initialize","shardId":"shardId-000000000001","sequenceNumber":"49590338271490256608559692538361571095921575989136588898","subSequenceNumber":3}`},
+		{"initialize at a sentinel", newMLInitialize("shardId-000000000000", leasecore.SequenceNumber{SequenceNumber: leasecore.TRIM_HORIZON}),
+			`{"action":"initialize","shardId":"shardId-000000000000","sequenceNumber":"TRIM_HORIZON","subSequenceNumber":0}`},
+		{"initialize without a checkpoint", newMLInitialize("shardId-000000000000", leasecore.SequenceNumber{}),
+			`{"action":"initialize","shardId":"shardId-000000000000","sequenceNumber":null,"subSequenceNumber":null}`},
+		{"processRecords", newMLProcessRecords([]kinesisrec.Record{
+			{Data: []byte("hello"), PartitionKey: "k1", SequenceNumber: "4959", ApproximateArrivalTimestamp: at},
+			{Data: []byte{0xff, 0xfe}, PartitionKey: "k2", SequenceNumber: "4960", SubSequenceNumber: 2, ApproximateArrivalTimestamp: at},
+		}, 1500),
+			`{"action":"processRecords","records":[` +
+				`{"data":"aGVsbG8=","partitionKey":"k1","sequenceNumber":"4959","approximateArrivalTimestamp":1700000000123,"subSequenceNumber":0,"action":"record"},` +
+				`{"data":"//4=","partitionKey":"k2","sequenceNumber":"4960","approximateArrivalTimestamp":1700000000123,"subSequenceNumber":2,"action":"record"}` +
+				`],"millisBehindLatest":1500}`},
+		{"processRecords, empty", newMLProcessRecords(nil, 0), `{"action":"processRecords","records":[],"millisBehindLatest":0}`},
+		{"leaseLost", mlBareMsg{Action: mlLeaseLost}, `{"action":"leaseLost"}`},
+		{"shardEnded", mlBareMsg{Action: mlShardEnded}, `{"action":"shardEnded"}`},
+		{"shutdownRequested", mlBareMsg{Action: mlShutdownRequested}, `{"action":"shutdownRequested"}`},
+		{"checkpoint reply, success", mlCheckpointReply(mlCheckpointReq{seq: str("4959")}, ""),
+			`{"action":"checkpoint","sequenceNumber":"4959","subSequenceNumber":null,"error":null}`},
+		{"checkpoint reply, error", mlCheckpointReply(mlCheckpointReq{seq: str("4959"), sub: sub(1)}, "IllegalArgumentException"),
+			`{"action":"checkpoint","sequenceNumber":"4959","subSequenceNumber":1,"error":"IllegalArgumentException"}`},
+		{"checkpoint reply, no sequence number", mlCheckpointReply(mlCheckpointReq{}, "ShutdownException"),
+			`{"action":"checkpoint","sequenceNumber":null,"subSequenceNumber":null,"error":"ShutdownException"}`},
+	}
+	for _, c := range cases {
+		got, err := encodeML(c.msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != c.want+"\n" {
+			t.Errorf("%s:\n got %s\nwant %s", c.name, got, c.want)
+		}
+	}
+}
+
+// The child's lines as the client libraries write them (aws-kcl for
+// Node.js, kclpy), and what is skipped or refused.
+func TestMultiLangDecode(t *testing.T) {
+	cases := []struct {
+		line         string
+		action, for_ string
+		seq          string // "-" for none
+		sub          int64  // -1 for none
+		err          error  // errNotJSON, or any for another error
+	}{
+		{line: `{"action":"status","responseFor":"processRecords"}`, action: "status", for_: "processRecords", seq: "-", sub: -1},
+		{line: "\n" + `{"action":"status","responseFor":"initialize"}` + "\n", action: "status", for_: "initialize", seq: "-", sub: -1},
+		{line: `{"action":"checkpoint","sequenceNumber":null}`, action: "checkpoint", seq: "-", sub: -1},
+		{line: `{"action":"checkpoint"}`, action: "checkpoint", seq: "-", sub: -1},
+		{line: `{"action":"checkpoint","sequenceNumber":"4959"}`, action: "checkpoint", seq: "4959", sub: -1},
+		{line: `{"action":"checkpoint","sequenceNumber":"4959","subSequenceNumber":2}`, action: "checkpoint", seq: "4959", sub: 2},
+		{line: `{"action":"checkpoint","sequenceNumber":4959,"subSequenceNumber":"2"}`, action: "checkpoint", seq: "4959", sub: 2},
+		{line: `{"action":"dance"}`, action: "dance", seq: "-", sub: -1},
+		{line: `   `, action: "", seq: "-", sub: -1},
+		{line: `hello from print()`, err: errNotJSON},
+		{line: `{"action": broken`, err: errNotJSON},
+		{line: `{"responseFor":"initialize"}`, err: errNotJSON},
+		{line: `{"action":"checkpoint","sequenceNumber":["x"]}`, err: errors.New("any")},
+		{line: `{"action":"checkpoint","sequenceNumber":"1","subSequenceNumber":"x"}`, err: errors.New("any")},
+	}
+	for _, c := range cases {
+		m, req, err := decodeML([]byte(c.line))
+		switch {
+		case c.err == errNotJSON:
+			if !errors.Is(err, errNotJSON) {
+				t.Errorf("%q: err %v, want skipped as not a message", c.line, err)
+			}
+			continue
+		case c.err != nil:
+			if err == nil || errors.Is(err, errNotJSON) {
+				t.Errorf("%q: err %v, want a protocol error", c.line, err)
+			}
+			continue
+		case err != nil:
+			t.Errorf("%q: %v", c.line, err)
+			continue
+		}
+		seq, sub := "-", int64(-1)
+		if req.seq != nil {
+			seq = *req.seq
+		}
+		if req.sub != nil {
+			sub = *req.sub
+		}
+		if m.Action != c.action || m.ResponseFor != c.for_ || seq != c.seq || sub != c.sub {
+			t.Errorf("%q: got action %q responseFor %q seq %s sub %d", c.line, m.Action, m.ResponseFor, seq, sub)
+		}
+	}
+}
+
+// The child's checkpoint requests are validated as the KCL's checkpointer
+// does, and only valid ones are written.
+func TestMultiLangCheckpointValidation(t *testing.T) {
+	pos := func(seq string, sub int64) leasecore.SequenceNumber {
+		return leasecore.SequenceNumber{SequenceNumber: seq, SubSequenceNumber: sub}
+	}
+	str := func(s string) *string { return &s }
+	n := func(v int64) *int64 { return &v }
+	cases := []struct {
+		name       string
+		req        mlCheckpointReq
+		shardEnd   bool
+		lost       bool
+		want       string
+		written    *leasecore.SequenceNumber
+		writeFails error
+	}{
+		{name: "null: the last record delivered", req: mlCheckpointReq{}, written: &leasecore.SequenceNumber{SequenceNumber: "300", SubSequenceNumber: 1}},
+		{name: "null at the shard end: SHARD_END", req: mlCheckpointReq{}, shardEnd: true, written: &leasecore.SequenceNumber{SequenceNumber: leasecore.SHARD_END}},
+		{name: "sequence only: sub-sequence 0", req: mlCheckpointReq{seq: str("200")}, written: &leasecore.SequenceNumber{SequenceNumber: "200"}},
+		{name: "sequence and sub-sequence", req: mlCheckpointReq{seq: str("300"), sub: n(1)}, written: &leasecore.SequenceNumber{SequenceNumber: "300", SubSequenceNumber: 1}},
+		{name: "the current checkpoint again: nothing written", req: mlCheckpointReq{seq: str("100")}},
+		{name: "never delivered", req: mlCheckpointReq{seq: str("250")}, want: "IllegalArgumentException"},
+		{name: "after the last delivered", req: mlCheckpointReq{seq: str("400")}, want: "IllegalArgumentException"},
+		{name: "sub-sequence never delivered", req: mlCheckpointReq{seq: str("300"), sub: n(7)}, want: "IllegalArgumentException"},
+		{name: "before the checkpoint", req: mlCheckpointReq{seq: str("50")}, want: "IllegalArgumentException"},
+		{name: "not a number", req: mlCheckpointReq{seq: str("abc")}, want: "IllegalArgumentException"},
+		{name: "a sentinel", req: mlCheckpointReq{seq: str("TRIM_HORIZON")}, want: "IllegalArgumentException"},
+		{name: "SHARD_END before the shard end", req: mlCheckpointReq{seq: str("SHARD_END")}, want: "IllegalArgumentException"},
+		{name: "after leaseLost", req: mlCheckpointReq{}, lost: true, want: "ShutdownException"},
+		{name: "lease lost while writing", req: mlCheckpointReq{}, want: "ShutdownException", writeFails: leasecore.ErrLeaseLost},
+		{name: "lease table failing", req: mlCheckpointReq{}, want: "KinesisClientLibDependencyException", writeFails: errors.New("throttled")},
+	}
+	for _, c := range cases {
+		p := &mlProcessor{r: &shardRun{log: slog.New(slog.DiscardHandler)}, cur: pos("100", 0), lost: c.lost,
+			delivered: []leasecore.SequenceNumber{pos("200", 0), pos("300", 0), pos("300", 1)}}
+		p.last = &p.delivered[2]
+		var wrote *leasecore.SequenceNumber
+		cp := CheckpointFunc(func(_ context.Context, at leasecore.SequenceNumber) error {
+			if c.writeFails != nil {
+				return c.writeFails
+			}
+			wrote = &at
+			return nil
+		})
+		class, ok := p.checkpoint(context.Background(), c.req, cp, c.shardEnd)
+		if class != c.want || ok != (c.written != nil) {
+			t.Errorf("%s: reply error %q written %v, want %q %v", c.name, class, ok, c.want, c.written != nil)
+		}
+		if fmt.Sprint(wrote) != fmt.Sprint(c.written) {
+			t.Errorf("%s: wrote %v, want %v", c.name, wrote, c.written)
+		}
+	}
+}
