@@ -119,8 +119,28 @@ func distinctRecords(batches []handledBatch) int {
 func TestRunFleetAcrossReshardsCrashAndJoin(t *testing.T) {
 	s := newE2EStack(t, 4)
 	out := filepath.Join(t.TempDir(), "handled.jsonl")
-	env := []string{"OUT=" + out}
 	args := func(id string) []string { return runArgs(s, id, "--batch-size", "25", "--exec", fleetHandler) }
+	batches, want := runFleetScenario(t, s, out, args, 90*time.Second)
+	byWorker := map[string]int{}
+	for _, b := range batches {
+		byWorker[b.worker] += len(b.records)
+	}
+	if byWorker["A"] == 0 || byWorker["B"] == 0 || byWorker["C"] == 0 {
+		t.Errorf("records handled per worker %v: every worker should have had a share", byWorker)
+	}
+	t.Logf("records handled per worker %v, %d batches, %d handlings of %d records", byWorker, len(batches), sum(byWorker), want)
+	checkFleetLeaseTable(t, s)
+}
+
+// runFleetScenario runs the fleet scenario with the workers args starts,
+// each handling into out: A and B share a 4-shard stream, shard 0 splits,
+// shards 2 and 3 merge, B is killed with SIGKILL, C joins, and A and C stop
+// gracefully once every record was handled (within drain). It checks each
+// key's first handlings are in order and duplicates come only from moved
+// leases, and returns the batches handled and the number of records.
+func runFleetScenario(t *testing.T, s e2eStack, out string, args func(id string) []string, drain time.Duration) ([]handledBatch, int) {
+	t.Helper()
+	env := []string{"OUT=" + out}
 	keys := keyNames(200)
 	const rounds = 25
 	round := 0
@@ -159,7 +179,7 @@ func TestRunFleetAcrossReshardsCrashAndJoin(t *testing.T) {
 	produce(rounds - round)
 
 	want := len(keys) * rounds
-	eventuallyE2E(t, 90*time.Second, fmt.Sprintf("all %d records handled", want), func() bool {
+	eventuallyE2E(t, drain, fmt.Sprintf("all %d records handled", want), func() bool {
 		return distinctRecords(readBatches(t, out)) == want
 	})
 	a.signal(t, syscall.SIGTERM)
@@ -174,17 +194,15 @@ func TestRunFleetAcrossReshardsCrashAndJoin(t *testing.T) {
 	batches := readBatches(t, out)
 	checkFirstHandlingOrder(t, batches, keys, rounds)
 	checkDuplicatesFromMovedLeases(t, batches)
-	byWorker := map[string]int{}
-	for _, b := range batches {
-		byWorker[b.worker] += len(b.records)
-	}
-	if byWorker["A"] == 0 || byWorker["B"] == 0 || byWorker["C"] == 0 {
-		t.Errorf("records handled per worker %v: every worker should have had a share", byWorker)
-	}
-	t.Logf("records handled per worker %v, %d batches, %d handlings of %d records", byWorker, len(batches), sum(byWorker), want)
+	return batches, want
+}
 
-	// The lease table is valid KCL format (leases decodes and validates every
-	// item), every parent finished or cleaned up, every lease released.
+// checkFleetLeaseTable: after the fleet scenario the lease table is valid
+// KCL format (leases decodes and validates every item), every parent is
+// finished or cleaned up, every open shard checkpointed at a sequence
+// number, the merge child names both parents, and every lease is released.
+func checkFleetLeaseTable(t *testing.T, s e2eStack) {
+	t.Helper()
 	ls := s.leases(t)
 	for _, p := range []string{"shardId-000000000000", "shardId-000000000002", "shardId-000000000003"} {
 		if l, ok := ls[p]; ok && !l.Checkpoint.IsShardEnd() {
