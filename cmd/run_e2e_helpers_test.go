@@ -55,6 +55,14 @@ func startWorker(t *testing.T, name string, env []string, args ...string) *worke
 	t.Helper()
 	cmd := exec.Command(kcltoolBinary(t), args...)
 	cmd.Env = recordCalls(t, args, append(append(os.Environ(), emulator.Env(t)...), env...))
+	return launchWorker(t, name, cmd)
+}
+
+// launchWorker starts cmd as the worker name, with its output kept as its
+// log; the log is printed if the test fails, and the process is killed
+// when the test ends, if still running.
+func launchWorker(t *testing.T, name string, cmd *exec.Cmd) *worker {
+	t.Helper()
 	w := &worker{name: name, cmd: cmd, logs: &lockedBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = w.logs, w.logs
 	if err := cmd.Start(); err != nil {

@@ -146,31 +146,13 @@ func TestRunMultiLangAWSKCLSample(t *testing.T) {
 	}
 }
 
-// startWorkerIn is startWorker in the working folder dir.
+// startWorkerIn is startWorker in the working folder dir, without the
+// recording proxy: its command line names a properties file, which
+// iam-policy does not read.
 func startWorkerIn(t *testing.T, dir, name string, env []string, args ...string) *worker {
 	t.Helper()
 	cmd := exec.Command(kcltoolBinary(t), args...)
 	cmd.Dir = dir
 	cmd.Env = append(append(os.Environ(), emulator.Env(t)...), env...)
-	w := &worker{name: name, cmd: cmd, logs: &lockedBuffer{}, done: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = w.logs, w.logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		w.err = cmd.Wait()
-		close(w.done)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-w.done:
-		default:
-			_ = cmd.Process.Kill()
-			<-w.done
-		}
-		if t.Failed() {
-			t.Logf("---- log of worker %s ----\n%s", name, w.logs.String())
-		}
-	})
-	return w
+	return launchWorker(t, name, cmd)
 }
