@@ -189,7 +189,10 @@ func TestPartitionedWorkerLosesLeasesAtItsDeadline(t *testing.T) {
 	cfg := fastConfig
 	a, b := balanced(t, table, cfg, via(pa.URL), ddb)
 
-	lostBefore := a.eventCount(LeaseLost) // the three b stole
+	// a's events arrive after its held set changes: wait for the losses of
+	// the three b stole before counting from them.
+	waitFor(t, 5*time.Second, "a's events for the three leases b stole", func() bool { return a.eventCount(LeaseLost) >= 3 })
+	lostBefore := a.eventCount(LeaseLost)
 	pa.Partition()
 	cut := time.Now()
 	// Renewals were at most one interval old at the cut.
