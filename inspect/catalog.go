@@ -213,6 +213,7 @@ func LeaseNames(ctx context.Context, api leasecore.ScanAPI, table string) ([]Lea
 		TableName:                aws.String(table),
 		ProjectionExpression:     aws.String(strings.Join(proj, ", ")),
 		ExpressionAttributeNames: names,
+		ReturnConsumedCapacity:   types.ReturnConsumedCapacityTotal,
 	}
 	var out []LeaseName
 	for {

@@ -39,6 +39,8 @@ func ProbeKCL3(ctx context.Context, api KCL3ProbeAPI, table, app string) error {
 		out, err := api.GetItem(ctx, &dynamodb.GetItemInput{
 			TableName: aws.String(table),
 			Key:       map[string]types.AttributeValue{AttrLeaseKey: &types.AttributeValueMemberS{Value: key}},
+			// Answered like every lease-table call, so that it is counted.
+			ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
 		})
 		if err != nil {
 			return fmt.Errorf("read item %q of lease table %q: %w", key, table, err)

@@ -57,6 +57,7 @@ func CreateLease(ctx context.Context, api PutItemAPI, table string, l Lease) (cr
 		Item:                     EncodeLease(l),
 		ConditionExpression:      aws.String("attribute_not_exists(#leaseKey)"),
 		ExpressionAttributeNames: map[string]string{"#leaseKey": AttrLeaseKey},
+		ReturnConsumedCapacity:   types.ReturnConsumedCapacityTotal,
 	})
 	if awserr.ConditionFailed(err) {
 		return false, nil
@@ -71,9 +72,10 @@ func CreateLease(ctx context.Context, api PutItemAPI, table string, l Lease) (cr
 // non-lease item under the key is an error (*NotLeaseError).
 func GetLease(ctx context.Context, api GetItemAPI, table, key string, consistent bool) (l Lease, found bool, err error) {
 	out, err := api.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:      aws.String(table),
-		Key:            keyOf(key),
-		ConsistentRead: aws.Bool(consistent),
+		TableName:              aws.String(table),
+		Key:                    keyOf(key),
+		ConsistentRead:         aws.Bool(consistent),
+		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
 	})
 	if err != nil {
 		return Lease{}, false, fmt.Errorf("get lease %s: %w", key, err)
@@ -310,6 +312,7 @@ func deleteItem(ctx context.Context, api DeleteItemAPI, table, key string, u *up
 		ExpressionAttributeNames:  u.names,
 		ExpressionAttributeValues: u.valuesOrNil(),
 		ReturnValues:              types.ReturnValueAllOld,
+		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
 	})
 	if err != nil {
 		return false, fmt.Errorf("delete lease %s: %w", key, err)
@@ -325,6 +328,7 @@ func updateItem(ctx context.Context, api UpdateItemAPI, table, key string, u *up
 		ConditionExpression:       aws.String(u.conditionExpression()),
 		ExpressionAttributeNames:  u.names,
 		ExpressionAttributeValues: u.valuesOrNil(),
+		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
 	}
 	if rv != types.ReturnValueNone {
 		in.ReturnValues = rv

@@ -114,7 +114,8 @@ func ScanTable(ctx context.Context, api ScanAPI, table string, opt ScanOptions) 
 
 func scanSegment(ctx context.Context, api ScanAPI, table string, seg, total int, opt ScanOptions) (ScanResult, error) {
 	var res ScanResult
-	in := &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(opt.ConsistentRead)}
+	in := &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(opt.ConsistentRead),
+		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal}
 	if total > 1 {
 		in.Segment, in.TotalSegments = aws.Int32(int32(seg)), aws.Int32(int32(total))
 	}

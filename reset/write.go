@@ -126,6 +126,7 @@ func writeCheckpoint(ctx context.Context, api leasecore.UpdateItemAPI, table str
 		ConditionExpression:       e.condition(),
 		ExpressionAttributeNames:  e.names,
 		ExpressionAttributeValues: e.valuesOrNil(),
+		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
 	})
 	return writeError(err, "set checkpoint of", leasecore.ItemKey(read))
 }
@@ -154,6 +155,7 @@ func putItem(ctx context.Context, api leasecore.PutItemAPI, table string, read, 
 		ConditionExpression:       e.condition(),
 		ExpressionAttributeNames:  e.names,
 		ExpressionAttributeValues: e.valuesOrNil(),
+		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
 	})
 	return writeError(err, "write lease", key)
 }
@@ -168,6 +170,7 @@ func deleteLease(ctx context.Context, api leasecore.DeleteItemAPI, table string,
 		ConditionExpression:       e.condition(),
 		ExpressionAttributeNames:  e.names,
 		ExpressionAttributeValues: e.valuesOrNil(),
+		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
 	})
 	return writeError(err, "delete lease", leasecore.ItemKey(read))
 }
@@ -184,7 +187,8 @@ func writeError(err error, op, key string) error {
 
 // getItem reads one item strongly consistently; nil when absent.
 func getItem(ctx context.Context, api leasecore.GetItemAPI, table, key string) (map[string]types.AttributeValue, error) {
-	out, err := api.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: keyOf(key), ConsistentRead: aws.Bool(true)})
+	out, err := api.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: keyOf(key), ConsistentRead: aws.Bool(true),
+		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal})
 	if err != nil {
 		return nil, fmt.Errorf("read lease %s: %w", key, err)
 	}

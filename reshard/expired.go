@@ -41,6 +41,7 @@ func MarkExpired(ctx context.Context, api UpdateItemAPI, t Table, key, attr, val
 			ExpressionAttributeValues: map[string]types.AttributeValue{
 				":v": &types.AttributeValueMemberS{Value: value},
 			},
+			ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
 		})
 		if awserr.ConditionFailed(err) {
 			return fmt.Errorf("mark %s on %s: %w", attr, key, leasecore.ErrLeaseNotFound)
