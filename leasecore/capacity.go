@@ -134,6 +134,14 @@ func CapacityOps(m map[string]Units) []string {
 	return ops
 }
 
+// takeOp is the operation a take counts under.
+func takeOp(steal bool) string {
+	if steal {
+		return OpSteal
+	}
+	return OpTake
+}
+
 type capacityOpKey struct{}
 
 // WithCapacityOp makes the lease-table calls made under ctx count under op.

@@ -55,7 +55,7 @@ func (c *Coordinator) CheckpointTenure(ctx context.Context, key string, tenure u
 		// Each request has its own deadline (Config.ItemTimeout), so a hung
 		// connection cannot hold the lease's lock (and so its renewals)
 		// past the failover time.
-		l, err := checkpointLease(ctx, c.api, c.table, hl.lease, cp, hl.unknownCheckpoints)
+		l, err := checkpointLease(WithCapacityOp(ctx, OpCheckpoint), c.api, c.table, hl.lease, cp, hl.unknownCheckpoints)
 		var own *OwnWriteError
 		switch {
 		case err == nil:

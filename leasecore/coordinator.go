@@ -30,6 +30,10 @@ type Options struct {
 	// The taker neither takes, steals nor counts the others, so they are
 	// never renewed or written either. Default: every lease.
 	Include func(Lease) bool
+	// Capacity receives the capacity units of the coordinator's calls, by
+	// operation; the worker shares it with its other lease-table calls.
+	// Default: one of the coordinator's own. Stats reports it.
+	Capacity *Capacity
 }
 
 // Coordinator is one worker's side of the KCL 2.x lease protocol: a renewer
@@ -137,7 +141,11 @@ func NewCoordinator(api CoordinatorAPI, table string, cfg Config, clock Clock, o
 		held: map[string]*heldLease{}, seen: map[string]*observation{},
 		poke: make(chan struct{}, 1), include: opt.Include,
 	}
-	c.api = meteredAPI{api: api, c: &c.stats, item: cfg.ItemTimeout(), scanTimeout: cfg.ScanTimeout()}
+	units := opt.Capacity
+	if units == nil {
+		units = &Capacity{}
+	}
+	c.api = meteredAPI{api: api, c: &c.stats, item: cfg.ItemTimeout(), scanTimeout: cfg.ScanTimeout(), units: units}
 	c.events = newEventQueue(opt.OnEvent)
 	return c, nil
 }
@@ -247,6 +255,7 @@ func (c *Coordinator) IsHeld(key string) bool {
 func (c *Coordinator) Stats() Stats {
 	s := c.stats.snapshot()
 	s.Held = len(c.Held())
+	s.Units = c.api.units.ByOp()
 	return s
 }
 
@@ -362,7 +371,7 @@ func (c *Coordinator) releaseOne(ctx context.Context, hl *heldLease) error {
 			c.drop(hl, LeaseLost, c.expiredLocally(hl, "release", now))
 			return nil
 		}
-		l, err := ReleaseLease(ctx, c.api, c.table, hl.lease, c.cfg.WorkerID)
+		l, err := ReleaseLease(WithCapacityOp(ctx, OpRelease), c.api, c.table, hl.lease, c.cfg.WorkerID)
 		switch {
 		case err == nil:
 			hl.lease = l

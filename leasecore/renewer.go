@@ -71,7 +71,7 @@ func (c *Coordinator) renewOne(ctx context.Context, hl *heldLease, roundEnd time
 			return
 		}
 		// Each request has its own deadline (Config.ItemTimeout).
-		l, err := RenewLease(ctx, c.api, c.table, hl.lease, c.cfg.WorkerID)
+		l, err := RenewLease(WithCapacityOp(ctx, OpRenew), c.api, c.table, hl.lease, c.cfg.WorkerID)
 		switch {
 		case err == nil:
 			hl.applied(l, sent)

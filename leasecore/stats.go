@@ -36,6 +36,10 @@ type Stats struct {
 	// one each). The coordinator turns the SDK's own retries off, so every
 	// request is counted here, retried or not.
 	Requests map[string]int64
+	// Units are the capacity units consumed, by lease operation (OpRenew,
+	// OpScan, ...): the coordinator's own calls, and those of whoever
+	// else counts into the same Options.Capacity.
+	Units map[string]Units
 }
 
 // counters is the live, lock-free form of Stats.
@@ -59,6 +63,7 @@ type meteredAPI struct {
 	api               CoordinatorAPI
 	c                 *counters
 	item, scanTimeout time.Duration
+	units             *Capacity
 }
 
 func noSDKRetries(o *dynamodb.Options) { o.RetryMaxAttempts = 1 }
@@ -75,6 +80,7 @@ func (m meteredAPI) Scan(ctx context.Context, in *dynamodb.ScanInput, opts ...fu
 	defer cancel()
 	out, err := m.api.Scan(ctx, in, append(opts, noSDKRetries)...)
 	m.note(err)
+	m.units.RecordScan(ctx, in, out, err)
 	return out, err
 }
 
@@ -84,6 +90,7 @@ func (m meteredAPI) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts
 	defer cancel()
 	out, err := m.api.GetItem(ctx, in, append(opts, noSDKRetries)...)
 	m.note(err)
+	m.units.RecordGetItem(ctx, in, out, err)
 	return out, err
 }
 
@@ -93,6 +100,7 @@ func (m meteredAPI) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput
 	defer cancel()
 	out, err := m.api.UpdateItem(ctx, in, append(opts, noSDKRetries)...)
 	m.note(err)
+	m.units.RecordUpdateItem(ctx, in, out, err)
 	return out, err
 }
 

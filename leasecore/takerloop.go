@@ -37,7 +37,7 @@ func (c *Coordinator) runTaker(ctx context.Context) time.Duration {
 	}
 	c.stats.takerRuns.Add(1)
 	started := c.clock.Now()
-	res, err := ScanTable(ctx, c.api, c.table, ScanOptions{
+	res, err := ScanTable(WithCapacityOp(ctx, OpScan), c.api, c.table, ScanOptions{
 		Segments: c.cfg.ScanSegments,
 		Sleep:    func(ctx context.Context, d time.Duration) error { return Sleep(ctx, c.clock, d) },
 	})
@@ -141,7 +141,7 @@ func (c *Coordinator) withOwnLeases(take []Lease) []Lease {
 func (c *Coordinator) refresh(ctx context.Context, leases []Lease) []Lease {
 	out := make([]Lease, 0, len(leases))
 	for _, l := range leases {
-		cur, ok, err := GetLease(ctx, c.api, c.table, l.LeaseKey, true)
+		cur, ok, err := GetLease(WithCapacityOp(ctx, OpSteal), c.api, c.table, l.LeaseKey, true)
 		switch {
 		case err != nil:
 			out = append(out, l)
@@ -176,6 +176,7 @@ func (c *Coordinator) takeAll(ctx context.Context, leases []Lease, steal bool) i
 }
 
 func (c *Coordinator) takeOne(ctx context.Context, l Lease, steal bool) bool {
+	ctx = WithCapacityOp(ctx, takeOp(steal))
 	for attempt := 1; attempt <= 3; attempt++ {
 		sent := c.clock.Now()
 		taken, ok, err := TakeLease(ctx, c.api, c.table, l, c.cfg.WorkerID)
