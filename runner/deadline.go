@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
+	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
 )
 
@@ -78,10 +79,13 @@ func (k deadlineKinesis) DescribeStreamSummary(ctx context.Context, in *kinesis.
 	return api.DescribeStreamSummary(ctx, in, opts...)
 }
 
-// deadlineDynamoDB gives every DynamoDB request its own deadline.
+// deadlineDynamoDB gives every DynamoDB request its own deadline, and,
+// with units, counts the capacity each lease-table call consumed under the
+// operation its context names (leasecore.WithCapacityOp).
 type deadlineDynamoDB struct {
-	api DynamoDBAPI
-	d   time.Duration
+	api   DynamoDBAPI
+	d     time.Duration
+	units *leasecore.Capacity
 }
 
 // Options passes the client's options through, so that errors can still
@@ -96,31 +100,41 @@ func (c deadlineDynamoDB) Options() dynamodb.Options {
 func (c deadlineDynamoDB) Scan(ctx context.Context, in *dynamodb.ScanInput, opts ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
 	ctx, cancel := withDeadline(ctx, c.d)
 	defer cancel()
-	return c.api.Scan(ctx, in, opts...)
+	out, err := c.api.Scan(ctx, in, opts...)
+	c.units.RecordScan(ctx, in, out, err)
+	return out, err
 }
 
 func (c deadlineDynamoDB) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
 	ctx, cancel := withDeadline(ctx, c.d)
 	defer cancel()
-	return c.api.GetItem(ctx, in, opts...)
+	out, err := c.api.GetItem(ctx, in, opts...)
+	c.units.RecordGetItem(ctx, in, out, err)
+	return out, err
 }
 
 func (c deadlineDynamoDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
 	ctx, cancel := withDeadline(ctx, c.d)
 	defer cancel()
-	return c.api.UpdateItem(ctx, in, opts...)
+	out, err := c.api.UpdateItem(ctx, in, opts...)
+	c.units.RecordUpdateItem(ctx, in, out, err)
+	return out, err
 }
 
 func (c deadlineDynamoDB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	ctx, cancel := withDeadline(ctx, c.d)
 	defer cancel()
-	return c.api.PutItem(ctx, in, opts...)
+	out, err := c.api.PutItem(ctx, in, opts...)
+	c.units.RecordPutItem(ctx, in, out, err)
+	return out, err
 }
 
 func (c deadlineDynamoDB) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
 	ctx, cancel := withDeadline(ctx, c.d)
 	defer cancel()
-	return c.api.DeleteItem(ctx, in, opts...)
+	out, err := c.api.DeleteItem(ctx, in, opts...)
+	c.units.RecordDeleteItem(ctx, in, out, err)
+	return out, err
 }
 
 func (c deadlineDynamoDB) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, opts ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {

@@ -8,10 +8,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/kcltool/kcltool/leasecore"
 )
 
 // The Prometheus text exposition format (version 0.0.4) is written by hand:
@@ -33,6 +36,7 @@ func (m *Metrics) WritePrometheus(w io.Writer) error {
 		p.single("kcltool_worker_leases_released_total", "counter", "Leases given up: finished shards, and all of them on graceful shutdown.", wl, float64(lease.Released))
 		p.single("kcltool_worker_lease_renewals_total", "counter", "Successful lease renewals.", wl, float64(lease.Renewals))
 		p.single("kcltool_worker_dynamodb_throttled_total", "counter", "Lease table calls answered with a throttling error (retried).", wl, float64(lease.Throttled))
+		p.capacityUnits(wl, lease.Units)
 	}
 	p.single("kcltool_worker_handlers_running", "gauge", "Handler processes running now (bounded by --max-parallel).", wl, float64(running))
 	if cpu, ok := processCPU(); ok {
@@ -106,6 +110,37 @@ func (m *Metrics) WritePrometheus(w io.Writer) error {
 	}
 	return bw.Flush()
 }
+
+// capacityUnits writes the lease table's consumed capacity units by
+// operation (docs/run.md, Capacity units). Every operation is written from
+// the start, at 0 until it first consumes, so that rates work at once.
+func (p *promWriter) capacityUnits(wl []string, units map[string]leasecore.Units) {
+	ops := leasecore.CapacityOps(units)
+	for _, op := range capacityOps {
+		if _, ok := units[op]; !ok {
+			ops = append(ops, op)
+		}
+	}
+	sort.Strings(ops)
+	for _, m := range []struct {
+		name, help string
+		get        func(leasecore.Units) float64
+	}{
+		{"kcltool_worker_lease_table_read_units_total", "Read capacity units the worker's lease-table calls consumed, by operation (as DynamoDB answered them; estimated from item sizes where it did not).",
+			func(u leasecore.Units) float64 { return u.Read }},
+		{"kcltool_worker_lease_table_write_units_total", "Write capacity units the worker's lease-table calls consumed, by operation (as DynamoDB answered them; estimated from item sizes where it did not).",
+			func(u leasecore.Units) float64 { return u.Write }},
+	} {
+		p.family(m.name, "counter", m.help)
+		for _, op := range ops {
+			p.sample(m.name, []string{wl[0], wl[1], wl[2], wl[3], "op", op}, m.get(units[op]))
+		}
+	}
+}
+
+// capacityOps are the operations whose units are always exposed.
+var capacityOps = []string{leasecore.OpRenew, leasecore.OpTake, leasecore.OpSteal, leasecore.OpCheckpoint, leasecore.OpRelease,
+	leasecore.OpScan, leasecore.OpShardSync, leasecore.OpCleanup, leasecore.OpOther}
 
 // promWriter appends into one buffer: a scrape writes a few lines per shard
 // and metric, and must stay cheap next to the work it reports on.

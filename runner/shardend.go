@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/kcltool/kcltool/internal/awserr"
+	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
 )
 
@@ -99,12 +100,13 @@ func (r *shardRun) finish(children []types.ChildShard, expired error) error {
 // and for an expired shard marks the parent first and the children after.
 func (r *shardRun) writeChildren(children []types.ChildShard, expired error) error {
 	now := r.w.clock.Now().UTC().Format(time.RFC3339)
+	ctx := leasecore.WithCapacityOp(r.ctx, leasecore.OpShardSync)
 	if expired != nil {
-		if err := reshard.MarkExpired(r.ctx, r.w.ddb, r.w.table, r.key, reshard.AttrExpired, now+" "+expired.Error()); err != nil {
+		if err := reshard.MarkExpired(ctx, r.w.ddb, r.w.table, r.key, reshard.AttrExpired, now+" "+expired.Error()); err != nil {
 			return err
 		}
 	}
-	res, err := reshard.OnShardEnd(r.ctx, r.w.ddb, r.w.table, r.lease, children)
+	res, err := reshard.OnShardEnd(ctx, r.w.ddb, r.w.table, r.lease, children)
 	if err != nil {
 		return err
 	}
@@ -119,12 +121,12 @@ func (r *shardRun) writeChildren(children []types.ChildShard, expired error) err
 		return nil
 	}
 	for _, l := range res.Created {
-		if err := reshard.MarkExpired(r.ctx, r.w.ddb, r.w.table, l.LeaseKey, reshard.AttrParentExpired, r.shardID+" "+now); err != nil {
+		if err := reshard.MarkExpired(ctx, r.w.ddb, r.w.table, l.LeaseKey, reshard.AttrParentExpired, r.shardID+" "+now); err != nil {
 			return err
 		}
 	}
 	for _, key := range res.Existing {
-		if err := reshard.MarkExpired(r.ctx, r.w.ddb, r.w.table, key, reshard.AttrParentExpired, r.shardID+" "+now); err != nil {
+		if err := reshard.MarkExpired(ctx, r.w.ddb, r.w.table, key, reshard.AttrParentExpired, r.shardID+" "+now); err != nil {
 			return err
 		}
 	}

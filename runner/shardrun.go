@@ -154,7 +154,7 @@ func (r *shardRun) waitForParents() bool {
 	waited := false
 	for {
 		wake := r.w.finished.wait()
-		blocking, err := reshard.ParentsDone(r.ctx, r.w.ddb, r.w.table, r.lease)
+		blocking, err := reshard.ParentsDone(leasecore.WithCapacityOp(r.ctx, leasecore.OpShardSync), r.w.ddb, r.w.table, r.lease)
 		switch {
 		case r.ctx.Err() != nil:
 			return false

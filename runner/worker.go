@@ -29,6 +29,11 @@ type Worker struct {
 	slots   *Slots
 	cw      *cloudWatchPublisher
 	coord   *leasecore.Coordinator
+	// units are the capacity units of every lease-table call, by
+	// operation: the coordinator counts its own (it calls through
+	// leaseDDB), ddb those of shard sync, cleanup and the rest.
+	units    *leasecore.Capacity
+	leaseDDB DynamoDBAPI
 	// streams are the streams read, with their KCL identifiers in
 	// multi-stream mode (multistream.go); set by Run before anything else.
 	streams []reshard.Stream
@@ -69,10 +74,12 @@ func NewWorker(cfg Config, ddb DynamoDBAPI, kin KinesisAPI) (*Worker, error) {
 	cfg = cfg.withDefaults()
 	// Every request gets a deadline, whoever makes it: the readers, the
 	// lease coordinator, shard sync, shard end, cleanup.
-	ddb = deadlineDynamoDB{api: ddb, d: cfg.DynamoDBTimeout}
+	units := &leasecore.Capacity{}
+	leaseDDB := deadlineDynamoDB{api: ddb, d: cfg.DynamoDBTimeout}
+	ddb = deadlineDynamoDB{api: ddb, d: cfg.DynamoDBTimeout, units: units}
 	kin = deadlineKinesis{api: kin, d: cfg.KinesisTimeout}
 	w := &Worker{
-		cfg: cfg, ddb: ddb, kin: kin, clock: cfg.Clock,
+		cfg: cfg, ddb: ddb, kin: kin, clock: cfg.Clock, units: units, leaseDDB: leaseDDB,
 		log:      cfg.Log.With("worker", cfg.WorkerID),
 		table:    reshard.Table{Name: cfg.Table, Retry: reshard.Retry{Clock: cfg.Clock}},
 		metrics:  cfg.Metrics,
@@ -130,7 +137,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		// Leases may already exist; the periodic sync tries again.
 		w.log.Warn("initial shard sync failed; retrying periodically", "err", err)
 	}
-	coord, err := leasecore.NewCoordinator(w.ddb, cfg.Table, cfg.Lease, w.clock, leasecore.Options{Logger: cfg.Log, OnEvent: w.onEvent, Include: w.include})
+	coord, err := leasecore.NewCoordinator(w.leaseDDB, cfg.Table, cfg.Lease, w.clock, leasecore.Options{Logger: cfg.Log, OnEvent: w.onEvent, Include: w.include, Capacity: w.units})
 	if err != nil {
 		return err
 	}
@@ -326,6 +333,7 @@ func (w *Worker) syncShards(ctx context.Context) error {
 }
 
 func (w *Worker) syncStream(ctx context.Context, s reshard.Stream) error {
+	ctx = leasecore.WithCapacityOp(ctx, leasecore.OpShardSync)
 	rep, err := reshard.SyncShards(ctx, w.kin, w.ddb, w.table, reshard.SyncOptions{
 		Stream: s, Initial: w.cfg.Initial, Retry: w.table.Retry,
 	})
@@ -362,7 +370,7 @@ func (w *Worker) cleanupLoop(ctx context.Context) {
 			return
 		}
 		for _, s := range w.streams {
-			rep, err := reshard.Cleanup(ctx, w.ddb, w.table, s, nil)
+			rep, err := reshard.Cleanup(leasecore.WithCapacityOp(ctx, leasecore.OpCleanup), w.ddb, w.table, s, nil)
 			switch {
 			case err != nil && ctx.Err() == nil:
 				w.log.Info("lease cleanup failed; trying again later", "err", err)
