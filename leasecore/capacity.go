@@ -166,11 +166,20 @@ func (c *Capacity) RecordScan(ctx context.Context, in *dynamodb.ScanInput, out *
 		c.Add(CapacityOpOf(ctx), u)
 		return
 	}
+	c.addEstimate(CapacityOpOf(ctx), Units{Read: pageReadUnits(in, out)})
+}
+
+// pageReadUnits is what one Scan page cost: the answer's figure, or the
+// estimate from its items.
+func pageReadUnits(in *dynamodb.ScanInput, out *dynamodb.ScanOutput) float64 {
+	if u, ok := consumed(out.ConsumedCapacity, true); ok {
+		return u.Read
+	}
 	size := 0
 	for _, item := range out.Items {
 		size += ItemSize(item)
 	}
-	c.addEstimate(CapacityOpOf(ctx), Units{Read: ReadUnits(size, aws.ToBool(in.ConsistentRead))})
+	return ReadUnits(size, aws.ToBool(in.ConsistentRead))
 }
 
 // RecordGetItem counts one GetItem.

@@ -85,8 +85,8 @@ func TestCapacityPerOperation(t *testing.T) {
 		size += ItemSize(EncodeLease(l))
 	}
 	wantScan := math.Ceil(float64(size)/4096) / 2
-	if got := units.ByOp()[OpScan]; got != (Units{Read: wantScan}) || wantScan < 1 {
-		t.Errorf("scan of %d leases (%d bytes): %+v, want %v RCU", n, size, got, wantScan)
+	if got := units.ByOp()[OpScan]; got != (Units{Read: wantScan}) || res.ReadUnits != wantScan || wantScan < 1 {
+		t.Errorf("scan of %d leases (%d bytes): %+v (ScanResult %v), want %v RCU", n, size, got, res.ReadUnits, wantScan)
 	}
 
 	l, ok, err := TakeLease(WithCapacityOp(ctx, OpTake), api, table, res.Leases[0], "w1")

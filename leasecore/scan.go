@@ -43,6 +43,10 @@ type ScanResult struct {
 	Items   []map[string]types.AttributeValue
 	Pages   int // Scan calls that returned data
 	Retries int // throttled or transient pages that were retried
+	// ReadUnits is the read capacity the scan consumed, as DynamoDB
+	// answered it (ReturnConsumedCapacity), or estimated from the items'
+	// sizes for pages answered without it.
+	ReadUnits float64
 }
 
 // ScanOptions tunes ScanTable. The zero value scans with one segment.
@@ -105,6 +109,7 @@ func ScanTable(ctx context.Context, api ScanAPI, table string, opt ScanOptions) 
 		all.Items = append(all.Items, r.Items...)
 		all.Pages += r.Pages
 		all.Retries += r.Retries
+		all.ReadUnits += r.ReadUnits
 	}
 	sort.Slice(all.Leases, func(i, j int) bool { return all.Leases[i].LeaseKey < all.Leases[j].LeaseKey })
 	sort.Slice(all.NonLeases, func(i, j int) bool { return all.NonLeases[i].Key < all.NonLeases[j].Key })
@@ -140,6 +145,7 @@ func scanSegment(ctx context.Context, api ScanAPI, table string, seg, total int,
 		}
 		attempt = 0
 		res.Pages++
+		res.ReadUnits += pageReadUnits(in, out)
 		for _, item := range out.Items {
 			res.add(item)
 		}

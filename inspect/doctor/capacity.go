@@ -3,9 +3,12 @@ package doctor
 import (
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/kcltool/kcltool/leasecore"
 )
 
 // headroom over the renewal write rate that a provisioned lease table
@@ -64,19 +67,103 @@ func provisioned(d *ddbtypes.TableDescription) (mode string, wcu int64) {
 	return mode, wcu
 }
 
-// checkCapacity compares the table's write capacity with the write rate the
-// fleet needs: the lease count and renew interval imply it, the counters
-// show it, and CloudWatch's consumed WCU confirms it.
+// readNeed is the fleet's read rate of the lease table, in read units per
+// second: every worker's taker scans the whole table (eventually
+// consistent, as doctor's own reads are, so one of doctor's scans costs
+// what one of theirs does).
+type readNeed struct {
+	workers int
+	perScan float64 // read units of doctor's last scan, as DynamoDB answered them
+	pages   int
+	// interval is kcltool's adaptive taker's, kclInterval KCL 2.x's.
+	interval, kclInterval time.Duration
+	// estimate is workers × perScan / interval: an upper bound, as no
+	// worker scans more often than kcltool's adaptive taker.
+	estimate, kclEstimate float64
+	// consumed is CloudWatch's peak one-minute average, when it has data.
+	consumed     float64
+	haveConsumed bool
+}
+
+// need is the rate to judge by: CloudWatch's when it has one, else the
+// estimate.
+func (r readNeed) need() float64 {
+	if r.haveConsumed {
+		return r.consumed
+	}
+	return r.estimate
+}
+
+func (r readNeed) recommend() int { return int(math.Ceil(r.need() * headroom)) }
+
+func (r readNeed) source() string {
+	if r.haveConsumed {
+		return "CloudWatch peak"
+	}
+	return "estimate"
+}
+
+func (g *diagnosis) readNeed() readNeed {
+	owners := map[string]bool{}
+	for _, l := range g.last.leases {
+		if o := actualOwner(l); o != "" {
+			owners[o] = true
+		}
+	}
+	r := readNeed{workers: len(owners), perScan: g.last.readUnits, pages: max(g.last.pages, 1)}
+	cfg := leasecore.Config{FailoverTime: g.opt.FailoverTime}
+	r.interval = cfg.ScanPacing(len(g.last.leases), r.workers, r.pages)
+	r.kclInterval = cfg.KCLTakerInterval()
+	if r.workers > 0 {
+		r.estimate = float64(r.workers) * r.perScan / r.interval.Seconds()
+		r.kclEstimate = float64(r.workers) * r.perScan / r.kclInterval.Seconds()
+	}
+	if consumed := g.metrics.valuesOf(mDDBConsumedRCU, ""); len(consumed) > 0 {
+		r.consumed, r.haveConsumed = maxOf(consumed)/60, true
+	}
+	return r
+}
+
+// provisionedRCU is the table's provisioned read capacity (0 on demand).
+func provisionedRCU(d *ddbtypes.TableDescription, mode string) int64 {
+	if mode == string(ddbtypes.BillingModePayPerRequest) || d.ProvisionedThroughput == nil {
+		return 0
+	}
+	return aws.ToInt64(d.ProvisionedThroughput.ReadCapacityUnits)
+}
+
+// CapacityUse is the lease table's consumption against its capacity, as
+// the table-capacity check judged it.
+type CapacityUse struct {
+	BillingMode string
+	// ProvisionedRead and ProvisionedWrite are 0 on demand.
+	ProvisionedRead, ProvisionedWrite int64
+	// The fleet's consumption, units per second: CloudWatch's peak
+	// one-minute average where it has data, otherwise an estimate (the
+	// flags say which).
+	ReadUnitsPerSecond, WriteUnitsPerSecond float64
+	ReadEstimated, WriteEstimated           bool
+}
+
+// checkCapacity compares the table's capacity with what the fleet
+// consumes. Writes: the lease count and renew interval imply a rate, the
+// counters show it, and CloudWatch's consumed WCU confirms it. Reads:
+// CloudWatch's consumed RCU, or an estimate from the cost of a scan, the
+// live workers and the taker's schedule.
 func (g *diagnosis) checkCapacity() {
 	d := g.d.desc
 	if d == nil {
 		return
 	}
 	mode, wcu := provisioned(d)
+	rcu := provisionedRCU(d, mode)
 	w := g.writeNeed()
+	r := g.readNeed()
 	values := map[string]float64{
 		"leasesHeld": float64(w.held), "impliedWritesPerSecond": round2(w.implied),
 		"observedWritesPerSecond": round2(w.observed), "provisionedWCU": float64(wcu), "recommendedWCU": float64(w.recommend()),
+		"provisionedRCU": float64(rcu), "readUnitsPerScan": round2(r.perScan), "scanIntervalSeconds": round2(r.interval.Seconds()),
+		"estimatedRCU": round2(r.estimate),
 	}
 	lines := []string{
 		fmt.Sprintf("billing mode %s", mode),
@@ -84,17 +171,28 @@ func (g *diagnosis) checkCapacity() {
 		fmt.Sprintf("counter increments seen: %.1f writes/s over %s", w.observed, roundDur(g.view.window())),
 	}
 	peak := 0.0
+	use := &CapacityUse{BillingMode: mode, ProvisionedRead: rcu, ProvisionedWrite: wcu, WriteUnitsPerSecond: round2(w.need()), WriteEstimated: true}
 	if consumed := g.metrics.valuesOf(mDDBConsumedWCU, ""); len(consumed) > 0 {
 		// A one-minute Sum over 60 is the minute's average WCU per second.
 		peak = maxOf(consumed) / 60
 		values["peakConsumedWCU"] = round2(peak)
 		lines = append(lines, fmt.Sprintf("peak consumed (CloudWatch, 1-minute average): %.1f WCU", peak))
+		use.WriteUnitsPerSecond, use.WriteEstimated = round2(peak), false
 	}
 	for _, gsi := range d.GlobalSecondaryIndexes {
 		if gsi.ProvisionedThroughput != nil && aws.ToInt64(gsi.ProvisionedThroughput.WriteCapacityUnits) > 0 {
 			lines = append(lines, fmt.Sprintf("index %s: %d WCU provisioned", aws.ToString(gsi.IndexName), aws.ToInt64(gsi.ProvisionedThroughput.WriteCapacityUnits)))
 		}
 	}
+	lines = append(lines, fmt.Sprintf("reads (estimate): %s × %.1f RCU a scan (%s) every %s (kcltool's adaptive taker) = %.2f RCU/s; at KCL 2.x's taker interval (%s): %.2f RCU/s",
+		plural(r.workers, "worker"), r.perScan, plural(r.pages, "page"), roundDur(r.interval), r.estimate, roundDur(r.kclInterval), r.kclEstimate))
+	use.ReadUnitsPerSecond, use.ReadEstimated = round2(r.estimate), true
+	if r.haveConsumed {
+		values["peakConsumedRCU"] = round2(r.consumed)
+		lines = append(lines, fmt.Sprintf("peak consumed (CloudWatch, 1-minute average): %.1f RCU", r.consumed))
+		use.ReadUnitsPerSecond, use.ReadEstimated = round2(r.consumed), false
+	}
+	g.capacity = use
 	f := Finding{ID: FindTableCapacity, Severity: SeverityInfo, Evidence: Evidence{Lines: lines, Values: values}}
 	if wcu == 0 {
 		f.Summary = fmt.Sprintf("lease table is on demand; renewing %s takes about %.1f writes/s", plural(w.held, "lease"), w.implied)
@@ -105,6 +203,13 @@ func (g *diagnosis) checkCapacity() {
 			f.Summary = fmt.Sprintf("lease table's on-demand write limit %d is below the %d writes/s the fleet may need", aws.ToInt64(od.MaxWriteRequestUnits), w.recommend())
 			f.Cause = "a maximum on-demand throughput caps the table; renewals beyond it are throttled and leases are lost"
 			f.Fix = fmt.Sprintf("raise MaxWriteRequestUnits to at least %d or remove the limit", w.recommend())
+		}
+		if od := d.OnDemandThroughput; f.Severity == SeverityInfo && od != nil && aws.ToInt64(od.MaxReadRequestUnits) > 0 &&
+			float64(aws.ToInt64(od.MaxReadRequestUnits)) < r.need()*headroom {
+			f.Severity = SeverityWarn
+			f.Summary = fmt.Sprintf("lease table's on-demand read limit %d is below the %d read units/s the fleet's scans may take (%s)", aws.ToInt64(od.MaxReadRequestUnits), r.recommend(), r.source())
+			f.Cause = "a maximum on-demand throughput caps the table; the takers' scans beyond it are throttled, and expired leases are taken late"
+			f.Fix = fmt.Sprintf("raise MaxReadRequestUnits to at least %d or remove the limit", r.recommend())
 		}
 		g.add(f)
 		return
@@ -130,5 +235,32 @@ func (g *diagnosis) checkCapacity() {
 	if f.Severity > SeverityInfo {
 		f.Fix = fmt.Sprintf("switch the lease table to on-demand (KCL's default since 2.3.7), or raise its WCU to at least %d", w.recommend())
 	}
+	g.judgeReads(&f, rcu, r)
 	g.add(f)
+}
+
+// judgeReads compares the provisioned RCU with the fleet's reads; a worse
+// read verdict than the write one takes the finding's summary, cause and
+// fix.
+func (g *diagnosis) judgeReads(f *Finding, rcu int64, r readNeed) {
+	need := r.need()
+	var sev Severity
+	var summary, cause string
+	switch {
+	case rcu <= 0:
+		return
+	case float64(rcu) < need:
+		sev = SeverityCritical
+		summary = fmt.Sprintf("lease table has %d RCU but the fleet's scans take about %.1f read units/s (%s)", rcu, need, r.source())
+		cause = "every worker's taker scans the whole table, half a read unit per 4 KB of leases; throttled scans leave expired leases untaken and the fleet unbalanced for longer, and delay shard sync"
+	case need >= 0.8*float64(rcu):
+		sev = SeverityWarn
+		summary = fmt.Sprintf("lease table's reads reach %.1f of its %d RCU (%s)", need, rcu, r.source())
+		cause = "consumption near the provisioned read capacity: more leases or workers, or a burst of takeovers, and the takers' scans are throttled"
+	}
+	if sev <= f.Severity {
+		return
+	}
+	f.Severity, f.Summary, f.Cause = sev, summary, cause
+	f.Fix = fmt.Sprintf("switch the lease table to on-demand (KCL's default since 2.3.7), or raise its RCU to at least %d", r.recommend())
 }

@@ -21,6 +21,7 @@ const (
 	mDDBReadThrot   = "ddb.readThrottleEvents"
 	mDDBWriteThrot  = "ddb.writeThrottleEvents"
 	mDDBConsumedWCU = "ddb.consumedWriteCapacityUnits" // subject: "" (table) or GSI name
+	mDDBConsumedRCU = "ddb.consumedReadCapacityUnits"  // subject: "" (table)
 	mIteratorAge    = "kinesis.iteratorAge"            // subject: stream or stream/shard
 	mKCLLost        = "kcl.lostLeases"                 // subject: worker, "" for Operation only
 	mKCLTaken       = "kcl.takenLeases"
@@ -31,7 +32,7 @@ const (
 )
 
 // cloudWatchChecks names what is lost without CloudWatch.
-const cloudWatchChecks = "lease-table throttling (ThrottledRequests, Read/WriteThrottleEvents for the table and its GSI), consumed WCU, Kinesis iterator age, and KCL's own metrics (LostLeases, TakenLeases, NumOfLeasesReassignment, MillisBehindLatest)"
+const cloudWatchChecks = "lease-table throttling (ThrottledRequests, Read/WriteThrottleEvents for the table and its GSI), consumed RCU and WCU, Kinesis iterator age, and KCL's own metrics (LostLeases, TakenLeases, NumOfLeasesReassignment, MillisBehindLatest)"
 
 // leaseTableOps are the lease-table operations KCL makes; DynamoDB's
 // ThrottledRequests is published per operation.

@@ -25,6 +25,8 @@ type diagnosis struct {
 	metrics *metricSet
 	skipped []string // checks not run, with why
 	found   []Finding
+	// capacity is the table-capacity check's consumption figures.
+	capacity *CapacityUse
 }
 
 func (g *diagnosis) add(f Finding) {
@@ -85,7 +87,7 @@ func (d *Doctor) diagnose(ctx context.Context, samples []sample) (*Report, error
 		Window: g.view.window(), FailoverTime: d.opt.FailoverTime,
 		Started: samples[0].at, Ended: g.last.at, Reads: len(samples),
 		Leases: len(g.last.leases), Workers: len(workers), KCL3: g.kcl3.present,
-		Findings: g.found, Cost: d.meter.take(),
+		Findings: g.found, Cost: d.meter.take(), Capacity: g.capacity,
 	}, nil
 }
 

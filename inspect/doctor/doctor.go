@@ -231,6 +231,9 @@ type Report struct {
 	Findings []Finding
 	// Cost is what the run spent, in requests and read capacity.
 	Cost ReadCost
+	// Capacity is the fleet's consumption against the table's capacity;
+	// nil when the table was not described.
+	Capacity *CapacityUse
 }
 
 // Worst is the highest severity found, or -1 without findings.

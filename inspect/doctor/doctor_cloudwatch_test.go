@@ -16,13 +16,18 @@ import (
 )
 
 // provisionedRig is a rig whose lease table is PROVISIONED with the given
-// WCU, as KCL ≤ 2.3.4 created it.
+// WCU (and 10 RCU), as KCL ≤ 2.3.4 created it.
 func provisionedRig(t *testing.T, wcu int64, failover, window time.Duration) *rig {
+	return provisionedRigRW(t, 10, wcu, failover, window)
+}
+
+// provisionedRigRW is provisionedRig with the RCU given too.
+func provisionedRigRW(t *testing.T, rcu, wcu int64, failover, window time.Duration) *rig {
 	r := newRig(t, failover, window)
 	r.table += "-prov" // the on-demand table newRig made stays unused
 	_, err := r.ddb.CreateTable(context.Background(), &dynamodb.CreateTableInput{
 		TableName: aws.String(r.table), BillingMode: ddbtypes.BillingModeProvisioned,
-		ProvisionedThroughput: &ddbtypes.ProvisionedThroughput{ReadCapacityUnits: aws.Int64(10), WriteCapacityUnits: aws.Int64(wcu)},
+		ProvisionedThroughput: &ddbtypes.ProvisionedThroughput{ReadCapacityUnits: aws.Int64(rcu), WriteCapacityUnits: aws.Int64(wcu)},
 		KeySchema:             []ddbtypes.KeySchemaElement{{AttributeName: aws.String("leaseKey"), KeyType: ddbtypes.KeyTypeHash}},
 		AttributeDefinitions:  []ddbtypes.AttributeDefinition{{AttributeName: aws.String("leaseKey"), AttributeType: ddbtypes.ScalarAttributeTypeS}},
 	})

@@ -27,6 +27,7 @@ func (g *diagnosis) metricSpecs(ctx context.Context) []metricSpec {
 	ddb(mDDBReadThrot, "", "ReadThrottleEvents", "Sum")
 	ddb(mDDBWriteThrot, "", "WriteThrottleEvents", "Sum")
 	ddb(mDDBConsumedWCU, "", "ConsumedWriteCapacityUnits", "Sum")
+	ddb(mDDBConsumedRCU, "", "ConsumedReadCapacityUnits", "Sum")
 	if g.d.desc != nil {
 		for _, gsi := range g.d.desc.GlobalSecondaryIndexes {
 			name := aws.ToString(gsi.IndexName)

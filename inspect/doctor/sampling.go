@@ -21,6 +21,10 @@ type sample struct {
 	// malformedItems are the raw items behind malformed, sorted by key,
 	// for the repair commands.
 	malformedItems []map[string]types.AttributeValue
+	// readUnits and pages are what the scan cost: what a worker's taker
+	// pays for each of its scans (both are eventually consistent).
+	readUnits float64
+	pages     int
 }
 
 // takeSample scans the lease table once.
@@ -31,7 +35,8 @@ func (d *Doctor) takeSample(ctx context.Context) (sample, error) {
 		return sample{}, fmt.Errorf("scan lease table %q: %w", d.opt.Table, err)
 	}
 	d.meter.note(func(c *ReadCost) { c.Scans++ })
-	s := sample{at: at, leases: res.Leases, byKey: reshard.ByKey(res.Leases), nonLeases: res.NonLeases, malformed: res.Malformed}
+	s := sample{at: at, leases: res.Leases, byKey: reshard.ByKey(res.Leases), nonLeases: res.NonLeases, malformed: res.Malformed,
+		readUnits: res.ReadUnits, pages: res.Pages}
 	// Only the malformed items are kept raw: the rest is in leases.
 	if len(res.Malformed) > 0 {
 		for _, item := range res.Items {
