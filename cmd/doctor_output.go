@@ -30,6 +30,45 @@ type doctorJSON struct {
 	Failed             bool          `json:"failed"`
 	Findings           []findingJSON `json:"findings"`
 	Cost               costJSON      `json:"cost"`
+	Capacity           capacityJSON  `json:"capacity"`
+}
+
+// capacityJSON is the fleet's consumption against the table's capacity
+// (doctor.CapacityUse).
+type capacityJSON struct {
+	BillingMode           string   `json:"billingMode"`
+	ProvisionedReadUnits  optInt64 `json:"provisionedReadUnits"`
+	ProvisionedWriteUnits optInt64 `json:"provisionedWriteUnits"`
+	ReadUnitsPerSecond    float64  `json:"readUnitsPerSecond"`
+	ReadUnitsSource       string   `json:"readUnitsSource"`
+	WriteUnitsPerSecond   float64  `json:"writeUnitsPerSecond"`
+	WriteUnitsSource      string   `json:"writeUnitsSource"`
+}
+
+// optInt64 is a number, or null when zero.
+type optInt64 int64
+
+func (v optInt64) MarshalJSON() ([]byte, error) {
+	if v == 0 {
+		return []byte("null"), nil
+	}
+	return strconv.AppendInt(nil, int64(v), 10), nil
+}
+
+func unitsSource(estimated bool) string {
+	if estimated {
+		return "estimate"
+	}
+	return "cloudwatch"
+}
+
+func capacityOf(c *doctor.CapacityUse) capacityJSON {
+	if c == nil {
+		return capacityJSON{ReadUnitsSource: "estimate", WriteUnitsSource: "estimate"}
+	}
+	return capacityJSON{BillingMode: c.BillingMode, ProvisionedReadUnits: optInt64(c.ProvisionedRead), ProvisionedWriteUnits: optInt64(c.ProvisionedWrite),
+		ReadUnitsPerSecond: c.ReadUnitsPerSecond, ReadUnitsSource: unitsSource(c.ReadEstimated),
+		WriteUnitsPerSecond: c.WriteUnitsPerSecond, WriteUnitsSource: unitsSource(c.WriteEstimated)}
 }
 
 type findingJSON struct {
@@ -100,6 +139,7 @@ func reportJSON(rep *doctor.Report, failOn doctor.Severity) doctorJSON {
 	j.Cost.DynamoDB.DescribeTable, j.Cost.DynamoDB.ReadCapacityUnits = c.DescribeTable, c.ReadCapacityUnits
 	j.Cost.Kinesis.GetRecords, j.Cost.Kinesis.ListShards, j.Cost.Kinesis.DescribeStreamSummary = c.GetRecords, c.ListShards, c.DescribeStream
 	j.Cost.CloudWatch.GetMetricData, j.Cost.CloudWatch.Metrics = c.GetMetricData, c.Metrics
+	j.Capacity = capacityOf(rep.Capacity)
 	return j
 }
 
