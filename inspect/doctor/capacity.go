@@ -189,7 +189,9 @@ func (g *diagnosis) checkCapacity() {
 	use.ReadUnitsPerSecond, use.ReadEstimated = round2(r.estimate), true
 	if r.haveConsumed {
 		values["peakConsumedRCU"] = round2(r.consumed)
-		lines = append(lines, fmt.Sprintf("peak consumed (CloudWatch, 1-minute average): %.1f RCU", r.consumed))
+		// doctor's own scans are in CloudWatch's figure too: say how much.
+		lines = append(lines, fmt.Sprintf("peak consumed (CloudWatch, 1-minute average): %.1f RCU, of which doctor's own reads about %.2f",
+			r.consumed, r.perScan/g.opt.FailoverTime.Seconds()))
 		use.ReadUnitsPerSecond, use.ReadEstimated = round2(r.consumed), false
 	}
 	g.capacity = use
