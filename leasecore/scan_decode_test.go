@@ -157,6 +157,7 @@ func TestFastScanMatchesSDKOnOddAnswers(t *testing.T) {
 func FuzzDecodeScan(f *testing.F) {
 	f.Add([]byte(`{"Count":1,"Items":[{"leaseKey":{"S":"k"},"n":{"N":"1"},"l":{"L":[{"M":{"b":{"B":"AAE="}}}]}}],"ScannedCount":1,"LastEvaluatedKey":{"leaseKey":{"S":"k"}}}`))
 	f.Add([]byte(`{"Items":[{"ss":{"SS":["a"]},"bs":{"BS":["AA=="]},"t":{"BOOL":true},"z":{"NULL":true},"ns":{"NS":["1"]}}]}`))
+	f.Add([]byte(`{"ConsumedCapacity":{"CapacityUnits":0.5,"ReadCapacityUnits":1e0,"TableName":"t","Table":{"CapacityUnits":0.5}},"Count":0,"Items":[],"ScannedCount":0}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var o dynamodb.ScanOutput
 		if decodeScan(body, &o) != nil {
