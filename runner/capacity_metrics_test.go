@@ -19,6 +19,9 @@ func TestWorkerMetricsCountCapacityUnits(t *testing.T) {
 	s.put(t, func(k string) string { return k }, keys("k", 20)...)
 	cfg := s.config(t, "w1", out)
 	cfg.Metrics = NewMetrics()
+	// Renewals every 975ms with as long to be answered: no retries on a
+	// busy machine, whose failed writes would add estimated units.
+	cfg.Lease.FailoverTime = 3 * time.Second
 	r := start(t, s, cfg)
 	eventually(t, 30*time.Second, "20 records handled and leases renewed", func() bool {
 		return len(readHandled(t, out)) >= 20 && r.w.coord != nil && r.w.coord.Stats().Renewals >= 4
