@@ -63,6 +63,7 @@ func TestJSONSchemaMatchesStructs(t *testing.T) {
 		"leases ls": leaseJSON{}, "leases ls --non-leases": nonLeaseJSON{}, "leases owners": ownerJSON{},
 		"checkpoint diff": lagJSON{}, "shards lineage": lineageJSON{}, "doctor": doctorJSON{},
 		"checkpoint reset": changeJSON{}, "plan file": planFileJSON{}, "checkpoint backups ls": backupJSON{}, "run --print-config": runConfigJSON{},
+		"consumers ls": consumerJSON{},
 	} {
 		got, want := structPaths(reflect.TypeOf(v), ""), schemaPaths(name)
 		if !slices.Equal(got, want) {
