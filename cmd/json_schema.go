@@ -240,6 +240,7 @@ var jsonSchemas = []jsonCommand{
 			{"cost.kinesis.getRecords", tNumber, "GetRecords probes"},
 			{"cost.kinesis.listShards", tNumber, "ListShards calls"},
 			{"cost.kinesis.describeStreamSummary", tNumber, "DescribeStreamSummary calls"},
+			{"cost.kinesis.listStreamConsumers", tNumber, "ListStreamConsumers calls (the streams' enhanced fan-out consumers)"},
 			{"cost.cloudwatch", tObject, "CloudWatch reads"},
 			{"cost.cloudwatch.getMetricData", tNumber, "GetMetricData requests"},
 			{"cost.cloudwatch.metrics", tNumber, "metrics read"},
