@@ -111,17 +111,17 @@ stopped: no lease counter of its lease table may move for --sample (the KCL
 failover time, 10s), and it refuses with exit 3 otherwise, naming the live
 workers. It also refuses (exit 3) when the lease table does not exist, since
 nothing then says whether the consumer is in use. Then it deregisters the
-consumer by its ARN: Kinesis ends the consumer's subscriptions and deletes
-it within seconds (DELETING, then gone).
+consumer by its ARN: Kinesis deletes it within seconds (DELETING, then
+gone), and no subscription can be made or renewed with it after that.
 
 The application is --app (its lease table is named after it, or --table),
 by default the consumer's name: the KCL names the consumer after the
 application.
 
 --force deregisters even though the application runs or its table is
-missing. Its workers' subscriptions end; a kcltool run --efo worker, or a
-KCL worker when it restarts, registers a new consumer of the same name (a
-new ARN).`,
+missing. Its workers lose their subscriptions; a kcltool run --efo worker,
+or a KCL worker when it restarts, registers a new consumer of the same name
+(a new ARN).`,
 		Example: `  kcltool consumers deregister --stream orders --consumer-name billing-v1
   kcltool consumers deregister --stream orders --consumer-name billing-v1 --execute
   kcltool consumers deregister --stream orders --consumer-name reports --app reports-prod --execute`,
@@ -240,7 +240,7 @@ func runConsumersDeregister(ctx context.Context, f *Factory, o *consumersDeregis
 	if err := show(after); err != nil {
 		return err
 	}
-	fmt.Fprintf(f.IO.ErrOut, "kcltool: deregistered consumer %q of stream %s: it is %s; its subscriptions end and Kinesis deletes it within seconds\n", c.Name, o.Stream, after.Status)
+	fmt.Fprintf(f.IO.ErrOut, "kcltool: deregistered consumer %q of stream %s: it is %s, and Kinesis deletes it within seconds; no subscription can be made or renewed with it\n", c.Name, o.Stream, after.Status)
 	return nil
 }
 
@@ -269,7 +269,7 @@ func refuseLiveApp(f *Factory, o *consumersDeregisterOptions, c fanout.StreamCon
 	case act.Live():
 		fact = fmt.Sprintf("the application of lease table %q is running: %s renewed %s in %s",
 			act.Table, listNames(workersOr(act)), plural(len(act.Moved), "lease"), act.Sample)
-		advice = "stop it first, or add --force (its workers' subscriptions end)"
+		advice = "stop it first, or add --force (its workers lose their subscriptions)"
 	default:
 		return nil
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -303,4 +304,20 @@ func TestConsumersDeregisterRefusals(t *testing.T) {
 	default:
 		t.Errorf("fresh consumer: exit %d:\n%s", code, errOut)
 	}
+}
+
+// TestCompleteConsumerNames: --consumer-name offers the consumers of the
+// --stream on the line (or in KCLTOOL_STREAM), with their status; without
+// a stream, nothing.
+func TestCompleteConsumerNames(t *testing.T) {
+	s := efoStack(t)
+	s.waitActive(s.register("billing", "audit", "search"))
+	env := localEnv(t)
+	c := runComplete(t, env, "consumers", "deregister", "--stream", s.stream, "--consumer-name", "")
+	wantValues(t, c, "audit", "billing", "search")
+	if !slices.Contains(c.lines, "audit\tACTIVE") {
+		t.Errorf("no status in %q", c.lines)
+	}
+	wantValues(t, runComplete(t, localEnv(t, "KCLTOOL_STREAM="+s.stream), "consumers", "deregister", "--consumer-name", "b"), "billing")
+	wantValues(t, runComplete(t, env, "consumers", "deregister", "--consumer-name", ""))
 }

@@ -16,8 +16,8 @@ type DeregisterAPI interface {
 // DeregisterStreamConsumer deregisters a consumer by its ARN. The ARN, not
 // the stream and name: it carries the creation time, so a consumer
 // registered again under the same name after the caller looked (a new ARN)
-// is never the one deregistered. Kinesis moves the consumer to DELETING and
-// ends its subscriptions; it is gone some seconds later.
+// is never the one deregistered. Kinesis moves the consumer to DELETING; it
+// is gone some seconds later, and no subscription can use it from then on.
 func DeregisterStreamConsumer(ctx context.Context, api DeregisterAPI, consumerARN string) error {
 	_, err := api.DeregisterStreamConsumer(ctx, &kinesis.DeregisterStreamConsumerInput{ConsumerARN: aws.String(consumerARN)})
 	return err

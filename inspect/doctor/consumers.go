@@ -174,7 +174,7 @@ func (g *diagnosis) consumerNotActive(stream string, c fanout.StreamConsumer) {
 		if ours {
 			f.Severity = SeverityWarn
 		}
-		f.Cause = "the consumer was deregistered (kcltool consumers deregister, the console, an infrastructure tool): its subscriptions have ended, and a running fan-out worker registers a new consumer of the same name once it is gone"
+		f.Cause = "the consumer was deregistered (kcltool consumers deregister, the console, an infrastructure tool): no subscription can be made or renewed with it, and a running fan-out worker registers a new consumer of the same name once it is gone"
 		f.Fix = "if the application still reads with fan-out, find what deregistered it; if it was retired, stop its workers so they do not register it again"
 	}
 	g.add(f)
