@@ -226,7 +226,16 @@ func runConsumersDeregister(ctx context.Context, f *Factory, o *consumersDeregis
 	}
 	if err := fanout.DeregisterStreamConsumer(ctx, kin, c.ARN); err != nil {
 		if awserr.Is(err, "ResourceInUseException") {
-			return fmt.Errorf("%s (Kinesis: %v)", creating, err)
+			// Not ACTIVE any more (or not yet): it changed during the sample.
+			now, derr := fanout.DescribeStreamConsumer(ctx, kin, c.ARN)
+			if derr == nil && now.Status == types.ConsumerStatusCreating {
+				return errors.New(creating)
+			}
+			status := "gone"
+			if derr == nil {
+				status = string(now.Status)
+			}
+			return fmt.Errorf("consumer %q is no longer ACTIVE (%s), so Kinesis did not deregister it: %w", c.Name, status, err)
 		}
 		return explainAWS(err, f.awsContext("", o.Stream))
 	}
