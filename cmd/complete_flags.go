@@ -102,6 +102,8 @@ func completionFor(f *Factory, fl *pflag.Flag) cobra.CompletionFunc {
 		return dynamicCompletion(f, completeShards)
 	case fl.Name == "owner":
 		return dynamicCompletion(f, completeOwners)
+	case fl.Name == "consumer-name":
+		return dynamicCompletion(f, completeConsumers)
 	case fl.Name == "profile":
 		return func(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 			return listCompletions("", toComplete, awsProfiles(f.Getenv)), cobra.ShellCompDirectiveNoFileComp

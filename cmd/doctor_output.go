@@ -99,6 +99,7 @@ type costJSON struct {
 		GetRecords            int `json:"getRecords"`
 		ListShards            int `json:"listShards"`
 		DescribeStreamSummary int `json:"describeStreamSummary"`
+		ListStreamConsumers   int `json:"listStreamConsumers"`
 	} `json:"kinesis"`
 	CloudWatch struct {
 		GetMetricData int `json:"getMetricData"`
@@ -138,6 +139,7 @@ func reportJSON(rep *doctor.Report, failOn doctor.Severity) doctorJSON {
 	j.Cost.DynamoDB.Scans, j.Cost.DynamoDB.Pages, j.Cost.DynamoDB.LegacyScans = c.Scans, c.Pages, c.LegacyScans
 	j.Cost.DynamoDB.DescribeTable, j.Cost.DynamoDB.ReadCapacityUnits = c.DescribeTable, c.ReadCapacityUnits
 	j.Cost.Kinesis.GetRecords, j.Cost.Kinesis.ListShards, j.Cost.Kinesis.DescribeStreamSummary = c.GetRecords, c.ListShards, c.DescribeStream
+	j.Cost.Kinesis.ListStreamConsumers = c.ListStreamConsumers
 	j.Cost.CloudWatch.GetMetricData, j.Cost.CloudWatch.Metrics = c.GetMetricData, c.Metrics
 	j.Capacity = capacityOf(rep.Capacity)
 	return j
@@ -237,6 +239,9 @@ func costLine(c doctor.ReadCost) string {
 	}
 	if c.DescribeStream > 0 {
 		parts = append(parts, plural(c.DescribeStream, "DescribeStreamSummary"))
+	}
+	if c.ListStreamConsumers > 0 {
+		parts = append(parts, plural(c.ListStreamConsumers, "ListStreamConsumers"))
 	}
 	if c.GetMetricData > 0 {
 		parts = append(parts, fmt.Sprintf("%s (%s)", plural(c.GetMetricData, "GetMetricData"), plural(c.Metrics, "metric")))

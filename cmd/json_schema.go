@@ -189,6 +189,18 @@ var jsonSchemas = []jsonCommand{
 		CSVNote: "`childShardIds` is joined with `;`; the lease columns are empty without a lease.",
 	},
 	{
+		Name:  "consumers ls",
+		Shape: "An array, one object per enhanced fan-out consumer registered on the stream, sorted by name (`[]` when none). Keys are the AWS names, as `DescribeStreamConsumer` gives them. `consumers deregister` prints its consumer the same way: an array of one, its status after `--execute`.",
+		Keys: []jsonKey{
+			{"ConsumerName", tString, "the consumer's name (the KCL names it after the application)"},
+			{"ConsumerARN", tString, "its ARN; it ends with the creation time, so a consumer registered again under the same name has a new one"},
+			{"ConsumerStatus", tString, "`CREATING`, `ACTIVE` or `DELETING`"},
+			{"ConsumerCreationTimestamp", tString, "when it was registered, RFC 3339 UTC"},
+			{"StreamARN", tString, "the stream it reads"},
+		},
+		CSV: consumerCSVColumns,
+	},
+	{
 		Name:  "doctor",
 		Shape: "One object, indented. With `--watch`, one compact object per line per report.",
 		Keys: []jsonKey{
@@ -228,6 +240,7 @@ var jsonSchemas = []jsonCommand{
 			{"cost.kinesis.getRecords", tNumber, "GetRecords probes"},
 			{"cost.kinesis.listShards", tNumber, "ListShards calls"},
 			{"cost.kinesis.describeStreamSummary", tNumber, "DescribeStreamSummary calls"},
+			{"cost.kinesis.listStreamConsumers", tNumber, "ListStreamConsumers calls (the streams' enhanced fan-out consumers)"},
 			{"cost.cloudwatch", tObject, "CloudWatch reads"},
 			{"cost.cloudwatch.getMetricData", tNumber, "GetMetricData requests"},
 			{"cost.cloudwatch.metrics", tNumber, "metrics read"},

@@ -63,6 +63,7 @@ func TestJSONSchemaMatchesStructs(t *testing.T) {
 		"leases ls": leaseJSON{}, "leases ls --non-leases": nonLeaseJSON{}, "leases owners": ownerJSON{},
 		"checkpoint diff": lagJSON{}, "shards lineage": lineageJSON{}, "doctor": doctorJSON{},
 		"checkpoint reset": changeJSON{}, "plan file": planFileJSON{}, "checkpoint backups ls": backupJSON{}, "run --print-config": runConfigJSON{},
+		"consumers ls": consumerJSON{},
 	} {
 		got, want := structPaths(reflect.TypeOf(v), ""), schemaPaths(name)
 		if !slices.Equal(got, want) {
@@ -328,6 +329,9 @@ func TestJSONKeysAlwaysPresent(t *testing.T) {
 	both("checkpoint diff", 0, append(append([]string{"checkpoint", "diff"}, app...), stream...)...)
 	both("shards lineage", 0, append(append([]string{"shards", "lineage"}, app...), stream...)...)
 	both("shards lineage", 0, append([]string{"shards", "lineage"}, stream...)...)
+	// An enhanced fan-out consumer on the stream (consumers_test.go).
+	s.register("json-keys")
+	both("consumers ls", 0, append([]string{"consumers", "ls"}, stream...)...)
 	doctor := []string{"doctor", "--failover-time", "300ms", "--window", "900ms", "--no-cloudwatch", "--fail-on", "never"}
 	both("doctor", 0, append(append(doctor, app...), stream...)...)
 	c.document("doctor", "doctor without --stream", run(0, append(append(doctor, app...), "-o", "json")...))

@@ -65,7 +65,7 @@ var (
 )
 
 // sids is the order of the statements.
-var sids = []string{"LeaseTable", "KCL3Tables", "Stream", "CloudWatchPut", "CloudWatchRead"}
+var sids = []string{"LeaseTable", "KCL3Tables", "Stream", "Consumer", "CloudWatchPut", "CloudWatchRead"}
 
 func sidRank(sid string) int { return slices.Index(sids, sid) }
 

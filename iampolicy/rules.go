@@ -64,4 +64,15 @@ var rules = []rule{
 	{cmds("doctor"), always, stream, kinesis("ListShards", "GetShardIterator", "GetRecords")},
 	{cmds("doctor"), not(flag("no-cloudwatch")), stream, kinesis("DescribeStreamSummary")},
 	{cmds("doctor"), not(flag("no-cloudwatch")), anyResource, cloudwatch("GetMetricData")},
+	// doctor's consumer checks (inspect/doctor/consumers.go): the stream's
+	// ARN from its summary, then its enhanced fan-out consumers.
+	{cmds("doctor"), always, stream, kinesis("DescribeStreamSummary", "ListStreamConsumers")},
+
+	// Enhanced fan-out consumers (fanout.ListStreamConsumers): the summary
+	// gives the stream's ARN, which the listing needs. deregister reads the
+	// application's lease table (inspect.ReadAppActivity) and, with
+	// --execute, deregisters by the consumer's ARN and describes it after.
+	{cmds("consumers ls", "consumers deregister"), always, stream, kinesis("DescribeStreamSummary", "ListStreamConsumers")},
+	{cmds("consumers deregister"), always, consumerAppTable, dynamodb("DescribeTable", "Scan")},
+	{cmds("consumers deregister"), flag("execute"), consumer, kinesis("DeregisterStreamConsumer", "DescribeStreamConsumer")},
 }

@@ -32,7 +32,7 @@ const (
 )
 
 // cloudWatchChecks names what is lost without CloudWatch.
-const cloudWatchChecks = "lease-table throttling (ThrottledRequests, Read/WriteThrottleEvents for the table and its GSI), consumed RCU and WCU, Kinesis iterator age, and KCL's own metrics (LostLeases, TakenLeases, NumOfLeasesReassignment, MillisBehindLatest)"
+const cloudWatchChecks = "lease-table throttling (ThrottledRequests, Read/WriteThrottleEvents for the table and its GSI), consumed RCU and WCU, Kinesis iterator age, KCL's own metrics (LostLeases, TakenLeases, NumOfLeasesReassignment, MillisBehindLatest), and enhanced fan-out subscription errors (SubscribeToShard.Success, SubscribeToShard.RateExceeded)"
 
 // leaseTableOps are the lease-table operations KCL makes; DynamoDB's
 // ThrottledRequests is published per operation.

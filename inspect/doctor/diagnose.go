@@ -7,6 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+
+	"github.com/kcltool/kcltool/fanout"
 	"github.com/kcltool/kcltool/inspect"
 	"github.com/kcltool/kcltool/leasecore"
 )
@@ -27,6 +30,11 @@ type diagnosis struct {
 	found   []Finding
 	// capacity is the table-capacity check's consumption figures.
 	capacity *CapacityUse
+
+	// consumers are the streams' enhanced fan-out consumers, summaries
+	// the streams' descriptions by name (consumers.go).
+	consumers []*fanout.ConsumerListing
+	summaries map[string]*kinesis.DescribeStreamSummaryOutput
 }
 
 func (g *diagnosis) add(f Finding) {
@@ -55,6 +63,7 @@ func (d *Doctor) diagnose(ctx context.Context, samples []sample) (*Report, error
 	if err := g.probeStream(ctx); err != nil {
 		return nil, err
 	}
+	g.readConsumers(ctx)
 	g.readMetrics(ctx)
 	g.now = d.clock.Now()
 
@@ -73,6 +82,7 @@ func (d *Doctor) diagnose(ctx context.Context, samples []sample) (*Report, error
 	g.checkThrottling()
 	g.checkIteratorAge()
 	g.checkKCLMetrics()
+	g.checkConsumers()
 	g.checkSkipped()
 	sortFindings(g.found)
 

@@ -29,6 +29,8 @@ type ReadCost struct {
 	GetRecords int
 	// ListShards and DescribeStream count the Kinesis listing requests.
 	ListShards, DescribeStream int
+	// ListStreamConsumers counts the listings of enhanced fan-out consumers.
+	ListStreamConsumers int
 	// GetMetricData counts CloudWatch requests; Metrics the queries they carried.
 	GetMetricData, Metrics int
 }

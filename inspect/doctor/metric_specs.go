@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
 	"github.com/kcltool/kcltool/inspect"
 	"github.com/kcltool/kcltool/leasecore"
@@ -38,6 +37,7 @@ func (g *diagnosis) metricSpecs(ctx context.Context) []metricSpec {
 		}
 	}
 	specs = append(specs, g.iteratorAgeSpecs(ctx)...)
+	specs = append(specs, g.subscriptionSpecs()...)
 	return append(specs, g.kclSpecs()...)
 }
 
@@ -65,7 +65,7 @@ func (g *diagnosis) shardLevelIteratorAge(ctx context.Context, stream string) bo
 	if g.d.kin == nil {
 		return false
 	}
-	out, err := g.d.kin.DescribeStreamSummary(ctx, &kinesis.DescribeStreamSummaryInput{StreamName: aws.String(stream)})
+	out, err := g.describeStream(ctx, stream)
 	if err != nil || out.StreamDescriptionSummary == nil {
 		return false
 	}

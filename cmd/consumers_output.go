@@ -1,0 +1,143 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	"github.com/spf13/cobra"
+
+	"github.com/kcltool/kcltool/fanout"
+)
+
+// consumerJSON is the documented JSON shape of one stream consumer
+// (docs/json.md; the key list is jsonSchemas["consumers ls"]). Keys are
+// the AWS names, as DescribeStreamConsumer gives them.
+type consumerJSON struct {
+	ConsumerName              string `json:"ConsumerName"`
+	ConsumerARN               string `json:"ConsumerARN"`
+	ConsumerStatus            string `json:"ConsumerStatus"`
+	ConsumerCreationTimestamp string `json:"ConsumerCreationTimestamp"`
+	StreamARN                 string `json:"StreamARN"`
+}
+
+// consumerCSVColumns are consumers ls's CSV header: the JSON keys.
+var consumerCSVColumns = []string{"ConsumerName", "ConsumerARN", "ConsumerStatus", "ConsumerCreationTimestamp", "StreamARN"}
+
+// consumerTime is RFC 3339 in UTC, to the second, as the other commands
+// write times.
+func consumerTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+func consumersJSON(cs []fanout.StreamConsumer) []consumerJSON {
+	out := make([]consumerJSON, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, consumerJSON{ConsumerName: c.Name, ConsumerARN: c.ARN, ConsumerStatus: string(c.Status),
+			ConsumerCreationTimestamp: consumerTime(c.CreatedAt), StreamARN: c.StreamARN})
+	}
+	return out
+}
+
+// consumersView is what consumers ls and deregister print: the consumers,
+// and for ls the lines under the table.
+type consumersView struct {
+	stream    string
+	consumers []fanout.StreamConsumer
+	// listing is the whole stream's listing for ls (the summary and the
+	// limit note under the table); nil for deregister's one row.
+	listing *fanout.ConsumerListing
+	now     func() time.Time
+}
+
+func renderConsumers(f *Factory, format string, v consumersView) error {
+	return newPrinter(f.IO, format).Print(output{
+		Items:  func() any { return consumersJSON(v.consumers) },
+		Schema: "consumers ls",
+		Rows: func() [][]string {
+			var recs [][]string
+			for _, c := range consumersJSON(v.consumers) {
+				recs = append(recs, []string{c.ConsumerName, c.ConsumerARN, c.ConsumerStatus, c.ConsumerCreationTimestamp, c.StreamARN})
+			}
+			return recs
+		},
+		Text: func(p *Printer) error { return consumersTable(p, v) },
+	})
+}
+
+func consumersTable(p *Printer, v consumersView) error {
+	header := []string{"CONSUMER-NAME", "STATUS", "CREATED", "AGE"}
+	if p.Wide() {
+		header = append(header, "CONSUMER-ARN")
+	}
+	var recs [][]string
+	for _, c := range v.consumers {
+		rec := []string{c.Name, string(c.Status), consumerTime(c.CreatedAt), humanDuration(v.now().Sub(c.CreatedAt))}
+		if p.Wide() {
+			rec = append(rec, c.ARN)
+		}
+		recs = append(recs, rec)
+	}
+	if len(recs) == 0 {
+		p.Empty("stream %q has no registered consumers (none reads it with enhanced fan-out)", v.stream)
+	} else if err := p.Table(header, recs); err != nil {
+		return err
+	}
+	if v.listing == nil {
+		return nil
+	}
+	st := p.Styles()
+	if len(recs) > 0 {
+		p.Blank()
+	}
+	p.Println(st.Dim.Render(fmt.Sprintf("%s on stream %s (Kinesis allows %d per stream)", plural(len(v.consumers), "consumer"), v.stream, fanout.MaxConsumersPerStream)))
+	var notActive []string
+	for _, c := range v.consumers {
+		if !c.Active() {
+			notActive = append(notActive, fmt.Sprintf("%s (%s)", c.Name, c.Status))
+		}
+	}
+	if len(notActive) > 0 {
+		p.Println(st.Warn.Render("not ACTIVE, so not readable with SubscribeToShard: " + strings.Join(notActive, ", ")))
+	}
+	if note := limitNote(v.listing); note != "" {
+		p.Println(st.Warn.Render(note))
+	}
+	return nil
+}
+
+// limitNote warns when a stream has few consumer registrations left; ""
+// otherwise.
+func limitNote(l *fanout.ConsumerListing) string {
+	if !l.NearLimit() {
+		return ""
+	}
+	n := len(l.Consumers)
+	if n >= fanout.MaxConsumersPerStream {
+		return fmt.Sprintf("at the limit: %d of %d consumers; registering another fails with LimitExceededException: deregister the consumers of retired applications (kcltool consumers deregister)",
+			n, fanout.MaxConsumersPerStream)
+	}
+	return fmt.Sprintf("near the limit: %d of %d consumers, %d more can register; deregister the consumers of retired applications (kcltool consumers deregister)",
+		n, fanout.MaxConsumersPerStream, fanout.MaxConsumersPerStream-n)
+}
+
+// completeConsumers offers the consumers registered on the --stream on the
+// line, each with its status; without --stream there is nothing to list.
+func completeConsumers(ctx context.Context, cfg aws.Config, cmd *cobra.Command, toComplete string) ([]cobra.Completion, error) {
+	stream := flagValue(cmd, "stream")
+	if stream == "" {
+		return nil, nil
+	}
+	l, err := fanout.ListStreamConsumers(ctx, kinesis.NewFromConfig(cfg), stream, fanout.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var comps []cobra.Completion
+	for _, c := range l.Consumers {
+		if strings.HasPrefix(c.Name, toComplete) {
+			comps = append(comps, cobra.CompletionWithDesc(c.Name, string(c.Status)))
+		}
+	}
+	return comps, nil
+}
