@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync"
 	"syscall"
@@ -197,7 +198,7 @@ func launch(name string) (*server, error) {
 	log := &bytes.Buffer{}
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = procAttr()
-	if err := cmd.Start(); err != nil {
+	if err := startOnPinnedThread(cmd); err != nil {
 		return nil, fmt.Errorf("emulator: start %s: %w", name, err)
 	}
 	for _, p := range ports {
@@ -208,6 +209,35 @@ func launch(name string) (*server, error) {
 		}
 	}
 	return &server{name: name, endpoint: "http://127.0.0.1:" + strconv.Itoa(port), cmd: cmd, log: log}, nil
+}
+
+// Pdeathsig is delivered when the OS thread that forked the server exits,
+// not when the process does. Go ends a thread whenever a goroutine that
+// locked it returns (in any library a test pulls in), so a server forked on
+// such a thread would die mid-test, with "connection refused" in every later
+// test. Every server is therefore forked from one goroutine locked to its
+// own thread that never returns.
+var starts = make(chan startReq)
+
+type startReq struct {
+	cmd  *exec.Cmd
+	done chan error
+}
+
+var startPinned sync.Once
+
+func startOnPinnedThread(cmd *exec.Cmd) error {
+	startPinned.Do(func() {
+		go func() {
+			runtime.LockOSThread() // never unlocked: the thread lives as long as the process
+			for r := range starts {
+				r.done <- r.cmd.Start()
+			}
+		}()
+	})
+	done := make(chan error, 1)
+	starts <- startReq{cmd: cmd, done: done}
+	return <-done
 }
 
 // StopAll stops every server this process started.
