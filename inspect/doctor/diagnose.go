@@ -25,6 +25,9 @@ type diagnosis struct {
 	metrics *metricSet
 	skipped []string // checks not run, with why
 	found   []Finding
+	// kinesisStuck are the lease keys reported stuck on failing Kinesis
+	// calls (stuck_kinesis.go), which no other stream finding repeats.
+	kinesisStuck map[string]bool
 }
 
 func (g *diagnosis) add(f Finding) {
