@@ -80,6 +80,9 @@ func TestDoctorStuckShardKinesisFailingWithoutCloudWatch(t *testing.T) {
 		{"never answered", emulator.Hang, "timeout", SeverityWarn},
 		{"throttled", emulator.Throttle, "throttled", SeverityWarn},
 		{"not found", emulator.NotFound, "not found", SeverityCritical},
+		// A checkpoint older than the trim horizon: kcltool run retries an
+		// open shard for ever, as the KCL does; doctor says why.
+		{"trimmed position", emulator.TrimmedPosition, "invalid position", SeverityCritical},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			rep := stuckBehindProxy(t, c.fault, 1)
