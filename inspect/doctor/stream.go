@@ -55,7 +55,7 @@ func (g *diagnosis) probeStream(ctx context.Context) error {
 		if err != nil {
 			if ctx.Err() != nil {
 				extra = append(extra, err)
-			} else if !inspect.IsStaleCheckpoint(err) {
+			} else {
 				r.ProbeErr = inspect.ProbeError(read, err)
 			}
 			continue
