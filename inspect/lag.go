@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
@@ -57,6 +58,10 @@ type LagRow struct {
 	BlockedBy          []reshard.Blocker
 	// Note explains orphans and missing leases in a few words.
 	Note string
+	// ProbeErr is why the probe of this row failed ("GetShardIterator: …"
+	// or "GetRecords: …"), kept with LagOptions.KeepProbeErrors; the row
+	// is then unmeasured.
+	ProbeErr error
 }
 
 // Lag is the result of CheckpointDiff.
@@ -83,6 +88,12 @@ type LagOptions struct {
 	// Progress, when set, hears of each shard probed: done of total. It may
 	// be called from several goroutines at once.
 	Progress func(done, total int)
+	// ProbeTimeout bounds each shard's probe (its GetShardIterator and
+	// GetRecords together); none when 0.
+	ProbeTimeout time.Duration
+	// KeepProbeErrors keeps a shard's failed probe on its row (ProbeErr)
+	// instead of failing the whole diff, for callers that diagnose it.
+	KeepProbeErrors bool
 }
 
 // DefaultProbeConcurrency is how many shards the lag probes read at once.
@@ -134,7 +145,7 @@ func DiffLeases(ctx context.Context, kin StreamAPI, table string, scan leasecore
 	if opt.Concurrency <= 0 {
 		opt.Concurrency = DefaultProbeConcurrency
 	}
-	n, err := probeLag(ctx, kin, res.Rows, opt.Concurrency, opt.Clock, opt.Progress)
+	n, err := probeLag(ctx, kin, res.Rows, opt)
 	res.Reads = n
 	if err != nil {
 		return nil, err
@@ -246,10 +257,10 @@ func startsAfter(start string, cp leasecore.SequenceNumber) bool {
 // probeLag measures millisBehindLatest for the rows still undecided: one
 // GetShardIterator after the checkpoint and one GetRecords with Limit 1 per
 // shard, at most conc at a time.
-func probeLag(ctx context.Context, kin StreamAPI, rows []LagRow, conc int, clock leasecore.Clock, progress func(done, total int)) (int, error) {
+func probeLag(ctx context.Context, kin StreamAPI, rows []LagRow, opt LagOptions) (int, error) {
 	var (
 		wg          sync.WaitGroup
-		sem         = make(chan struct{}, conc)
+		sem         = make(chan struct{}, opt.Concurrency)
 		mu          sync.Mutex
 		reads       int
 		errs        []error
@@ -269,22 +280,26 @@ func probeLag(ctx context.Context, kin StreamAPI, rows []LagRow, conc int, clock
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			behind, read, err := Probe(ctx, kin, r, clock)
+			behind, read, err := ProbeWithin(ctx, kin, r, opt.Clock, opt.ProbeTimeout)
 			mu.Lock()
 			defer mu.Unlock()
 			if read {
 				reads++
 			}
+			if err != nil && opt.KeepProbeErrors {
+				r.ProbeErr = ProbeError(read, err)
+			}
 			switch {
 			case err != nil && IsStaleCheckpoint(err):
 				r.State, r.Note = LagOrphanLease, "checkpoint is not in this shard: the stream was recreated"
-			case err != nil:
+			case err != nil && (!opt.KeepProbeErrors || ctx.Err() != nil):
 				errs = append(errs, fmt.Errorf("read shard %s of %s: %w", r.ShardID, r.Stream, err))
+			case err != nil:
 			default:
 				r.MillisBehindLatest = &behind
 			}
-			if done++; progress != nil {
-				progress(done, total)
+			if done++; opt.Progress != nil {
+				opt.Progress(done, total)
 			}
 		}(&rows[i])
 	}
@@ -323,6 +338,25 @@ func Probe(ctx context.Context, kin StreamAPI, r *LagRow, clock leasecore.Clock)
 		behind = max(behind, age, 1)
 	}
 	return behind, true, nil
+}
+
+// ProbeWithin is Probe under a deadline of timeout (none when 0).
+func ProbeWithin(ctx context.Context, kin StreamAPI, r *LagRow, clock leasecore.Clock, timeout time.Duration) (behind int64, read bool, err error) {
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	return Probe(ctx, kin, r, clock)
+}
+
+// ProbeError names the call of a failed probe: read is Probe's (the
+// iterator was had, GetRecords failed).
+func ProbeError(read bool, err error) error {
+	if read {
+		return fmt.Errorf("GetRecords: %w", err)
+	}
+	return fmt.Errorf("GetShardIterator: %w", err)
 }
 
 // IsStaleCheckpoint recognises a sequence number the shard does not know.

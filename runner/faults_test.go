@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -136,8 +137,8 @@ func via(url string) *dynamodb.Client {
 }
 
 // A shard whose reads keep failing is logged at warn at the first failure,
-// then once per interval (30s; 1s here) while it goes on, not at every
-// retry; throttling alone only once it has lasted an interval.
+// throttling included, then once per interval (30s; 1s here) while it goes
+// on, not at every retry.
 func TestFailingReadsWarnAtOnceThenAtIntervals(t *testing.T) {
 	defer shortWarnInterval(time.Second)()
 	for _, c := range []struct {
@@ -170,16 +171,16 @@ func TestFailingReadsWarnAtOnceThenAtIntervals(t *testing.T) {
 			again := strings.Count(log, `level=WARN msg="reads of the shard are still failing; retrying (the lease is kept)"`)
 			attempts := proxy.Injected.Load()
 			t.Logf("%d failed reads: %d first warnings, %d repeated", attempts, first, again)
+			warn := strings.Index(log, `level=WARN msg="reads of the shard are failing`)
+			debug := strings.Index(log, `level=DEBUG msg="Kinesis call failed; retrying"`)
 			switch {
-			case c.fault == emulator.Throttle:
-				// Expected under load: debug at first, warn once it lasts.
-				warn := strings.Index(log, `level=WARN msg="reads of the shard are failing`)
-				debug := strings.Index(log, `level=DEBUG msg="Kinesis call failed; retrying"`)
-				if first != 1 || debug < 0 || debug > warn {
-					t.Fatalf("throttled reads: want debug lines first, then one warning once they lasted 1s:\n%s", log)
-				}
+			case warn < 0 || (debug >= 0 && debug < warn):
+				t.Fatalf("the first failed read is not logged at warn at once:\n%s", log)
 			case first != 1 || again < 1 || again > 3 || int64(first+again) >= attempts:
 				t.Fatalf("%d failed reads over 3.5s logged %d first and %d repeated warnings; want 1, then one a second:\n%s", attempts, first, again, log)
+			}
+			if c.fault == emulator.Throttle && !strings.Contains(log, "throttled=true") {
+				t.Fatalf("the warning does not say the reads are throttled:\n%s", log)
 			}
 			if c.fault == emulator.ServerError && !strings.Contains(log, "InternalServerError") {
 				t.Fatalf("the warning lacks the error:\n%s", log)
@@ -188,6 +189,74 @@ func TestFailingReadsWarnAtOnceThenAtIntervals(t *testing.T) {
 				t.Fatalf("the recovery is not logged:\n%s", log)
 			}
 		})
+	}
+}
+
+// Throttling that comes and goes (half of the GetRecords calls for 3.5s,
+// each run of throttles ended by a success) is logged at warn from the
+// first throttle, then at most once per interval (1s here) for the shard,
+// each line with the count of failures since the one before; the recovery
+// of a run that was logged is logged at info, and the counts add up to the
+// throttles injected.
+func TestIntermittentThrottlingWarnsAtOnceRateLimited(t *testing.T) {
+	defer shortWarnInterval(time.Second)()
+	s := newStack(t, 1)
+	proxy := emulator.NewFaultProxy(t, emulator.KinesisEndpoint(t), emulator.Throttle, 0, "GetRecords", 7)
+	through := s
+	through.kin = kinesis.NewFromConfig(emulator.Config(), func(o *kinesis.Options) { o.BaseEndpoint = aws.String(proxy.URL) })
+	out := outFile(t)
+	cfg := s.config(t, "w1", out)
+	var logs *logBuffer
+	cfg.Log, logs = recordedLogger(t, "w1")
+	start(t, through, cfg)
+	s.put(t, func(k string) string { return k }, keys("k", 3)...)
+	eventually(t, 20*time.Second, "3 records handled", func() bool { return len(readHandled(t, out)) >= 3 })
+
+	proxy.SetRate(0.5)
+	throttling := time.Now()
+	time.Sleep(3500 * time.Millisecond)
+	proxy.SetRate(0)
+	took := time.Since(throttling)
+	s.put(t, func(k string) string { return k }, keys("after", 3)...)
+	eventually(t, 10*time.Second, "reads recover", func() bool { return len(readHandled(t, out)) >= 6 })
+
+	log := logs.String()
+	throttles := proxy.Injected.Load()
+	warnings, counted := 0, 0
+	for _, line := range strings.Split(log, "\n") {
+		if !strings.Contains(line, "level=WARN") || !strings.Contains(line, "reads of the shard are") {
+			continue
+		}
+		warnings++
+		if !strings.Contains(line, "throttled=true") {
+			t.Errorf("warning without throttled=true: %s", line)
+		}
+		for _, f := range strings.Fields(line) {
+			if v, ok := strings.CutPrefix(f, "failedSinceLastWarning="); ok {
+				n, _ := strconv.Atoi(v)
+				counted += n
+			}
+		}
+	}
+	t.Logf("%d throttled reads over %s: %d warnings, counting %d failures", throttles, took.Round(time.Millisecond), warnings, counted)
+	if throttles < 4 {
+		t.Fatalf("only %d throttled reads: the test did not throttle", throttles)
+	}
+	if warnings == 0 {
+		t.Fatalf("%d throttled reads, no warning:\n%s", throttles, log)
+	}
+	// One at the first throttle, then at most one per second.
+	if max := 1 + int(took/time.Second); warnings > max {
+		t.Fatalf("%d warnings for %d throttles over %s; want at most %d (one a second):\n%s", warnings, throttles, took, max, log)
+	}
+	if counted < 1 || int64(counted) > throttles {
+		t.Fatalf("warnings count %d failures, %d were injected", counted, throttles)
+	}
+	if warnings >= int(throttles) {
+		t.Fatalf("every throttle warned (%d of %d): not rate-limited", warnings, throttles)
+	}
+	if !strings.Contains(log, `level=INFO msg="reads of the shard recovered"`) {
+		t.Fatalf("no recovery at info:\n%s", log)
 	}
 }
 

@@ -53,8 +53,13 @@ type fetcher struct {
 	filtering bool      // still dropping records at or below start
 	failures  int       // consecutive failed calls
 	// failingSince is when the current run of failed calls began, lastWarn
-	// when it was last logged at warn.
+	// when the shard's reads were last logged at warn (kept across
+	// recoveries: the rate limit is per shard, not per run of failures),
+	// unlogged how many calls failed since that line, and warned whether
+	// the current run has been logged at warn (its recovery is then logged).
 	failingSince, lastWarn time.Time
+	unlogged               int
+	warned                 bool
 }
 
 // minCallSpacing keeps a reader under Kinesis's per-shard limit of five
@@ -71,9 +76,9 @@ const (
 	refreshAfter = 4
 )
 
-// failingWarnEvery: a shard whose reads keep failing is logged at warn at
-// the first failure after a success (throttles: once they have lasted this
-// long) and again at this interval while they go on. A variable so that
+// failingWarnEvery: a shard's failed reads, throttles included, are logged
+// at warn at the first failure, then at most once per this interval, each
+// line with the count of failures since the one before. A variable so that
 // tests can shorten it.
 var failingWarnEvery = 30 * time.Second
 
@@ -135,48 +140,58 @@ func (f *fetcher) next(ctx context.Context) (page, error) {
 
 // failed logs a failed call and waits before the next one. A shard whose
 // reads fail is stalled while its lease is kept, so nobody else reads it:
-// that must show in the log at once and keep showing, with the error.
-// Throttling alone is expected under load and counted in the metrics; it is
-// logged at warn only once it has lasted failingWarnEvery.
+// that must show in the log at once and keep showing, with the error. That
+// holds for throttling too: an on-call engineer looking at a lagging shard
+// needs to see that Kinesis throttles it without turning on debug. The
+// rate limit is per shard and spans recoveries, so that throttling that
+// comes and goes writes one warning per interval (with the count of
+// failures since the last one), not one per throttled call.
 func (f *fetcher) failed(ctx context.Context, op string, err error) error {
 	f.failures++
+	f.unlogged++
 	now := f.clock.Now()
 	if f.failures == 1 {
-		f.failingSince, f.lastWarn = now, time.Time{}
+		f.failingSince = now
 	}
 	f.stats.readFailed(err, f.failingSince)
 	failingFor := now.Sub(f.failingSince)
 	level := slog.LevelDebug
 	msg := "Kinesis call failed; retrying"
-	switch {
-	case f.lastWarn.IsZero() && (!awserr.Throttled(err) || failingFor >= failingWarnEvery):
+	failedSince := 0
+	if f.lastWarn.IsZero() || now.Sub(f.lastWarn) >= failingWarnEvery {
 		level, msg = slog.LevelWarn, "reads of the shard are failing; retrying (the lease is kept)"
+		if f.warned {
+			msg = "reads of the shard are still failing; retrying (the lease is kept)"
+		}
 		if !awserr.RetryableRead(err) {
 			level = slog.LevelError
 		}
-		f.lastWarn = now
-	case !f.lastWarn.IsZero() && now.Sub(f.lastWarn) >= failingWarnEvery:
-		level, msg = slog.LevelWarn, "reads of the shard are still failing; retrying (the lease is kept)"
-		f.lastWarn = now
+		failedSince = f.unlogged
+		f.lastWarn, f.unlogged, f.warned = now, 0, true
 	}
-	f.log.Log(ctx, level, msg, "op", op, "attempts", f.failures, "failingFor", failingFor.Round(time.Millisecond).String(),
-		"timedOut", awserr.Timeout(err), "err", err)
+	args := []any{"op", op, "attempts", f.failures, "failingFor", failingFor.Round(time.Millisecond).String(),
+		"throttled", awserr.Throttled(err), "timedOut", awserr.Timeout(err)}
+	if failedSince > 0 {
+		args = append(args, "failedSinceLastWarning", failedSince)
+	}
+	f.log.Log(ctx, level, msg, append(args, "err", err)...)
 	if f.failures%refreshAfter == 0 {
 		f.iterator = nil
 	}
 	return leasecore.Sleep(ctx, f.clock, fetchBackoff(f.failures))
 }
 
-// recovered ends a run of failed calls, saying so if it was logged.
+// recovered ends a run of failed calls, saying so at info if the run was
+// logged at warn.
 func (f *fetcher) recovered() {
-	if f.failures > 0 && !f.lastWarn.IsZero() {
+	if f.failures > 0 && f.warned {
 		f.log.Info("reads of the shard recovered", "failedAttempts", f.failures,
 			"failedFor", f.clock.Now().Sub(f.failingSince).Round(time.Millisecond).String())
 	}
 	if f.failures > 0 {
 		f.stats.readOK()
 	}
-	f.failures, f.lastWarn = 0, time.Time{}
+	f.failures, f.warned = 0, false
 }
 
 // fetchBackoff is full jitter under an exponential ceiling: shards that were

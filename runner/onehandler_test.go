@@ -22,13 +22,18 @@ import (
 // monotonic clock, when each ran) and measures how long two handlers of
 // one shard ran at once.
 
-// overlapFailover is the tests' failover time: renewals every 975ms, a
-// stop margin of 975ms, a kill grace of 487ms, a steal wait of 1.95s.
-const overlapFailover = 3 * time.Second
+// overlapFailover and overlapTakerInterval are the settings of issue 13's
+// probes (--failover-time 5s --taker-interval 500ms): renewals every
+// 1.642s, a stop margin of 1.642s, a kill grace of 821ms, a steal wait of
+// 3.283s.
+const (
+	overlapFailover      = 5 * time.Second
+	overlapTakerInterval = 500 * time.Millisecond
+)
 
 // handlerSleep is how long each handler runs: longer than the failover
 // time, so that a lease moves while one runs.
-const handlerSleep = 5 * time.Second
+const handlerSleep = 7 * time.Second
 
 // overlapHandler builds the recording handler and returns its path.
 func overlapHandler(t *testing.T) string {
@@ -49,7 +54,7 @@ func overlapHandler(t *testing.T) string {
 func overlapConfig(t *testing.T, s stack, id, bin, log string) (Config, *logBuffer) {
 	cfg := s.config(t, id, log, bin)
 	cfg.Handler.Env = append(os.Environ(), "OVERLAP_LOG="+log, "OVERLAP_SLEEP="+handlerSleep.String())
-	cfg.Lease = leasecore.Config{FailoverTime: overlapFailover, TakerInterval: 300 * time.Millisecond}
+	cfg.Lease = leasecore.Config{FailoverTime: overlapFailover, TakerInterval: overlapTakerInterval}
 	cfg.BatchSize = 1
 	var logs *logBuffer
 	cfg.Log, logs = recordedLogger(t, id)
@@ -155,6 +160,7 @@ func shardsOf(invs []invocation) map[string]bool {
 // worker that takes the expired lease starts at once, and the two handlers
 // never run at the same time.
 func TestOneHandlerPerShardTakeoverAfterPartition(t *testing.T) {
+	t.Parallel() // each has its own stream, table and handler log
 	bin := overlapHandler(t)
 	s := newStack(t, 1)
 	log := filepath.Join(t.TempDir(), "handlers.log")
@@ -197,6 +203,7 @@ func TestOneHandlerPerShardTakeoverAfterPartition(t *testing.T) {
 // renewal, and the thief's first batch waits a renew interval plus the stop
 // margin, so the two handlers never run at the same time.
 func TestOneHandlerPerShardStealWhileOwnerRenews(t *testing.T) {
+	t.Parallel() // each has its own stream, table and handler log
 	bin := overlapHandler(t)
 	s := newStack(t, 2)
 	log := filepath.Join(t.TempDir(), "handlers.log")
@@ -237,10 +244,11 @@ func TestOneHandlerPerShardStealWhileOwnerRenews(t *testing.T) {
 // A steal while the old owner cannot renew (cut off from DynamoDB just
 // before): it learns nothing, so its handler of the stolen shard runs until
 // its own lease deadline, and overlaps the thief's by at most failover −
-// renew interval − 2 × stop margin + kill grace (562ms here, 1.075s at the
+// renew interval − 2 × stop margin + kill grace (896ms here, 1.075s at the
 // defaults). Its other lease expires and is taken without a wait, and
 // overlaps not at all.
 func TestOneHandlerPerShardStealWhileOwnerCutOff(t *testing.T) {
+	t.Parallel() // each has its own stream, table and handler log
 	bin := overlapHandler(t)
 	s := newStack(t, 2)
 	log := filepath.Join(t.TempDir(), "handlers.log")

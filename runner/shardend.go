@@ -47,11 +47,25 @@ func (r *shardRun) shardEnd(children []types.ChildShard) error {
 // TRIM_HORIZON, then SHARD_END is written (the lease is kept, not deleted,
 // so that the children's parent check passes in KCL workers too and the
 // cleanup deletes it the usual way), and both carry a mark doctor reports.
+//
+// A checkpoint older than the shard's trim horizon (GetShardIterator at it
+// answers InvalidArgumentException, expiredPosition) is the same loss seen
+// earlier: for a closed shard it is finished the same way. An open shard is
+// not skipped: the KCL retries it for ever (it ends a shard only on
+// ResourceNotFound), and so does kcltool, logging the fix, since skipping
+// an open shard's data is for its operator to decide (checkpoint reset).
 func (r *shardRun) finishExpired(cause error) error {
-	r.log.Warn("shard data expired before it was read to its end: finishing it at SHARD_END and starting its children from TRIM_HORIZON; records not read in time are lost", "err", cause)
-	children, err := r.awaitChildren(r.expiredChildren)
+	position := expiredPosition(cause)
+	if !position {
+		r.log.Warn("shard data expired before it was read to its end: finishing it at SHARD_END and starting its children from TRIM_HORIZON; records not read in time are lost", "err", cause)
+	}
+	children, err := r.awaitChildren(func() ([]types.ChildShard, bool, error) { return r.expiredChildren(position) })
 	if err != nil {
 		return err
+	}
+	if position {
+		r.log.Warn("closed shard's checkpoint is older than its trim horizon (Kinesis refuses the position): finishing it at SHARD_END and starting its children from TRIM_HORIZON, as for an expired shard; its records after the checkpoint are not read",
+			"checkpoint", r.lease.Checkpoint.SequenceNumber, "err", cause)
 	}
 	return r.finish(children, cause)
 }
@@ -186,7 +200,7 @@ func (r *shardRun) closedChildren() ([]types.ChildShard, bool, error) {
 // (possibly none: they expired too). A shard still listed must be closed
 // with its children listed; one still open is read again, since Kinesis
 // does not expire open shards.
-func (r *shardRun) expiredChildren() ([]types.ChildShard, bool, error) {
+func (r *shardRun) expiredChildren(position bool) ([]types.ChildShard, bool, error) {
 	g, err := r.listing()
 	if err != nil {
 		return nil, false, err
@@ -196,6 +210,8 @@ func (r *shardRun) expiredChildren() ([]types.ChildShard, bool, error) {
 	switch {
 	case !listed:
 		return children, true, nil
+	case n.Open && position:
+		return nil, false, fmt.Errorf("%w: the checkpoint %s is older than the open shard's trim horizon; as the KCL does, the shard is not skipped and its reads are retried: to read it from its oldest record, stop the workers and run kcltool checkpoint reset --table %s --stream %s --shard %s --to trim-horizon --execute", errReadAgain, r.lease.Checkpoint.SequenceNumber, r.w.table.Name, streamLabel(r.stream), r.key)
 	case n.Open:
 		return nil, false, fmt.Errorf("%w: Kinesis lists it as open although it answered ResourceNotFound", errReadAgain)
 	}
@@ -233,17 +249,21 @@ func childrenOf(g *reshard.Graph, shardID string) []types.ChildShard {
 }
 
 // expiryWatch passes Kinesis calls through and stops the shard's fetch when
-// one answers ResourceNotFound: the shard (or its data) is gone. The fetch
-// context's cause then says so (expiredCause).
+// one answers ResourceNotFound (the shard, or its data, is gone) or when
+// GetShardIterator refuses the position it was asked for (a sequence
+// number older than the trim horizon). The fetch context's cause then says
+// so (expiredCause).
 type expiryWatch struct {
 	KinesisAPI
 	expired context.CancelCauseFunc
 }
 
-// expiredError is the cause of a fetch stopped by ResourceNotFound.
+// expiredError is the cause of a fetch stopped by ResourceNotFound, or by
+// a refused position when position is set.
 type expiredError struct {
-	op  string
-	err error
+	op       string
+	err      error
+	position bool
 }
 
 func (e *expiredError) Error() string { return e.op + ": " + e.err.Error() }
@@ -251,8 +271,30 @@ func (e *expiredError) Unwrap() error { return e.err }
 
 func (w expiryWatch) GetShardIterator(ctx context.Context, in *kinesis.GetShardIteratorInput, opts ...func(*kinesis.Options)) (*kinesis.GetShardIteratorOutput, error) {
 	out, err := w.KinesisAPI.GetShardIterator(ctx, in, opts...)
+	if refusedPosition(in, err) {
+		w.expired(&expiredError{op: "GetShardIterator", err: err, position: true})
+	}
 	w.check("GetShardIterator", err)
 	return out, err
+}
+
+// refusedPosition: Kinesis reports a StartingSequenceNumber older than the
+// shard's trim horizon with InvalidArgumentException (it has no error of
+// its own for it, unlike DynamoDB Streams' TrimmedDataAccessException). The
+// same code answers a sequence number of another stream (a stream deleted
+// and created again under its name); either way the position cannot be
+// read. Only the code and the request are relied on, not the wording.
+func refusedPosition(in *kinesis.GetShardIteratorInput, err error) bool {
+	if err == nil || !awserr.BadSequence(err) || in.StartingSequenceNumber == nil {
+		return false
+	}
+	return in.ShardIteratorType == types.ShardIteratorTypeAtSequenceNumber || in.ShardIteratorType == types.ShardIteratorTypeAfterSequenceNumber
+}
+
+// expiredPosition reports a fetch stopped by a refused position.
+func expiredPosition(cause error) bool {
+	var e *expiredError
+	return errors.As(cause, &e) && e.position
 }
 
 func (w expiryWatch) GetRecords(ctx context.Context, in *kinesis.GetRecordsInput, opts ...func(*kinesis.Options)) (*kinesis.GetRecordsOutput, error) {

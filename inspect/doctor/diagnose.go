@@ -35,6 +35,10 @@ type diagnosis struct {
 	// the streams' descriptions by name (consumers.go).
 	consumers []*fanout.ConsumerListing
 	summaries map[string]*kinesis.DescribeStreamSummaryOutput
+
+	// kinesisStuck are the lease keys reported stuck on failing Kinesis
+	// calls (stuck_kinesis.go), which no other stream finding repeats.
+	kinesisStuck map[string]bool
 }
 
 func (g *diagnosis) add(f Finding) {

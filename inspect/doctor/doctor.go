@@ -48,6 +48,10 @@ const (
 	DefaultHandoffTimeout = 30 * time.Second
 	DefaultMaxBehind      = time.Minute
 	DefaultMetricsWindow  = 5 * time.Minute
+	// DefaultProbeTimeout bounds one shard's probe: a third of the KCL's
+	// 30s kinesisRequestTimeout, since doctor only asks whether Kinesis
+	// answers at all, and a hung call must not hang the report.
+	DefaultProbeTimeout = 10 * time.Second
 	// workerMetricsFreshness: the 3.x leader counts a worker as active only
 	// if its worker-metrics item is newer than 2 × the 30s reporting period.
 	workerMetricsFreshness = 60 * time.Second
@@ -83,6 +87,9 @@ type Options struct {
 	// Concurrency bounds the lag probes in flight (DefaultProbeConcurrency
 	// when 0).
 	Concurrency int
+	// ProbeTimeout bounds each shard's probe, GetShardIterator and
+	// GetRecords together (DefaultProbeTimeout when 0).
+	ProbeTimeout time.Duration
 	// Retry applies to ListShards.
 	Retry reshard.Retry
 	// Clock times the reads and ages; the real clock when nil.
@@ -116,6 +123,9 @@ func (o Options) withDefaults() Options {
 	o.MetricsWindow = max(o.MetricsWindow, o.Window)
 	if o.Concurrency <= 0 {
 		o.Concurrency = inspect.DefaultProbeConcurrency
+	}
+	if o.ProbeTimeout <= 0 {
+		o.ProbeTimeout = DefaultProbeTimeout
 	}
 	if o.Clock == nil {
 		o.Clock = leasecore.RealClock()

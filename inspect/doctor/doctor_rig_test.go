@@ -37,6 +37,9 @@ type rig struct {
 	window   time.Duration
 	leases   map[string]leasecore.Lease // as last written by the rig
 	opt      Options
+	// kinVia, when set, is where doctor's Kinesis calls go (a fault
+	// proxy); the rig's own calls go direct.
+	kinVia string
 }
 
 func newRig(t *testing.T, failover, window time.Duration) *rig {
@@ -116,6 +119,9 @@ func (r *rig) apis() APIs {
 	a := APIs{DynamoDB: r.ddb}
 	if r.kin != nil {
 		a.Kinesis = r.kin
+	}
+	if r.kinVia != "" {
+		a.Kinesis = kinesis.NewFromConfig(emulator.Config(), func(o *kinesis.Options) { o.BaseEndpoint = aws.String(r.kinVia) })
 	}
 	if r.cw != nil {
 		a.CloudWatch = cloudwatch.NewFromConfig(emulator.Config(), func(o *cloudwatch.Options) { o.BaseEndpoint = aws.String(r.cw.URL) })

@@ -9,7 +9,8 @@ import (
 )
 
 // checkExpired reports shards whose data expired before they were read to
-// their end: kcltool run finished them at SHARD_END and started their
+// their end (ResourceNotFound, or a closed shard's checkpoint older than its
+// trim horizon): kcltool run finished them at SHARD_END and started their
 // children at TRIM_HORIZON, and marked both (reshard.AttrExpired on the
 // parent, reshard.AttrParentExpired on each child). The children's marks
 // outlive the parent's lease, which the cleanup deletes.
@@ -53,7 +54,7 @@ func (g *diagnosis) checkExpired() {
 		ID: FindExpiredShard, Severity: SeverityWarn,
 		Summary:  fmt.Sprintf("%s expired before %s read to the end, and records were lost: %s", plural(len(ids), "shard"), map[bool]string{true: "it was", false: "they were"}[len(ids) == 1], listShort(ids)),
 		Evidence: Evidence{Lines: lines, Shards: ids, Values: map[string]float64{"shards": float64(len(ids))}},
-		Cause:    "the shard was not read within the stream's retention period (the consumer was stopped, or fell behind by more than the retention), so Kinesis answered ResourceNotFound for it; kcltool run finished it at SHARD_END and started its children from TRIM_HORIZON",
+		Cause:    "the shard was not read within the stream's retention period (the consumer was stopped, or fell behind by more than the retention), so Kinesis answered ResourceNotFound for it, or refused its checkpoint as older than the trim horizon (InvalidArgumentException from GetShardIterator, for a closed shard); kcltool run finished it at SHARD_END and started its children from TRIM_HORIZON",
 		Fix:      "find why the shard fell behind (kcltool checkpoint diff, this report's lag findings) and raise the retention if needed (aws kinesis increase-stream-retention-period); the records that expired cannot be read again",
 	})
 }

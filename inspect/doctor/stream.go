@@ -28,8 +28,11 @@ func (g *diagnosis) probeStream(ctx context.Context) error {
 		return nil
 	}
 	scan := leasecore.ScanResult{Leases: g.last.leases}
-	lag, err := inspect.DiffLeases(ctx, g.d.kin, g.opt.Table, scan, inspect.LagOptions{
+	// A shard whose probe fails is kept, not fatal: that failure is what
+	// checkKinesisStuck reports when the shard's worker is stuck on it.
+	lag, err := inspect.DiffLeases(ctx, probeClient{g.d.kin}, g.opt.Table, scan, inspect.LagOptions{
 		Stream: g.opt.Stream, Concurrency: g.opt.Concurrency, Retry: g.opt.Retry, Clock: g.d.clock,
+		ProbeTimeout: g.opt.ProbeTimeout, KeepProbeErrors: true,
 	})
 	if err != nil {
 		if strings.HasPrefix(err.Error(), errNeedStreamPrefix) {
@@ -45,13 +48,15 @@ func (g *diagnosis) probeStream(ctx context.Context) error {
 		if r.Lease == nil || r.MillisBehindLatest != nil || !g.wantsProbe(r) {
 			continue
 		}
-		behind, read, err := inspect.Probe(ctx, g.d.kin, r, g.d.clock)
+		behind, read, err := inspect.ProbeWithin(ctx, probeClient{g.d.kin}, r, g.d.clock, g.opt.ProbeTimeout)
 		if read {
 			lag.Reads++
 		}
 		if err != nil {
-			if !inspect.IsStaleCheckpoint(err) {
+			if ctx.Err() != nil {
 				extra = append(extra, err)
+			} else {
+				r.ProbeErr = inspect.ProbeError(read, err)
 			}
 			continue
 		}

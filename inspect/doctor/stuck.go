@@ -28,10 +28,11 @@ func (g *diagnosis) checkStuck() {
 	}
 	if len(handler) > 0 {
 		g.addStuck(handler, "",
-			"the record processor keeps failing or hanging on the records right after the checkpoint — typically a poison record retried forever — so the worker holds the shard but never checkpoints past it; a handler slower than the window looks the same",
+			"the record processor keeps failing or hanging on the records right after the checkpoint — typically a poison record retried forever — so the worker holds the shard but never checkpoints past it; a handler slower than the window looks the same. Kinesis answered doctor's own read at the checkpoint, so reading is not what holds it up, unless the worker's own path to Kinesis fails (its log then says \"reads of the shard are failing\")",
 			"find the failing record in the worker's logs (the shard and checkpoint above); fix the handler, or let it give up on the record: kcltool run --max-retries N or --max-record-age D with --bisect-on-error and --on-failure DIR; "+
 				"in a Java KCL processor, catch the exception in processRecords, park the record and checkpoint past it")
 	}
+	g.checkKinesisStuck()
 	if len(reads) > 0 {
 		g.addStuck(reads, "Kinesis reads failing; ",
 			"the worker's GetRecords calls on these shards fail or time out (its KinesisDataFetcher.getRecords.Success metric is mostly 0): it keeps renewing the lease while it retries, so no other worker takes the shard over; the handler is not what holds it up",
@@ -64,6 +65,8 @@ func (g *diagnosis) addStuck(rows []*inspect.LagRow, what, cause, fix string) {
 		}
 		if ok, failing := g.readsFailing(r.Lease.LeaseKey); failing {
 			line += fmt.Sprintf("; KinesisDataFetcher.getRecords.Success averaged %.2f (%.0f%% of its reads failed)", ok, 100*(1-ok))
+		} else {
+			line += "; Kinesis answered doctor's read at the checkpoint"
 		}
 		lines = append(lines, line)
 	}
@@ -100,7 +103,6 @@ func (g *diagnosis) readsFailing(shard string) (success float64, failing bool) {
 // in every read, kept its checkpoint throughout, and has records after it.
 func (g *diagnosis) stuckRows() []*inspect.LagRow {
 	var out []*inspect.LagRow
-	n := len(g.view.samples)
 	for i := range g.lag.Rows {
 		r := &g.lag.Rows[i]
 		if r.Lease == nil || r.MillisBehindLatest == nil || *r.MillisBehindLatest <= 0 {
@@ -110,16 +112,22 @@ func (g *diagnosis) stuckRows() []*inspect.LagRow {
 		case inspect.LagBlocked, inspect.LagDrained, inspect.LagOrphanLease, inspect.LagMissingLease:
 			continue
 		}
-		h := g.view.history(r.Lease.LeaseKey)
-		if h == nil || !h.presentThroughout(n) || h.checkpointMoved() || h.renewals == 0 || len(h.moves) > 0 {
-			continue
+		if g.heldStill(r) {
+			out = append(out, r)
 		}
-		if o := g.view.owners[actualOwner(*r.Lease)]; o == nil || !o.alive() {
-			continue
-		}
-		out = append(out, r)
 	}
 	return out
+}
+
+// heldStill: the row's lease was read in every sample, renewed by one live
+// owner that kept it, and its checkpoint never moved.
+func (g *diagnosis) heldStill(r *inspect.LagRow) bool {
+	h := g.view.history(r.Lease.LeaseKey)
+	if h == nil || !h.presentThroughout(len(g.view.samples)) || h.checkpointMoved() || h.renewals == 0 || len(h.moves) > 0 {
+		return false
+	}
+	o := g.view.owners[actualOwner(*r.Lease)]
+	return o != nil && o.alive()
 }
 
 // checkShardLag reports shards further behind than --max-behind, measured
@@ -187,7 +195,9 @@ func (g *diagnosis) checkStreamLeases() {
 				missing = append(missing, r.ShardID)
 			}
 		case inspect.LagOrphanLease:
-			orphans = append(orphans, r.ShardID)
+			if !g.kinesisStuck[r.Lease.LeaseKey] {
+				orphans = append(orphans, r.ShardID)
+			}
 		}
 	}
 	if len(missing) > 0 {

@@ -80,6 +80,12 @@ const (
 	// for a shard whose data has expired or a stream that is gone. Use it
 	// with MatchShard to make one shard's reads fail.
 	NotFound
+	// TrimmedPosition answers a GetShardIterator at or after a sequence
+	// number (AT_SEQUENCE_NUMBER, AFTER_SEQUENCE_NUMBER) with HTTP 400
+	// InvalidArgumentException naming the StartingSequenceNumber, as Kinesis
+	// refuses a position older than the shard's trim horizon
+	// (faultproxy_trim.go). Other requests pass. Use it with MatchShard.
+	TrimmedPosition
 )
 
 // NewFaultProxy forwards to target and fails rate (0..1) of the requests
@@ -143,6 +149,8 @@ func (p *FaultProxy) serve(rp *httputil.ReverseProxy, w http.ResponseWriter, r *
 		hangUp(w)
 	case NotFound:
 		answer(w, http.StatusBadRequest, "ResourceNotFoundException", "Requested resource not found (injected by the test's fault proxy)")
+	case TrimmedPosition:
+		answer(w, http.StatusBadRequest, "InvalidArgumentException", trimmedPositionMessage(body))
 	case ServerError:
 		answer(w, http.StatusInternalServerError, "com.amazonaws.dynamodb.v20120810#InternalServerError", "injected by the test's fault proxy")
 	default:
@@ -314,6 +322,9 @@ func (p *FaultProxy) decide(r *http.Request, body []byte) (f Fault, fail, tagged
 		}
 	}
 	if p.match != "" && !strings.Contains(target, p.match) {
+		return p.fault, false, tagged
+	}
+	if p.fault == TrimmedPosition && !atPosition(op, body) {
 		return p.fault, false, tagged
 	}
 	return p.fault, p.rng.Float64() < p.rate, tagged

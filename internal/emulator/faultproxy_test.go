@@ -3,6 +3,7 @@ package emulator
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -107,4 +108,57 @@ func TestFaultProxyLostAnswersAndPartition(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the held request never ended")
 	}
+}
+
+// TrimmedPosition refuses a GetShardIterator at or after a sequence number
+// of the matched shard with InvalidArgumentException naming it, and lets
+// TRIM_HORIZON, the other shards and GetRecords through.
+func TestFaultProxyTrimmedPosition(t *testing.T) {
+	kin := Kinesis(t)
+	stream := Name(t, "s")
+	CreateStream(t, kin, stream, 2)
+	ctx := context.Background()
+	put, err := kin.PutRecord(ctx, &kinesis.PutRecordInput{StreamName: aws.String(stream), Data: []byte("x"),
+		PartitionKey: aws.String("k"), ExplicitHashKey: aws.String("0")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq := aws.ToString(put.SequenceNumber)
+	p := NewFaultProxy(t, KinesisEndpoint(t), TrimmedPosition, 1, "", 1)
+	p.MatchShard(aws.ToString(put.ShardId))
+	c := kinesis.NewFromConfig(Config(), func(o *kinesis.Options) { o.BaseEndpoint = aws.String(p.URL) })
+	iter := func(typ kintypes.ShardIteratorType, seq *string) (*string, error) {
+		out, err := c.GetShardIterator(ctx, &kinesis.GetShardIteratorInput{StreamName: aws.String(stream), ShardId: put.ShardId,
+			ShardIteratorType: typ, StartingSequenceNumber: seq})
+		if err != nil {
+			return nil, err
+		}
+		return out.ShardIterator, nil
+	}
+	for _, typ := range []kintypes.ShardIteratorType{kintypes.ShardIteratorTypeAtSequenceNumber, kintypes.ShardIteratorTypeAfterSequenceNumber} {
+		_, err := iter(typ, aws.String(seq))
+		var ae smithy.APIError
+		if !errors.As(err, &ae) || ae.ErrorCode() != "InvalidArgumentException" {
+			t.Fatalf("%s: %v, want InvalidArgumentException", typ, err)
+		}
+		if msg := ae.ErrorMessage(); !containsAll(msg, "StartingSequenceNumber "+seq, "on shard "+aws.ToString(put.ShardId)) {
+			t.Fatalf("%s: message %q does not name the sequence number and the shard", typ, msg)
+		}
+	}
+	it, err := iter(kintypes.ShardIteratorTypeTrimHorizon, nil)
+	if err != nil {
+		t.Fatalf("TRIM_HORIZON: %v", err)
+	}
+	if _, err := c.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: it}); err != nil {
+		t.Fatalf("GetRecords: %v", err)
+	}
+}
+
+func containsAll(s string, parts ...string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
 }

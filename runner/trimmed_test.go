@@ -1,0 +1,121 @@
+package runner
+
+import (
+	"context"
+	"math/big"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+
+	"github.com/kcltool/kcltool/internal/emulator"
+	"github.com/kcltool/kcltool/leasecore"
+	"github.com/kcltool/kcltool/reshard"
+)
+
+// trimmedProxy puts a fault proxy that refuses shardID's positions (the
+// TrimmedPosition fault) between the worker and kinesis-local.
+func trimmedProxy(t *testing.T, shardID string) (*emulator.FaultProxy, *kinesis.Client) {
+	t.Helper()
+	p := emulator.NewFaultProxy(t, emulator.KinesisEndpoint(t), emulator.TrimmedPosition, 1, "GetShardIterator", 1)
+	p.MatchShard(shardID)
+	return p, kinesis.NewFromConfig(emulator.Config(), func(o *kinesis.Options) { o.BaseEndpoint = aws.String(p.URL) })
+}
+
+// seedLease writes a lease with a numeric checkpoint, as a worker that read
+// the shard up to seq left it.
+func seedLease(t *testing.T, s stack, key, seq string) {
+	t.Helper()
+	emulator.CreateLeaseTable(t, s.ddb, s.table)
+	if _, err := leasecore.CreateLease(context.Background(), s.ddb, s.table, leasecore.Lease{
+		LeaseKey: key, Checkpoint: leasecore.SequenceNumber{SequenceNumber: seq},
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A closed parent whose checkpoint is older than its trim horizon: Kinesis
+// refuses GetShardIterator at the checkpoint with InvalidArgumentException.
+// It is finished as an expired shard is (ResourceNotFound): SHARD_END with
+// the expired mark, children at TRIM_HORIZON with theirs, a warning; the
+// children are read. Before, the worker retried the refused position for
+// ever and the children never started.
+func TestTrimmedCheckpointOfClosedParentIsFinished(t *testing.T) {
+	s := newStack(t, 1)
+	const parent = "shardId-000000000000"
+	seqs := s.put(t, func(k string) string { return k + ":0" }, keys("parent", 10)...)
+	emulator.SplitShard(t, s.kin, s.stream, parent, new(big.Int).Lsh(big.NewInt(1), 126))
+	s.put(t, func(k string) string { return k + ":0" }, keys("k", 20)...)
+	seedLease(t, s, parent, seqs[keys("parent", 10)[2]])
+	proxy, kin := trimmedProxy(t, parent)
+
+	out := outFile(t)
+	cfg := s.config(t, "w1", out)
+	cfg.CleanupInterval = time.Hour // keep the finished parent to look at
+	var logs *logBuffer
+	cfg.Log, logs = recordedLogger(t, "w1")
+	startVia(t, s, kin, cfg)
+	eventually(t, 30*time.Second, "the children's 20 records", func() bool { return len(readHandled(t, out)) >= 20 })
+	checkExactlyOnceInOrder(t, readHandled(t, out), 20, 1)
+	if proxy.Injected.Load() == 0 {
+		t.Fatal("the parent's position was never refused")
+	}
+
+	eventually(t, 10*time.Second, "the parent at SHARD_END", func() bool { return leases(t, s)[parent].Checkpoint.IsShardEnd() })
+	ls := leases(t, s)
+	mark, _ := ls[parent].Extra[reshard.AttrExpired].(*ddbtypes.AttributeValueMemberS)
+	if mark == nil || !strings.Contains(mark.Value, "InvalidArgumentException") {
+		t.Errorf("parent %s = %v, want the refused position", reshard.AttrExpired, ls[parent].Extra[reshard.AttrExpired])
+	}
+	for _, c := range []string{"shardId-000000000001", "shardId-000000000002"} {
+		m, _ := ls[c].Extra[reshard.AttrParentExpired].(*ddbtypes.AttributeValueMemberS)
+		if m == nil || !strings.HasPrefix(m.Value, parent+" ") {
+			t.Errorf("child %s: %s = %v, want it to name %s", c, reshard.AttrParentExpired, ls[c].Extra[reshard.AttrParentExpired], parent)
+		}
+	}
+	if !logLine(logs.String(), "level=WARN", "checkpoint is older than its trim horizon", "shard="+parent) {
+		t.Errorf("no warning of the trimmed checkpoint:\n%s", logs.String())
+	}
+}
+
+// An open shard whose checkpoint is older than its trim horizon is not
+// skipped: as the KCL does, its reads are retried (logged with the fix),
+// the lease and its checkpoint stay, and the shard is read from the
+// checkpoint once Kinesis takes the position again.
+func TestTrimmedCheckpointOfOpenShardIsRetried(t *testing.T) {
+	s := newStack(t, 1)
+	const shard = "shardId-000000000000"
+	ks := keys("k", 6)
+	seqs := s.put(t, func(k string) string { return k + ":0" }, ks...)
+	seedLease(t, s, shard, seqs[ks[2]])
+	proxy, kin := trimmedProxy(t, shard)
+
+	out := outFile(t)
+	cfg := s.config(t, "w1", out)
+	var logs *logBuffer
+	cfg.Log, logs = recordedLogger(t, "w1")
+	startVia(t, s, kin, cfg)
+	eventually(t, 20*time.Second, "the refused position tried again", func() bool { return proxy.Injected.Load() >= 2 })
+	l := leases(t, s)[shard]
+	if l.Checkpoint.SequenceNumber != seqs[ks[2]] {
+		t.Fatalf("checkpoint moved to %s while the position was refused", l.Checkpoint.SequenceNumber)
+	}
+	if _, ok := l.Extra[reshard.AttrExpired]; ok {
+		t.Fatalf("the open shard was marked expired")
+	}
+	if n := len(readHandled(t, out)); n != 0 {
+		t.Fatalf("%d records handled while the position was refused", n)
+	}
+	if !logLine(logs.String(), "level=ERROR", "older than the open shard's trim horizon", "checkpoint reset") {
+		t.Errorf("the retry is not logged at error with the fix:\n%s", logs.String())
+	}
+
+	proxy.SetRate(0)
+	eventually(t, 20*time.Second, "the 3 records after the checkpoint", func() bool { return len(readHandled(t, out)) >= 3 })
+	if n := len(readHandled(t, out)); n != 3 {
+		t.Fatalf("%d records handled, want the 3 after the checkpoint", n)
+	}
+}
