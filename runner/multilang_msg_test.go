@@ -132,6 +132,8 @@ func TestMultiLangCheckpointValidation(t *testing.T) {
 		want       string
 		written    *leasecore.SequenceNumber
 		writeFails error
+		// noCheckpointer: the exchange gives none (the MLD's null).
+		noCheckpointer bool
 	}{
 		{name: "null: the last record delivered", req: mlCheckpointReq{}, written: &leasecore.SequenceNumber{SequenceNumber: "300", SubSequenceNumber: 1}},
 		{name: "null at the shard end: SHARD_END", req: mlCheckpointReq{}, shardEnd: true, written: &leasecore.SequenceNumber{SequenceNumber: leasecore.SHARD_END}},
@@ -145,6 +147,7 @@ func TestMultiLangCheckpointValidation(t *testing.T) {
 		{name: "not a number", req: mlCheckpointReq{seq: str("abc")}, want: "IllegalArgumentException"},
 		{name: "a sentinel", req: mlCheckpointReq{seq: str("TRIM_HORIZON")}, want: "IllegalArgumentException"},
 		{name: "SHARD_END before the shard end", req: mlCheckpointReq{seq: str("SHARD_END")}, want: "IllegalArgumentException"},
+		{name: "no checkpointer (initialize, leaseLost)", req: mlCheckpointReq{}, noCheckpointer: true, want: "InvalidStateException"},
 		{name: "after leaseLost", req: mlCheckpointReq{}, lost: true, want: "ShutdownException"},
 		{name: "lease lost while writing", req: mlCheckpointReq{}, want: "ShutdownException", writeFails: leasecore.ErrLeaseLost},
 		{name: "lease table failing", req: mlCheckpointReq{}, want: "KinesisClientLibDependencyException", writeFails: errors.New("throttled")},
@@ -161,7 +164,11 @@ func TestMultiLangCheckpointValidation(t *testing.T) {
 			wrote = &at
 			return nil
 		})
-		class, ok := p.checkpoint(context.Background(), c.req, cp, c.shardEnd)
+		var given Checkpointer = cp
+		if c.noCheckpointer {
+			given = nil
+		}
+		class, ok := p.checkpoint(context.Background(), c.req, given, c.shardEnd)
 		if class != c.want || ok != (c.written != nil) {
 			t.Errorf("%s: reply error %q written %v, want %q %v", c.name, class, ok, c.want, c.written != nil)
 		}
