@@ -278,6 +278,19 @@ func (p *propertiesRun) applyStreamARN(cmd *cobra.Command, f *Factory) error {
 	return p.set(cmd, "region", region, e)
 }
 
+// streamAccount is the account of the file's streamArn, or "" (for
+// iam-policy run --properties, whose ARNs need one).
+func (p *propertiesRun) streamAccount() string {
+	e, ok := p.entry("streamArn")
+	if !ok {
+		return ""
+	}
+	if _, _, err := parseStreamARN(e.Value); err != nil {
+		return ""
+	}
+	return strings.SplitN(e.Value, ":", 6)[4]
+}
+
 // parseStreamARN reads arn:PARTITION:kinesis:REGION:ACCOUNT:stream/NAME.
 func parseStreamARN(arn string) (region, name string, err error) {
 	parts := strings.SplitN(arn, ":", 6)
