@@ -259,6 +259,7 @@ func TestMultiLangMisbehavingChildren(t *testing.T) {
 		restarts  int
 	}{
 		{"unknown", `MultiLang child failed on processRecords: unknown action \"dance\"`, 1},
+		{"daemonaction", `MultiLang child failed on processRecords: unexpected action \"processRecords\" from the child`, 1},
 		{"silent", "MultiLang child failed on processRecords: no message from the child within 1.5s", 1},
 		{"exit", "MultiLang child failed on processRecords: the child closed its stdout before its status (handler exited with status 3)", 1},
 		{"garbage", "MultiLang child wrote a line that is not a message; skipped", 0},

@@ -90,6 +90,8 @@ func processRecords(m msg) {
 		fmt.Println(`{"action": broken`)
 	case misbehave("unknown"):
 		fmt.Println(`{"action":"dance"}`)
+	case misbehave("daemonaction"):
+		fmt.Println(`{"action":"processRecords","records":[],"millisBehindLatest":0}`)
 	case misbehave("silent"):
 		time.Sleep(time.Hour)
 	case misbehave("exit"):
