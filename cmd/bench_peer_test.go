@@ -50,20 +50,20 @@ func (f peerFactory) CreateProcessor() kcl.IRecordProcessor { return peerProcess
 
 // startPeer runs a vmware-go-kcl-v2 worker from TRIM_HORIZON on its own
 // lease table (its schema is not KCL's), with KCL's polling defaults except
-// the idle time, which matches kcltool's, and the shard sync interval: the
-// peer takes one lease per shard sync, 60s apart by default, and would
+// the page size (maxRecords; KCL's default is 10000), the idle time, which
+// matches kcltool's, and the shard sync interval: the peer takes one lease per shard sync, 60s apart by default, and would
 // spend minutes taking the benchmark's shards. At 50 ms it would also list
 // the stream's shards 20 times a second for the whole run, a cost its
 // production setting does not have; its ListShards answers therefore come
 // from memory after the first (the stream does not change meanwhile). The
 // AWS credentials and region come from the environment.
-func startPeer(app, stream, kinesisURL, dynamoURL string, count, cachedListShards *atomic.Int64) (*kclworker.Worker, error) {
+func startPeer(app, stream, kinesisURL, dynamoURL string, maxRecords int, count, cachedListShards *atomic.Int64) (*kclworker.Worker, error) {
 	quiet := logrus.New()
 	quiet.SetOutput(io.Discard)
 	cfg := kclcfg.NewKinesisClientLibConfig(app, stream, emulator.Region, "peer").
 		WithKinesisEndpoint(kinesisURL).WithDynamoDBEndpoint(dynamoURL).
 		WithInitialPositionInStream(kclcfg.TRIM_HORIZON).
-		WithMaxRecords(10000).WithIdleTimeBetweenReadsInMillis(int(time.Second / time.Millisecond)).
+		WithMaxRecords(maxRecords).WithIdleTimeBetweenReadsInMillis(int(time.Second / time.Millisecond)).
 		WithShardSyncIntervalMillis(50).
 		WithLogger(kcllog.NewLogrusLogger(quiet))
 	kc := kinesis.NewFromConfig(emulator.Config(), func(o *kinesis.Options) {

@@ -22,7 +22,9 @@ Give the command with the flags you run it with: they are parsed by that
 command itself, so the flags and KCLTOOL_<FLAG> variables are the same, and
 the flags that change what is called change the policy (run --create-table
 and --cloudwatch-metrics; reset and import --execute, --force and --prune;
-reset's target; doctor --no-cloudwatch). Nothing is called: iam-policy needs
+reset's target; doctor --no-cloudwatch). run --properties FILE reads the
+MultiLangDaemon properties file as run does (its stream, streamArn's region
+and account, application and table). Nothing is called: iam-policy needs
 no credentials.
 
 The region comes from --region (or KCLTOOL_REGION), the account from
@@ -37,6 +39,7 @@ The output is always JSON (the IAM policy grammar); -o json is accepted when
 COMMAND has no -o of its own.`,
 		Example: `  kcltool iam-policy run --app orders --stream orders --region us-east-1 --account 123456789012
   kcltool iam-policy run --app orders --stream orders --create-table --cloudwatch-metrics
+  kcltool iam-policy run --properties app.properties
   kcltool iam-policy leases ls --app orders
   kcltool iam-policy checkpoint reset --app orders --stream orders --at 2026-11-01T10:00Z --execute
   kcltool iam-policy doctor --app orders --stream orders --no-cloudwatch
@@ -74,7 +77,9 @@ COMMAND has no -o of its own.`,
 // `kcltool iam-policy`). The target command is found and its flags parsed
 // in a command tree of its own, so that nothing of it runs.
 func policyFor(f *Factory, args []string) (*iampolicy.Policy, error) {
-	root := NewRootCmd(NewFactory(f.IO, f.Getenv))
+	rf := NewFactory(f.IO, f.Getenv)
+	rf.Log = f.Log // run --properties warns about the file as run does
+	root := NewRootCmd(rf)
 	target, rest, err := root.Find(joinOptionalValues(args))
 	if err != nil {
 		return nil, usageErrorf("%v", err)
@@ -108,6 +113,19 @@ func policyFor(f *Factory, args []string) (*iampolicy.Policy, error) {
 	}
 	if err := applyEnv(target, f.Getenv); err != nil {
 		return nil, err
+	}
+	if path == "run" {
+		// The file fills run's flags as it does for run itself: flags, then
+		// KCLTOOL_* variables, then the file.
+		if pf := fl.Lookup("properties"); pf != nil && pf.Value.String() != "" {
+			props, err := loadProperties(target, rf, pf.Value.String())
+			if err != nil {
+				return nil, err
+			}
+			if account == "" {
+				account = props.streamAccount()
+			}
+		}
 	}
 	t := iampolicy.Target{Command: path, Flags: map[string]string{}, Account: account}
 	fl.VisitAll(func(fl *pflag.Flag) { t.Flags[fl.Name] = fl.Value.String() })

@@ -166,6 +166,7 @@ touching AWS. See docs/multilang.md.`,
 			if err != nil {
 				return fromFileHint(err, props)
 			}
+			props.configure(&cfg)
 			if o.PrintConfig {
 				return printRunConfig(cmd, f, o, props)
 			}

@@ -214,12 +214,23 @@ func fillStream(t *testing.T, kin *kinesis.Client, stream string, perShard int) 
 func benchKcltool(t *testing.T, bin string, stream benchStream, batch int, round int) (secs float64, cpu cpuTimes) {
 	t.Helper()
 	app := fmt.Sprintf("%s-k%d-%d", stream.name, batch, round)
+	secs, cpu, _ = benchKcltoolRun(t, bin, stream, app, fmt.Sprintf("kcltool run --batch-size %d, round %d", batch, round+1),
+		"--app", app, "--stream", stream.name, "--initial-position", "TRIM_HORIZON", "--batch-size", strconv.Itoa(batch),
+		"--exec", "cat >/dev/null")
+	return secs, cpu
+}
+
+// benchKcltoolRun is benchKcltool for any `kcltool run` command line (args,
+// after `run`; app is its lease table), measured the same way; label names
+// it in the memory line. It also returns the CPU window: when it began and
+// the factor its figures were scaled by to all records.
+func benchKcltoolRun(t *testing.T, bin string, stream benchStream, app, label string, args ...string) (secs float64, cpu cpuTimes, window benchWindow) {
+	t.Helper()
 	last := stream.last
 	ddb := emulator.DynamoDB(t)
 	port := freePort(t)
-	cmd := exec.Command(bin, "run", "--app", app, "--stream", stream.name, "--create-table", "--initial-position", "TRIM_HORIZON",
-		"--batch-size", strconv.Itoa(batch), "--log-format", "json", "--metrics-addr", fmt.Sprintf("127.0.0.1:%d", port),
-		"--exec", "cat >/dev/null")
+	cmd := exec.Command(bin, append([]string{"run", "--create-table", "--log-format", "json",
+		"--metrics-addr", fmt.Sprintf("127.0.0.1:%d", port)}, args...)...)
 	cmd.Env = append(os.Environ(), emulator.Env(t)...)
 	logs := &lockedBuffer{}
 	cmd.Stderr = logs
@@ -242,6 +253,7 @@ func benchKcltool(t *testing.T, bin string, stream benchStream, batch int, round
 		if from.records < total/10 {
 			if f, ok := scrapeWorker(port); ok && f.records >= total/10 {
 				from, fromProc = f, procCPU(t, cmd.Process.Pid)
+				window.from = time.Now()
 			}
 			continue
 		}
@@ -263,12 +275,20 @@ func benchKcltool(t *testing.T, bin string, stream benchStream, batch int, round
 				t.Fatalf("the metrics endpoint stopped answering:\n%s", logs.String())
 			}
 			cpu = to.cpu.sub(from.cpu)
-			t.Logf("batch %d: CPU-s from the metrics %.3f + %.3f handlers, from /proc %.2f + %.2f", batch, cpu.self, cpu.children, proc.self, proc.children)
-			cpu = cpu.scale(total / (total - from.records))
-			fmt.Printf("bench run-memory: kcltool run --batch-size %d, round %d: peak RSS %s\n", batch, round+1, peakRSS(cmd.Process.Pid))
-			return secs, cpu
+			t.Logf("%s: from record %.0f on, CPU-s from the metrics %.3f + %.3f handlers, from /proc %.2f + %.2f", label, from.records, cpu.self, cpu.children, proc.self, proc.children)
+			window.scale = total / (total - from.records)
+			cpu = cpu.scale(window.scale)
+			fmt.Printf("bench run-memory: %s: peak RSS %s\n", label, peakRSS(cmd.Process.Pid))
+			return secs, cpu, window
 		}
 	}
+}
+
+// benchWindow is when a run's CPU window began and the factor its figures
+// were scaled by to all records.
+type benchWindow struct {
+	from  time.Time
+	scale float64
 }
 
 // workerFigures is what the bench reads off a worker's metrics endpoint.
@@ -365,9 +385,19 @@ const clockTicks = 100
 // nothing else meanwhile).
 func benchPeer(t *testing.T, stream string, total int64, round int) (secs, cpu float64) {
 	t.Helper()
+	return benchPeerPages(t, stream, total, round, 10000)
+}
+
+// benchPeerPages is benchPeer with GetRecords pages of at most maxRecords.
+func benchPeerPages(t *testing.T, stream string, total int64, round, maxRecords int) (secs, cpu float64) {
+	t.Helper()
 	var count, cachedListShards atomic.Int64
 	begin := time.Now()
-	w, err := startPeer(fmt.Sprintf("%s-peer-%d", stream, round), stream, emulator.KinesisEndpoint(t), emulator.DynamoDBEndpoint(t), &count, &cachedListShards)
+	app := fmt.Sprintf("%s-peer-%d", stream, round)
+	if maxRecords != 10000 {
+		app = fmt.Sprintf("%s-peer%d-%d", stream, maxRecords, round)
+	}
+	w, err := startPeer(app, stream, emulator.KinesisEndpoint(t), emulator.DynamoDBEndpoint(t), maxRecords, &count, &cachedListShards)
 	if err != nil {
 		t.Fatal(err)
 	}

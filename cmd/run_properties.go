@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kcltool/kcltool/internal/javaprops"
+	"github.com/kcltool/kcltool/runner"
 )
 
 // run --properties reads a KCL MultiLangDaemon properties file. Each key
@@ -65,7 +66,8 @@ var fanoutKeys = map[string]bool{"consumerArn": true, "consumerName": true, "max
 var quietKeys = map[string]bool{"processingLanguage": true, "metricsLevel": true}
 
 // multiLangKeys are the MultiLang child's: executableName is the program
-// (takeCommand); the others are recorded and printed.
+// (takeCommand), callProcessRecordsEvenForEmptyRecordList sends it empty
+// pages too (configure).
 var multiLangKeys = map[string]bool{"executableName": true, "callProcessRecordsEvenForEmptyRecordList": true}
 
 // specialKeys are handled by applyProperties itself.
@@ -110,6 +112,8 @@ type propertiesRun struct {
 	retrieval, retrievalWhy string
 	// credentials describes AwsCredentialsProvider; "" when absent.
 	credentials string
+	// emptyPages: callProcessRecordsEvenForEmptyRecordList = true.
+	emptyPages bool
 	// extra rows for --print-config: keys kcltool records but does not
 	// apply yet, and the per-service endpoints.
 	extra    []configRow
@@ -201,11 +205,11 @@ func (p *propertiesRun) apply(cmd *cobra.Command, f *Factory) error {
 		}
 		switch {
 		case specialKeys[k], fanoutKeys[k], quietKeys[k], isCredentialsKey(k):
-		case multiLangKeys[k]:
-			if k != "executableName" {
-				p.extra = append(p.extra, configRow{Setting: k, Value: e.Value, Source: sourceFile, Property: k,
-					Note: "recorded, not applied: --multilang sends no empty processRecords"})
+		case k == "callProcessRecordsEvenForEmptyRecordList":
+			if err := p.applyEmptyPages(e); err != nil {
+				return err
 			}
+		case multiLangKeys[k]:
 		case k == "retryGetRecordsInSeconds" || k == "maxGetRecordsThreadPool" || k == "millisBehindLatestThresholdForReducedTps":
 			p.warn(f, "properties key "+k+" has no kcltool equivalent and is ignored (it still selects polling)", e)
 		default:
@@ -219,6 +223,34 @@ func (p *propertiesRun) apply(cmd *cobra.Command, f *Factory) error {
 		}
 	}
 	return nil
+}
+
+// applyEmptyPages: callProcessRecordsEvenForEmptyRecordList = true sends
+// a MultiLang child a processRecords for every GetRecords page, empty ones
+// too, as the KCL's ProcessTask does. A per-batch handler (--exec) never
+// gets an empty batch.
+func (p *propertiesRun) applyEmptyPages(e javaprops.Entry) error {
+	row := configRow{Setting: e.Key, Value: e.Value, Source: sourceFile, Property: e.Key}
+	switch strings.ToLower(e.Value) {
+	case "true":
+		p.emptyPages = true
+		row.Note = "a MultiLang child gets a processRecords for empty GetRecords pages too (records [])"
+	case "false":
+		row.Note = "a MultiLang child gets no empty processRecords"
+	default:
+		return usageErrorf("invalid %s = %q in %s: use true or false", e.Key, e.Value, p.where(e))
+	}
+	p.extra = append(p.extra, row)
+	return nil
+}
+
+// configure applies to the worker's config what the file says beyond the
+// run flags; p may be nil (no --properties).
+func (p *propertiesRun) configure(cfg *runner.Config) {
+	if p == nil {
+		return
+	}
+	cfg.MultiLangEmptyPages = p.emptyPages && cfg.MultiLang
 }
 
 // applyStreamARN: streamArn names the stream and its region. A region
@@ -244,6 +276,19 @@ func (p *propertiesRun) applyStreamARN(cmd *cobra.Command, f *Factory) error {
 		return err
 	}
 	return p.set(cmd, "region", region, e)
+}
+
+// streamAccount is the account of the file's streamArn, or "" (for
+// iam-policy run --properties, whose ARNs need one).
+func (p *propertiesRun) streamAccount() string {
+	e, ok := p.entry("streamArn")
+	if !ok {
+		return ""
+	}
+	if _, _, err := parseStreamARN(e.Value); err != nil {
+		return ""
+	}
+	return strings.SplitN(e.Value, ":", 6)[4]
 }
 
 // parseStreamARN reads arn:PARTITION:kinesis:REGION:ACCOUNT:stream/NAME.

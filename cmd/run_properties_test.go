@@ -11,6 +11,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+
+	"github.com/kcltool/kcltool/runner"
 )
 
 // propsRun runs kcltool run --properties FILE (FILE written from props)
@@ -319,6 +321,50 @@ func TestPropertiesExecutableName(t *testing.T) {
 	r.want(t, "exec", "cat", "env")
 }
 
+// TestPropertiesEmptyRecordList: callProcessRecordsEvenForEmptyRecordList
+// = true sends a MultiLang child empty pages (runner.Config
+// MultiLangEmptyPages; TestMultiLangEmptyPages runs it); a per-batch
+// handler never gets an empty batch.
+func TestPropertiesEmptyRecordList(t *testing.T) {
+	props := baseProps + "executableName = node app.js\ncallProcessRecordsEvenForEmptyRecordList = TRUE\n"
+	r := propsRun(t, props, nil, printJSON()...)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.errOut)
+	}
+	r.want(t, "callProcessRecordsEvenForEmptyRecordList", "TRUE", "file")
+	if strings.Contains(r.errOut, "callProcessRecordsEvenForEmptyRecordList") {
+		t.Errorf("a warning about a key that is honoured:\n%s", r.errOut)
+	}
+	for _, c := range []struct {
+		props     string
+		multiLang bool
+		want      bool
+	}{
+		{props, true, true},
+		{props, false, false}, // --exec: a per-batch handler
+		{baseProps + "callProcessRecordsEvenForEmptyRecordList = false\n", true, false},
+		{baseProps, true, false},
+	} {
+		path := filepath.Join(t.TempDir(), "app.properties")
+		if err := os.WriteFile(path, []byte(c.props), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f := NewFactory(&IOStreams{Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}, func(string) string { return "" })
+		cmd := newRunCmd(f)
+		p, err := loadProperties(cmd, f, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := runner.Config{MultiLang: c.multiLang}
+		p.configure(&cfg)
+		if cfg.MultiLangEmptyPages != c.want {
+			t.Errorf("%q, multilang %v: MultiLangEmptyPages %v, want %v", c.props, c.multiLang, cfg.MultiLangEmptyPages, c.want)
+		}
+	}
+	var none *propertiesRun
+	none.configure(&runner.Config{MultiLang: true}) // no --properties
+}
+
 // TestPropertiesProgramResolution: a program not found from the working
 // directory or on PATH is looked for in the properties file's folder.
 func TestPropertiesProgramResolution(t *testing.T) {
@@ -391,10 +437,11 @@ func TestPropertiesEndpoints(t *testing.T) {
 // TestPropertiesBadValues: a value run refuses names the key and line.
 func TestPropertiesBadValues(t *testing.T) {
 	for props, want := range map[string]string{
-		baseProps + "failoverTimeMillis = ten\n":               `invalid failoverTimeMillis = "ten"`,
-		baseProps + "maxRecords = 20000\n":                     "--max-records must be between 1 and 10000 (set by maxRecords = 20000 in ",
-		baseProps + "cleanupLeasesUponShardCompletion = yes\n": `invalid cleanupLeasesUponShardCompletion = "yes"`,
-		baseProps + "initialPositionInStream = EARLIEST\n":     "set by initialPositionInStream = EARLIEST",
+		baseProps + "failoverTimeMillis = ten\n":                     `invalid failoverTimeMillis = "ten"`,
+		baseProps + "maxRecords = 20000\n":                           "--max-records must be between 1 and 10000 (set by maxRecords = 20000 in ",
+		baseProps + "cleanupLeasesUponShardCompletion = yes\n":       `invalid cleanupLeasesUponShardCompletion = "yes"`,
+		baseProps + "callProcessRecordsEvenForEmptyRecordList = 1\n": `invalid callProcessRecordsEvenForEmptyRecordList = "1"`,
+		baseProps + "initialPositionInStream = EARLIEST\n":           "set by initialPositionInStream = EARLIEST",
 		"a = \\u12zz\n": `malformed \uxxxx`,
 	} {
 		r := propsRun(t, props, nil, printJSON("--exec", "cat")...)

@@ -20,7 +20,10 @@ type batcher struct {
 	// window say: the MultiLang protocol's processRecords is one GetRecords
 	// page, as the MLD sends it.
 	perPage bool
-	pages   []page
+	// emptyPages (with perPage) hands over pages without records too,
+	// except a closed shard's empty last page (the KCL's ProcessTask).
+	emptyPages bool
+	pages      []page
 
 	pending      []kinesisrec.Record
 	since        time.Time // when the oldest pending record came
@@ -32,7 +35,7 @@ type batcher struct {
 // add appends a page's records.
 func (b *batcher) add(p page, now time.Time) {
 	if b.perPage {
-		if len(p.records) > 0 {
+		if len(p.records) > 0 || (b.emptyPages && !p.end) {
 			b.pages = append(b.pages, p)
 		}
 		if len(b.pages) == 0 {

@@ -71,3 +71,32 @@ func TestBatcherShapesBatches(t *testing.T) {
 		t.Fatal("not done after the last page")
 	}
 }
+
+// Per page (--multilang): each page as it came; empty pages only with
+// emptyPages (callProcessRecordsEvenForEmptyRecordList), and never a closed
+// shard's empty last page, as the KCL's ProcessTask.
+func TestBatcherPerPage(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	for _, empty := range []bool{false, true} {
+		b := &batcher{size: 1, perPage: true, emptyPages: empty}
+		b.add(page{records: recs(0, 3), millisBehind: 30}, t0)
+		b.add(page{millisBehind: 20}, t0)
+		b.add(page{records: recs(3, 4), millisBehind: 10}, t0)
+		b.add(page{end: true}, t0)
+		var got []string
+		for {
+			batch, ok := b.next(t0, false)
+			if !ok {
+				break
+			}
+			got = append(got, fmt.Sprintf("%s@%d", seqRange(batch), b.millisBehind))
+		}
+		want := "[1000..1002@30 1003..1003@10]"
+		if empty {
+			want = "[1000..1002@30 -@20 1003..1003@10]"
+		}
+		if fmt.Sprint(got) != want || !b.done() {
+			t.Errorf("emptyPages %v: %v (done %v), want %s", empty, got, b.done(), want)
+		}
+	}
+}

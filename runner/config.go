@@ -85,6 +85,11 @@ type Config struct {
 	// the wait for each of its messages; zero means no limit.
 	MultiLang        bool
 	MultiLangTimeout time.Duration
+	// MultiLangEmptyPages sends a processRecords for a GetRecords page
+	// with no records too, as the KCL does with
+	// callProcessRecordsEvenForEmptyRecordList (never for the empty last
+	// page of a closed shard: that is the shard end).
+	MultiLangEmptyPages bool
 	// The failure policy of every shard (Policy fields of the same names).
 	Backoff       Backoff
 	MaxRetries    int

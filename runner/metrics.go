@@ -75,6 +75,11 @@ type shardStats struct {
 	handlerCPU    atomic.Int64 // nanoseconds
 	childRestarts atomic.Int64 // MultiLang children stopped for a failure
 	hist          *histogram
+	// liveCPU reads the CPU time so far of the shard's running MultiLang
+	// child, which handlerCPU counts only once it is reaped; nil when none
+	// runs. liveMu makes the hand-over from one to the other atomic.
+	liveMu  sync.Mutex
+	liveCPU func() time.Duration
 }
 
 func (s *shardStats) release() { s.held.Store(false) }
@@ -158,6 +163,33 @@ func (s *shardStats) checkpointed() { s.checkpoints.Add(1) }
 // childRestart counts a MultiLang child stopped for a failure; the shard
 // restarts with a new one after a backoff.
 func (s *shardStats) childRestart() { s.childRestarts.Add(1) }
+
+// childRunning counts a long-lived handler's CPU while it runs, through
+// cpu; childReaped ends that with its exact total (its rusage).
+func (s *shardStats) childRunning(cpu func() time.Duration) {
+	s.liveMu.Lock()
+	s.liveCPU = cpu
+	s.liveMu.Unlock()
+}
+
+func (s *shardStats) childReaped(total time.Duration) {
+	s.liveMu.Lock()
+	s.liveCPU = nil
+	s.handlerCPU.Add(int64(total))
+	s.liveMu.Unlock()
+}
+
+// handlerCPUTime is the handlers' CPU time: the reaped ones' and a running
+// MultiLang child's so far.
+func (s *shardStats) handlerCPUTime() time.Duration {
+	s.liveMu.Lock()
+	defer s.liveMu.Unlock()
+	d := time.Duration(s.handlerCPU.Load())
+	if s.liveCPU != nil {
+		d += s.liveCPU()
+	}
+	return d
+}
 
 // snapshot copies the shards, sorted, for a consistent exposition.
 func (m *Metrics) snapshot() (app, stream, worker string, shards []*shardStats, lease leasecore.Stats, running int, haveLease bool) {

@@ -49,12 +49,15 @@ func (p *mlProcessor) Initialize(ctx context.Context, in InitializeInput) error 
 	}
 	env = append(append([]string(nil), env...),
 		"KCLTOOL_APP="+in.App, "KCLTOOL_STREAM="+in.Stream, "KCLTOOL_SHARD_ID="+in.ShardID, "KCLTOOL_WORKER_ID="+in.WorkerID)
-	c, err := startMLChild(h.Argv, h.Dir, env, p.r.log)
+	stats := p.r.stats
+	c, err := startMLChild(h.Argv, h.Dir, env, p.r.log, stats.childReaped)
 	if err != nil {
 		p.dead = err
-		p.r.stats.childRestart()
+		stats.childRestart()
 		return err
 	}
+	// The handler CPU metric counts the long-lived child while it runs.
+	stats.childRunning(c.cpuSoFar)
 	p.child, p.cur = c, in.Checkpoint
 	p.r.log.Info("started the MultiLang child", "pid", c.pgid)
 	_, err = p.exchange(ctx, newMLInitialize(in.ShardID, in.Checkpoint), mlInitialize, nil, false)
@@ -104,11 +107,23 @@ func (p *mlProcessor) ShardEnded(ctx context.Context, cp Checkpointer) error {
 	if p.dead != nil {
 		return fmt.Errorf("%w: %v", errChildGone, p.dead)
 	}
-	_, err := p.exchange(ctx, mlBareMsg{Action: mlShardEnded}, mlShardEnded, cp, true)
+	ended := false
+	watch := CheckpointFunc(func(ctx context.Context, at leasecore.SequenceNumber) error {
+		err := cp.Checkpoint(ctx, at)
+		ended = ended || (err == nil && at.IsShardEnd())
+		return err
+	})
+	_, err := p.exchange(ctx, mlBareMsg{Action: mlShardEnded}, mlShardEnded, watch, true)
 	if err != nil {
 		return err
 	}
 	p.stopChild(ctx, "shard ended")
+	if !ended {
+		// The shardRun reads the shard again with a new child after a
+		// backoff, as the KCL retries its shutdown task: count and say it.
+		p.r.stats.childRestart()
+		p.r.log.Warn("MultiLang child answered shardEnded without checkpointing SHARD_END; the shard is read again with a new child after a backoff")
+	}
 	return nil
 }
 
@@ -202,6 +217,8 @@ func (p *mlProcessor) exchange(ctx context.Context, msg any, action string, cp C
 			return written, nil
 		case m.Action == mlStatus:
 			return written, p.fail(action, fmt.Errorf("the child's status answers %q", m.ResponseFor))
+		case m.Action == mlInitialize || m.Action == mlProcessRecords || m.Action == mlLeaseLost || m.Action == mlShardEnded || m.Action == mlShutdownRequested || m.Action == mlRecord:
+			return written, p.fail(action, fmt.Errorf("unexpected action %q from the child (the daemon sends it, a child does not)", m.Action))
 		case m.Action != mlCheckpoint:
 			return written, p.fail(action, fmt.Errorf("unknown action %q from the child", m.Action))
 		}
@@ -247,9 +264,15 @@ func (p *mlProcessor) cancelled(ctx context.Context, action string) error {
 // KCL exception's simple class name for the reply ("" on success) and
 // whether a checkpoint was written.
 func (p *mlProcessor) checkpoint(ctx context.Context, req mlCheckpointReq, cp Checkpointer, atShardEnd bool) (string, bool) {
-	if p.lost || cp == nil {
-		// The KCL's checkpointer after a lost lease, or where it gives none.
-		p.r.log.Warn("MultiLang child asked for a checkpoint where none is accepted", "lost", p.lost)
+	switch {
+	case cp == nil:
+		// The MLD has no checkpointer during initialize and leaseLost and
+		// answers InvalidStateException (MultiLangProtocol.checkpoint).
+		p.r.log.Warn("MultiLang child asked for a checkpoint where none is accepted (initialize, leaseLost)")
+		return "InvalidStateException", false
+	case p.lost:
+		// The KCL's checkpointer once the lease is lost.
+		p.r.log.Warn("MultiLang child asked for a checkpoint after its lease was lost")
 		return "ShutdownException", false
 	}
 	var at leasecore.SequenceNumber

@@ -31,13 +31,19 @@ type mlChild struct {
 	// mu guards stdin's close against a write in flight.
 	mu     sync.Mutex
 	closed bool
+	// seenCPU is the most CPU time cpuSoFar has read, so that the figure
+	// never goes back (a read that fails, a child being reaped).
+	cpuMu   sync.Mutex
+	seenCPU time.Duration
 }
 
 // mlLineMax bounds one stdout line: a processRecords status is short, and a
 // child writing a line this long is broken.
 const mlLineMax = 16 << 20
 
-func startMLChild(argv []string, dir string, env []string, log *slog.Logger) (*mlChild, error) {
+// startMLChild starts the child; reaped gets its CPU time (its rusage, with
+// the processes it waited for) once it has exited and been reaped.
+func startMLChild(argv []string, dir string, env []string, log *slog.Logger, reaped func(cpu time.Duration)) (*mlChild, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir, cmd.Env = dir, env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -67,9 +73,24 @@ func startMLChild(argv []string, dir string, env []string, log *slog.Logger) (*m
 	go c.readLines(stdoutR)
 	go func() {
 		c.waitErr = cmd.Wait()
+		if ps := cmd.ProcessState; ps != nil && reaped != nil {
+			reaped(ps.UserTime() + ps.SystemTime())
+		}
 		close(c.exited)
 	}()
 	return c, nil
+}
+
+// cpuSoFar is the running child's CPU time so far, with the processes it
+// waited for, as the handler CPU metric counts it (where the system tells:
+// procCPU).
+func (c *mlChild) cpuSoFar() time.Duration {
+	c.cpuMu.Lock()
+	defer c.cpuMu.Unlock()
+	if d, ok := procCPU(c.pgid); ok && d > c.seenCPU {
+		c.seenCPU = d
+	}
+	return c.seenCPU
 }
 
 // readLines splits stdout into lines until EOF.

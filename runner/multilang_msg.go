@@ -37,21 +37,14 @@ type mlInitializeMsg struct {
 	SubSequenceNumber *int64  `json:"subSequenceNumber"`
 }
 
-// mlRecordMsg is JsonFriendlyRecord: not a Message, so its action comes
-// last (a getter after the fields, in Jackson's order).
-type mlRecordMsg struct {
-	Data                        string `json:"data"`
-	PartitionKey                string `json:"partitionKey"`
-	SequenceNumber              string `json:"sequenceNumber"`
-	ApproximateArrivalTimestamp int64  `json:"approximateArrivalTimestamp"`
-	SubSequenceNumber           int64  `json:"subSequenceNumber"`
-	Action                      string `json:"action"`
-}
-
+// mlProcessRecordsMsg is processRecords, written by appendTo rather than
+// encoding/json: it is one line of every record of a page, and the data
+// goes out as the base64 text it arrived in. Its record objects are
+// JsonFriendlyRecord: not a Message, so their action comes last (a getter
+// after the fields, in Jackson's order).
 type mlProcessRecordsMsg struct {
-	Action             string        `json:"action"`
-	Records            []mlRecordMsg `json:"records"`
-	MillisBehindLatest int64         `json:"millisBehindLatest"`
+	Records            []kinesisrec.Record
+	MillisBehindLatest int64
 }
 
 // mlBareMsg is leaseLost, shardEnded and shutdownRequested: no fields.
@@ -87,22 +80,52 @@ func newMLInitialize(shardID string, cp leasecore.SequenceNumber) mlInitializeMs
 }
 
 func newMLProcessRecords(records []kinesisrec.Record, millisBehind int64) mlProcessRecordsMsg {
-	out := make([]mlRecordMsg, len(records))
-	for i, r := range records {
-		data := r.Wire64()
-		if data == "" {
-			data = base64.StdEncoding.EncodeToString(r.Data)
+	return mlProcessRecordsMsg{Records: records, MillisBehindLatest: millisBehind}
+}
+
+// appendTo appends the message as its line, without the newline: what
+// encoding/json writes for the same fields, except that <, > and & stay as
+// they are (as Jackson writes them).
+func (m mlProcessRecordsMsg) appendTo(b []byte) []byte {
+	b = append(b, `{"action":"processRecords","records":[`...)
+	for i := range m.Records {
+		r := &m.Records[i]
+		if i > 0 {
+			b = append(b, ',')
 		}
+		b = append(b, `{"data":"`...)
+		if w := r.Wire64(); w != "" {
+			b = append(b, w...) // base64 already, and checked by decoding it
+		} else {
+			b = base64.StdEncoding.AppendEncode(b, r.Data)
+		}
+		b = append(b, `","partitionKey":`...)
+		b = appendJSONString(b, r.PartitionKey)
+		b = append(b, `,"sequenceNumber":`...)
+		b = appendJSONString(b, r.SequenceNumber)
+		b = append(b, `,"approximateArrivalTimestamp":`...)
 		var at int64
 		if !r.ApproximateArrivalTimestamp.IsZero() {
 			at = r.ApproximateArrivalTimestamp.UnixMilli()
 		}
-		out[i] = mlRecordMsg{
-			Action: mlRecord, Data: data, PartitionKey: r.PartitionKey, SequenceNumber: r.SequenceNumber,
-			ApproximateArrivalTimestamp: at, SubSequenceNumber: r.SubSequenceNumber,
-		}
+		b = strconv.AppendInt(b, at, 10)
+		b = append(b, `,"subSequenceNumber":`...)
+		b = strconv.AppendInt(b, r.SubSequenceNumber, 10)
+		b = append(b, `,"action":"record"}`...)
 	}
-	return mlProcessRecordsMsg{Action: mlProcessRecords, Records: out, MillisBehindLatest: millisBehind}
+	b = append(b, `],"millisBehindLatest":`...)
+	b = strconv.AppendInt(b, m.MillisBehindLatest, 10)
+	return append(b, '}')
+}
+
+// size is about how long appendTo's line is, to allocate it once.
+func (m mlProcessRecordsMsg) size() int {
+	n := 64
+	for i := range m.Records {
+		r := &m.Records[i]
+		n += 160 + len(r.PartitionKey) + len(r.SequenceNumber) + base64.StdEncoding.EncodedLen(len(r.Data))
+	}
+	return n
 }
 
 // mlCheckpointReply answers a checkpoint request; errClass "" is success.
@@ -116,6 +139,9 @@ func mlCheckpointReply(req mlCheckpointReq, errClass string) mlCheckpointMsg {
 
 // encodeML is one message as the line the child reads.
 func encodeML(m any) ([]byte, error) {
+	if pr, ok := m.(mlProcessRecordsMsg); ok {
+		return append(pr.appendTo(make([]byte, 0, pr.size())), '\n'), nil
+	}
 	b, err := json.Marshal(m)
 	if err != nil {
 		return nil, err

@@ -1,10 +1,15 @@
 package runner
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -132,6 +137,8 @@ func TestMultiLangCheckpointValidation(t *testing.T) {
 		want       string
 		written    *leasecore.SequenceNumber
 		writeFails error
+		// noCheckpointer: the exchange gives none (the MLD's null).
+		noCheckpointer bool
 	}{
 		{name: "null: the last record delivered", req: mlCheckpointReq{}, written: &leasecore.SequenceNumber{SequenceNumber: "300", SubSequenceNumber: 1}},
 		{name: "null at the shard end: SHARD_END", req: mlCheckpointReq{}, shardEnd: true, written: &leasecore.SequenceNumber{SequenceNumber: leasecore.SHARD_END}},
@@ -145,6 +152,7 @@ func TestMultiLangCheckpointValidation(t *testing.T) {
 		{name: "not a number", req: mlCheckpointReq{seq: str("abc")}, want: "IllegalArgumentException"},
 		{name: "a sentinel", req: mlCheckpointReq{seq: str("TRIM_HORIZON")}, want: "IllegalArgumentException"},
 		{name: "SHARD_END before the shard end", req: mlCheckpointReq{seq: str("SHARD_END")}, want: "IllegalArgumentException"},
+		{name: "no checkpointer (initialize, leaseLost)", req: mlCheckpointReq{}, noCheckpointer: true, want: "InvalidStateException"},
 		{name: "after leaseLost", req: mlCheckpointReq{}, lost: true, want: "ShutdownException"},
 		{name: "lease lost while writing", req: mlCheckpointReq{}, want: "ShutdownException", writeFails: leasecore.ErrLeaseLost},
 		{name: "lease table failing", req: mlCheckpointReq{}, want: "KinesisClientLibDependencyException", writeFails: errors.New("throttled")},
@@ -161,12 +169,78 @@ func TestMultiLangCheckpointValidation(t *testing.T) {
 			wrote = &at
 			return nil
 		})
-		class, ok := p.checkpoint(context.Background(), c.req, cp, c.shardEnd)
+		var given Checkpointer = cp
+		if c.noCheckpointer {
+			given = nil
+		}
+		class, ok := p.checkpoint(context.Background(), c.req, given, c.shardEnd)
 		if class != c.want || ok != (c.written != nil) {
 			t.Errorf("%s: reply error %q written %v, want %q %v", c.name, class, ok, c.want, c.written != nil)
 		}
 		if fmt.Sprint(wrote) != fmt.Sprint(c.written) {
 			t.Errorf("%s: wrote %v, want %v", c.name, wrote, c.written)
+		}
+	}
+}
+
+// processRecords is written by hand (appendTo): it must read back as what
+// encoding/json writes for the KCL's fields, whatever the partition keys
+// hold, with the data from its base64 wire text or encoded here.
+func TestMultiLangProcessRecordsEncoder(t *testing.T) {
+	type record struct { // JsonFriendlyRecord's fields, in Jackson's order
+		Data                        string `json:"data"`
+		PartitionKey                string `json:"partitionKey"`
+		SequenceNumber              string `json:"sequenceNumber"`
+		ApproximateArrivalTimestamp int64  `json:"approximateArrivalTimestamp"`
+		SubSequenceNumber           int64  `json:"subSequenceNumber"`
+		Action                      string `json:"action"`
+	}
+	type message struct {
+		Action             string   `json:"action"`
+		Records            []record `json:"records"`
+		MillisBehindLatest int64    `json:"millisBehindLatest"`
+	}
+	at := time.UnixMilli(1700000000123)
+	keys := []string{"plain", `q"uote`, `back\slash`, "tab\tnl\ncr\r", "\x00\x1f", "<html>&", "żółw 🐢", "bad\xffutf8", "\u2028", ""}
+	var recs []kinesisrec.Record
+	for i, k := range keys {
+		r := kinesisrec.Record{Data: []byte(k + "data"), PartitionKey: k, SequenceNumber: fmt.Sprint(4959000 + i), SubSequenceNumber: int64(i % 3)}
+		if i%2 == 0 {
+			r.ApproximateArrivalTimestamp = at
+			r.SetWire64(base64.StdEncoding.EncodeToString(r.Data))
+		}
+		recs = append(recs, r)
+	}
+	for _, rs := range [][]kinesisrec.Record{recs, nil} {
+		want := message{Action: "processRecords", Records: []record{}, MillisBehindLatest: 42}
+		for _, r := range rs {
+			var ms int64
+			if !r.ApproximateArrivalTimestamp.IsZero() {
+				ms = r.ApproximateArrivalTimestamp.UnixMilli()
+			}
+			want.Records = append(want.Records, record{base64.StdEncoding.EncodeToString(r.Data), strings.ToValidUTF8(r.PartitionKey, "\ufffd"), r.SequenceNumber, ms, r.SubSequenceNumber, "record"})
+		}
+		line, err := encodeML(newMLProcessRecords(rs, 42))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !json.Valid(line) || line[len(line)-1] != '\n' || bytes.Count(line, []byte("\n")) != 1 {
+			t.Fatalf("not one JSON line: %q", line)
+		}
+		var got message
+		if err := json.Unmarshal(line, &got); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("got  %+v\nwant %+v", got, want)
+		}
+		// The keys in Jackson's order: encoding/json's bytes once the
+		// escapes that differ (<, >, &, U+2028; U+FFFD for invalid UTF-8)
+		// are undone.
+		ref, _ := json.Marshal(want)
+		unescape := strings.NewReplacer(`\u003c`, "<", `\u003e`, ">", `\u0026`, "&", `\u2028`, "\u2028")
+		if unescape.Replace(string(ref))+"\n" != strings.ReplaceAll(string(line), `\ufffd`, "\ufffd") {
+			t.Errorf("bytes differ from encoding/json's:\n got %s\nwant %s", line, ref)
 		}
 	}
 }

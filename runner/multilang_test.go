@@ -95,7 +95,9 @@ func countEvents(lines []string, shard, what string) int {
 // released.
 func TestMultiLangConsumesWithOneChildPerShard(t *testing.T) {
 	s := newStack(t, 2)
-	cfg, su := mlConfig(t, s, "w1")
+	// Each child spends 300ms of CPU as it starts: the handler CPU metric
+	// counts it while the child runs.
+	cfg, su := mlConfig(t, s, "w1", "MLCHILD_BURN=300ms")
 	cfg.MaxRecords = 7 // several pages per shard
 	r := start(t, s, cfg)
 	for round := range 4 {
@@ -125,9 +127,20 @@ func TestMultiLangConsumesWithOneChildPerShard(t *testing.T) {
 		if n := countEvents(ev, shard, "processRecords"); n < 2 {
 			t.Errorf("%s: %d processRecords messages, want several (pages of 7)", shard, n)
 		}
+		if n := countEvents(ev, shard, "empty processRecords"); n != 0 {
+			t.Errorf("%s: %d empty processRecords without callProcessRecordsEvenForEmptyRecordList", shard, n)
+		}
+		if cpu := handlerCPU(t, cfg.Metrics, shard); cpu < 0.3 {
+			t.Errorf("%s: handler CPU %.3fs while the child runs, want its 0.3s at least", shard, cpu)
+		}
 	}
 	if err := r.stop(t); err != nil {
 		t.Fatal(err)
+	}
+	for shard := range last {
+		if cpu := handlerCPU(t, cfg.Metrics, shard); cpu < 0.3 {
+			t.Errorf("%s: handler CPU %.3fs once the child is reaped, want its 0.3s at least", shard, cpu)
+		}
 	}
 	ev = eventLines(t, su.events)
 	for shard := range last {
@@ -138,6 +151,50 @@ func TestMultiLangConsumesWithOneChildPerShard(t *testing.T) {
 	for key, l := range leases(t, s) {
 		if l.LeaseOwner != "" {
 			t.Errorf("%s still owned by %q after the stop", key, l.LeaseOwner)
+		}
+	}
+}
+
+// handlerCPU reads a shard's kcltool_shard_handler_cpu_seconds_total.
+func handlerCPU(t *testing.T, m *Metrics, shard string) float64 {
+	t.Helper()
+	var b bytes.Buffer
+	if err := m.WritePrometheus(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(b.String(), "\n") {
+		if strings.HasPrefix(line, "kcltool_shard_handler_cpu_seconds_total{") && strings.Contains(line, `shard="`+shard+`"`) {
+			var v float64
+			if _, err := fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &v); err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+	}
+	t.Fatalf("no handler CPU figure for %s:\n%s", shard, b.String())
+	return 0
+}
+
+// callProcessRecordsEvenForEmptyRecordList: every GetRecords page reaches
+// the child, the empty ones as "records":[] with millisBehindLatest, as
+// the KCL sends them; records still arrive once each, in order.
+func TestMultiLangEmptyPages(t *testing.T) {
+	s := newStack(t, 1)
+	cfg, su := mlConfig(t, s, "w1")
+	cfg.MultiLangEmptyPages = true
+	cfg.IdleBetweenReads = 100 * time.Millisecond
+	start(t, s, cfg)
+	s.put(t, func(k string) string { return k + ":0" }, keys("k", 5)...)
+	eventually(t, 30*time.Second, "5 records handled", func() bool { return len(readHandled(t, su.out)) >= 5 })
+	before := countEvents(eventLines(t, su.events), "", "empty processRecords")
+	eventually(t, 10*time.Second, "3 more empty pages at the tip", func() bool {
+		return countEvents(eventLines(t, su.events), "", "empty processRecords") >= before+3
+	})
+	checkExactlyOnceInOrder(t, readHandled(t, su.out), 5, 1)
+	ev := eventLines(t, su.events)
+	for _, l := range ev {
+		if strings.Contains(l, "malformed") {
+			t.Fatalf("an empty page was not sent as the KCL sends it: %s", l)
 		}
 	}
 }
@@ -168,8 +225,15 @@ func TestMultiLangShardEnd(t *testing.T) {
 	if countEvents(ev, "shardId-000000000000", "shardEnded") != 2 || countEvents(ev, "shardId-000000000000", "misbehave noshardend") != 1 {
 		t.Errorf("want two shardEnded (the first not checkpointed):\n%s", strings.Join(ev, "\n"))
 	}
-	if !strings.Contains(su.logs.String(), "did not checkpoint SHARD_END") {
+	if !strings.Contains(su.logs.String(), "did not checkpoint SHARD_END") || !strings.Contains(su.logs.String(), "answered shardEnded without checkpointing SHARD_END") {
 		t.Error("the log does not say the child did not checkpoint SHARD_END")
+	}
+	var metrics bytes.Buffer
+	if err := cfg.Metrics.WritePrometheus(&metrics); err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf(`kcltool_shard_multilang_child_restarts_total{app="%s",stream="%s",shard="shardId-000000000000"} 1`, s.table, s.stream); !strings.Contains(metrics.String(), want) {
+		t.Errorf("metrics lack %s", want)
 	}
 	// Records after the split: per key, the parent's before the children's.
 	got := readHandled(t, su.out)
@@ -195,6 +259,7 @@ func TestMultiLangMisbehavingChildren(t *testing.T) {
 		restarts  int
 	}{
 		{"unknown", `MultiLang child failed on processRecords: unknown action \"dance\"`, 1},
+		{"daemonaction", `MultiLang child failed on processRecords: unexpected action \"processRecords\" from the child`, 1},
 		{"silent", "MultiLang child failed on processRecords: no message from the child within 1.5s", 1},
 		{"exit", "MultiLang child failed on processRecords: the child closed its stdout before its status (handler exited with status 3)", 1},
 		{"garbage", "MultiLang child wrote a line that is not a message; skipped", 0},

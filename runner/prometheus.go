@@ -90,9 +90,9 @@ func (m *Metrics) WritePrometheus(w io.Writer) error {
 		}
 	}
 	const cpu = "kcltool_shard_handler_cpu_seconds_total"
-	p.family(cpu, "counter", "User and system CPU time of the handler processes, and of the processes they waited for.")
+	p.family(cpu, "counter", "User and system CPU time of the handler processes, and of the processes they waited for; a running MultiLang child's so far.")
 	for _, s := range shards {
-		p.sample(cpu, labels(s), time.Duration(s.handlerCPU.Load()).Seconds())
+		p.sample(cpu, labels(s), s.handlerCPUTime().Seconds())
 	}
 	const hist = "kcltool_shard_handler_duration_seconds"
 	p.family(hist, "histogram", "Handler run time.")

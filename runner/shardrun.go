@@ -199,7 +199,7 @@ func (r *shardRun) read(start leasecore.SequenceNumber) (err error) {
 	defer rd.Close()
 	pages := rd.Pages()
 
-	b := &batcher{size: cfg.BatchSize, window: cfg.BatchWindow, perPage: cfg.MultiLang}
+	b := &batcher{size: cfg.BatchSize, window: cfg.BatchWindow, perPage: cfg.MultiLang, emptyPages: cfg.MultiLang && cfg.MultiLangEmptyPages}
 	fetching := true
 	for {
 		now := r.w.clock.Now()

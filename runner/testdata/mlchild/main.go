@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 )
 
@@ -48,6 +49,7 @@ func main() {
 		}
 		if m.Action == "initialize" {
 			shard = m.ShardID
+			burn()
 		}
 		event(m.Action)
 		switch m.Action {
@@ -73,12 +75,23 @@ func processRecords(m msg) {
 		fmt.Fprintln(os.Stderr, "mlchild: records:", err)
 		os.Exit(2)
 	}
+	if len(recs) == 0 {
+		// An empty page (callProcessRecordsEvenForEmptyRecordList): the
+		// KCL sends "records":[] and the page's millisBehindLatest.
+		if string(m.Records) == "[]" && m.MillisBehnd != nil {
+			event("empty processRecords")
+		} else {
+			event("malformed empty processRecords " + string(m.Records))
+		}
+	}
 	switch {
 	case misbehave("garbage"):
 		fmt.Println("this line is not JSON")
 		fmt.Println(`{"action": broken`)
 	case misbehave("unknown"):
 		fmt.Println(`{"action":"dance"}`)
+	case misbehave("daemonaction"):
+		fmt.Println(`{"action":"processRecords","records":[],"millisBehindLatest":0}`)
 	case misbehave("silent"):
 		time.Sleep(time.Hour)
 	case misbehave("exit"):
@@ -140,6 +153,26 @@ func event(what string) {
 	}
 	fmt.Fprintf(f, "%s %s %d %s\n", os.Getenv("KCLTOOL_WORKER_ID"), shard, os.Getpid(), what)
 	f.Close()
+}
+
+// burn spends $MLCHILD_BURN of CPU time (a duration), for the tests of
+// the handler CPU metric.
+func burn() {
+	d, err := time.ParseDuration(os.Getenv("MLCHILD_BURN"))
+	if err != nil {
+		return
+	}
+	var ru syscall.Rusage
+	x := 0
+	for {
+		for i := 0; i < 1e6; i++ {
+			x += i
+		}
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		if time.Duration(ru.Utime.Nano()+ru.Stime.Nano()) >= d || x < 0 {
+			return
+		}
+	}
 }
 
 // misbehave reports whether this child should misbehave as mode now: the

@@ -1,0 +1,132 @@
+package cmd
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kcltool/kcltool/internal/emulator"
+)
+
+// TestBenchMultiLang is `make bench`'s figure for the MultiLangDaemon's
+// replacement: `kcltool run --properties` with maxRecords = 1000 and a
+// minimal MultiLang child in Go (testdata/mlbench, built here), which
+// checkpoints every processRecords, next to `run --exec 'cat >/dev/null'`
+// at batch size 1000 and vmware-go-kcl-v2 v1.0.0 reading pages of 1,000
+// with a no-op processor, on the run benchmark's stream (20 shards × 2,000
+// records), three rounds each, the best round of each counting. CPU is
+// kcltool's own and its handlers' (the MultiLang children's, read from
+// kcltool_shard_handler_cpu_seconds_total while they run), from a tenth
+// of the records to the end, as in TestBenchRun; a child starts once per
+// lease, so the start of the children that started inside that window
+// (the CPU each noted when it was ready) is taken out as start-up. The
+// goal: kcltool and its children together at most 0.5× the peer's CPU per
+// record, keeping pace with the stream. It only runs with KCLTOOL_BENCH=1.
+func TestBenchMultiLang(t *testing.T) {
+	if os.Getenv("KCLTOOL_BENCH") == "" {
+		t.Skip("benchmark: run with KCLTOOL_BENCH=1 (make bench)")
+	}
+	for _, kv := range emulator.Env(t) {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v) // for the in-process peer's SDK config
+	}
+	bin := kcltoolBinary(t)
+	dir := t.TempDir()
+	child := filepath.Join(dir, "mlbench")
+	if out, err := exec.Command("go", "build", "-o", child, "./testdata/mlbench").CombinedOutput(); err != nil {
+		t.Fatalf("go build mlbench: %v\n%s", err, out)
+	}
+	kin := emulator.Kinesis(t)
+	stream := newBenchStream(t, kin, "bench-ml", benchShards, benchRecordsByShard)
+	total := stream.total()
+	const (
+		ml   = "kcltool run --properties (maxRecords = 1000, a MultiLang child per shard)"
+		cat  = "kcltool run --batch-size 1000 --exec 'cat >/dev/null'"
+		peer = "vmware-go-kcl-v2 v1.0.0 (in-process no-op, pages of 1,000)"
+	)
+	var results []benchResult
+	var startup []float64 // the children's start-up taken out of each MultiLang round, per 100k records
+	for round := range 3 {
+		app := fmt.Sprintf("%s-ml-%d", stream.name, round)
+		props := filepath.Join(dir, fmt.Sprintf("app-%d.properties", round))
+		// As users write it for the MultiLangDaemon; endpoints and region
+		// come from the environment.
+		file := fmt.Sprintf("executableName = %s\napplicationName = %s\nstreamName = %s\ninitialPositionInStream = TRIM_HORIZON\n"+
+			"maxRecords = 1000\nAwsCredentialsProvider = DefaultCredentialsProvider\n", child, app, stream.name)
+		if err := os.WriteFile(props, []byte(file), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		starts := filepath.Join(dir, fmt.Sprintf("starts-%d", round))
+		t.Setenv("MLBENCH_STARTS", starts)
+		secs, cpu, window := benchKcltoolRun(t, bin, stream, app, fmt.Sprintf("kcltool run --properties, round %d", round+1), "--properties", props)
+		// A child starts once per lease, not per record: the start-up of
+		// the children that started inside the window comes out, as every
+		// contender's start-up does.
+		late, n := childStartup(t, starts, window)
+		cpu.children -= late
+		startup = append(startup, late/float64(total)*100000)
+		results = append(results, benchResult{ml, secs, cpu.total(), cpu.children})
+		t.Logf("multilang: %.2fs, %.2f CPU-s (children %.2f, after %.3f CPU-s of the start-up of %d of them)", secs, cpu.total(), cpu.children, late, n)
+		catApp := fmt.Sprintf("%s-k1000-%d", stream.name, round)
+		secs, cpu, _ = benchKcltoolRun(t, bin, stream, catApp, fmt.Sprintf("kcltool run --batch-size 1000, round %d", round+1),
+			"--app", catApp, "--stream", stream.name, "--initial-position", "TRIM_HORIZON", "--batch-size", "1000", "--exec", "cat >/dev/null")
+		results = append(results, benchResult{cat, secs, cpu.total(), cpu.children})
+		t.Logf("exec cat: %.2fs, %.2f CPU-s (handlers %.2f)", secs, cpu.total(), cpu.children)
+		s, c := benchPeerPages(t, stream.name, int64(total), round, 1000)
+		results = append(results, benchResult{peer, s, c, 0})
+		t.Logf("peer: %.2fs, %.2f CPU-s", s, c)
+	}
+	best := map[string]benchResult{}
+	for _, r := range results {
+		if b, ok := best[r.name]; !ok || r.cpu < b.cpu {
+			best[r.name] = r
+		}
+	}
+	per100k := func(cpu float64) float64 { return cpu / float64(total) * 100000 }
+	for _, name := range []string{ml, cat, peer} {
+		r := best[name]
+		split := ""
+		if name != peer {
+			split = fmt.Sprintf(" (kcltool itself %.3f, its handler processes %.3f)", per100k(r.cpu-r.handlers), per100k(r.handlers))
+		}
+		fmt.Printf("bench multilang-throughput: %s: %d records (%d shards) in %.2fs from start = %.0f records/s; %.3f CPU-seconds per 100k records after start-up%s\n",
+			name, total, stream.shards, r.secs, float64(total)/r.secs, per100k(r.cpu), split)
+	}
+	fmt.Printf("bench multilang-child-startup: taken out as start-up: %.3f, %.3f, %.3f CPU-seconds per 100k records (the children that started after the first tenth of the records)\n",
+		startup[0], startup[1], startup[2])
+	p := best[peer]
+	for _, name := range []string{ml, cat} {
+		r := best[name]
+		fmt.Printf("bench multilang-cpu-ratio: %s vs peer: %.2fx CPU per record with the handler processes (goal <= 0.50x), %.2fx for kcltool itself, %.2fx throughput\n",
+			name, r.cpu/p.cpu, (r.cpu-r.handlers)/p.cpu, p.secs/r.secs)
+	}
+}
+
+// childStartup sums, scaled as the window's figures are, the CPU time the
+// children that became ready inside the window spent on their start (the
+// lines testdata/mlbench notes: when it was ready, the CPU its start took),
+// and says how many they were.
+func childStartup(t *testing.T, path string, w benchWindow) (float64, int) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	n := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var at, ns int64
+		if _, err := fmt.Sscan(line, &at, &ns); err != nil {
+			t.Fatalf("%s: %q: %v", path, line, err)
+		}
+		if time.Unix(0, at).After(w.from) {
+			sum += time.Duration(ns).Seconds()
+			n++
+		}
+	}
+	return sum * w.scale, n
+}
