@@ -24,6 +24,17 @@ const (
 	// It outlives the parent's lease, which the cleanup deletes once the
 	// children have started.
 	AttrParentExpired = "kcltoolParentExpired"
+
+	// AttrTrimmed on a closed shard whose checkpoint was older than its
+	// trim horizon (Kinesis refused it), which kcltool run then read again
+	// from TRIM_HORIZON to its end: "<RFC 3339 time> <refused sequence
+	// number> <error>". The records between the checkpoint and the trim
+	// horizon were lost; the rest of the shard was not.
+	AttrTrimmed = "kcltoolTrimmed"
+	// AttrParentTrimmed on each child of such a shard, written with the
+	// children's leases at its SHARD_END: "<parent shard id> <RFC 3339
+	// time>". Like AttrParentExpired, it outlives the parent's lease.
+	AttrParentTrimmed = "kcltoolParentTrimmed"
 )
 
 // MarkExpired sets one of the attributes above on a lease, conditional on

@@ -46,6 +46,10 @@ type fetcher struct {
 	clock       leasecore.Clock
 	log         *slog.Logger
 	stats       *shardStats
+	// fromTrimHorizon starts the reading at TRIM_HORIZON instead of at
+	// start, which Kinesis refused as older than the trim horizon; records
+	// at or below start are still dropped (shardend.go, trimmedPosition).
+	fromTrimHorizon bool
 
 	iterator  *string
 	lastSeq   string    // last raw sequence number received
@@ -212,7 +216,7 @@ func (f *fetcher) newIterator(ctx context.Context) error {
 	switch cp := f.start.SequenceNumber; {
 	case f.lastSeq != "":
 		in.ShardIteratorType, in.StartingSequenceNumber = types.ShardIteratorTypeAfterSequenceNumber, aws.String(f.lastSeq)
-	case cp == leasecore.TRIM_HORIZON:
+	case cp == leasecore.TRIM_HORIZON, f.fromTrimHorizon:
 		in.ShardIteratorType = types.ShardIteratorTypeTrimHorizon
 	case cp == leasecore.LATEST:
 		in.ShardIteratorType = types.ShardIteratorTypeLatest

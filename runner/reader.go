@@ -45,6 +45,7 @@ func (r *shardRun) startPolling(start leasecore.SequenceNumber, hr leasecore.Has
 	// expired, and retrying cannot bring it back (shardend.go).
 	fetchCtx, stopFetch := context.WithCancelCause(r.ctx)
 	f := newFetcher(expiryWatch{KinesisAPI: r.w.kin, expired: stopFetch}, r.stream, r.shardID, start, r.w.cfg, hr, r.stats, r.log)
+	f.fromTrimHorizon = r.fromTrimHorizon
 	p := &pollingReader{pages: make(chan page, 1), fetched: make(chan struct{}), ctx: fetchCtx, stop: stopFetch}
 	go func() {
 		defer close(p.fetched)

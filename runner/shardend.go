@@ -48,26 +48,69 @@ func (r *shardRun) shardEnd(children []types.ChildShard) error {
 // so that the children's parent check passes in KCL workers too and the
 // cleanup deletes it the usual way), and both carry a mark doctor reports.
 //
-// A checkpoint older than the shard's trim horizon (GetShardIterator at it
-// answers InvalidArgumentException, expiredPosition) is the same loss seen
-// earlier: for a closed shard it is finished the same way. An open shard is
-// not skipped: the KCL retries it for ever (it ends a shard only on
-// ResourceNotFound), and so does kcltool, logging the fix, since skipping
-// an open shard's data is for its operator to decide (checkpoint reset).
+// A refused position (a checkpoint older than the trim horizon) is not
+// that: the shard's records from the trim horizon on are still there
+// (trimmedPosition).
 func (r *shardRun) finishExpired(cause error) error {
-	position := expiredPosition(cause)
-	if !position {
-		r.log.Warn("shard data expired before it was read to its end: finishing it at SHARD_END and starting its children from TRIM_HORIZON; records not read in time are lost", "err", cause)
+	if seq, ok := refusedSeq(cause); ok {
+		if err := r.trimmedPosition(cause, seq); !errors.Is(err, errNotListed) {
+			return err
+		}
 	}
-	children, err := r.awaitChildren(func() ([]types.ChildShard, bool, error) { return r.expiredChildren(position) })
+	r.log.Warn("shard data expired before it was read to its end: finishing it at SHARD_END and starting its children from TRIM_HORIZON; records not read in time are lost", "err", cause)
+	children, err := r.awaitChildren(r.expiredChildren)
 	if err != nil {
 		return err
 	}
-	if position {
-		r.log.Warn("closed shard's checkpoint is older than its trim horizon (Kinesis refuses the position): finishing it at SHARD_END and starting its children from TRIM_HORIZON, as for an expired shard; its records after the checkpoint are not read",
-			"checkpoint", r.lease.Checkpoint.SequenceNumber, "err", cause)
-	}
 	return r.finish(children, cause)
+}
+
+// errReadFromTrimHorizon: the run reads the shard again at once, from
+// TRIM_HORIZON (shardRun.run).
+var errReadFromTrimHorizon = errors.New("the shard's checkpoint is older than its trim horizon: reading it from TRIM_HORIZON")
+
+// errNotListed: the shard whose position was refused is not listed either.
+var errNotListed = errors.New("the shard is no longer listed")
+
+// trimmedPosition handles a position seq of the shard that GetShardIterator
+// refused as older than the trim horizon (InvalidArgumentException). The
+// records between seq and the trim horizon are lost, but the shard's
+// records from the trim horizon on are still readable, and its children
+// must not start before they are handled, or each key's order breaks.
+//
+//   - A closed shard is marked (reshard.AttrTrimmed), the loss is logged at
+//     warn, and it is read again from TRIM_HORIZON (records at or below its
+//     checkpoint still dropped) to its end, where it is finished the usual
+//     way, its children's leases marked (reshard.AttrParentTrimmed).
+//   - An open shard is not skipped: the KCL retries it for ever (it ends a
+//     shard only on ResourceNotFound), and so does kcltool, logging the fix
+//     at error. The same answer comes for a sequence number of another
+//     stream (a stream deleted and created again under the table's stream
+//     name), where reading on from its oldest record is for its operator
+//     to decide (checkpoint reset); a closed parent cannot wait that way
+//     without its children waiting too.
+//   - A shard no longer listed is finished as an expired one (errNotListed).
+func (r *shardRun) trimmedPosition(cause error, seq string) error {
+	g, err := r.listing()
+	if err != nil {
+		return fmt.Errorf("Kinesis refused the position %s as older than the shard's trim horizon, and listing the shards to tell whether it is closed failed: %w", seq, err)
+	}
+	n, listed := g.Node(r.shardID)
+	switch {
+	case !listed:
+		return errNotListed
+	case n.Open:
+		return fmt.Errorf("%w: the checkpoint %s is older than the open shard's trim horizon; as the KCL does, the shard is not skipped and its reads are retried: to read it from its oldest record, stop the workers and run kcltool checkpoint reset --table %s --stream %s --shard %s --to trim-horizon --execute", errReadAgain, seq, r.w.table.Name, streamLabel(r.stream), r.key)
+	}
+	now := r.w.clock.Now().UTC().Format(time.RFC3339)
+	ctx := leasecore.WithCapacityOp(r.ctx, leasecore.OpShardSync)
+	if err := reshard.MarkExpired(ctx, r.w.ddb, r.w.table, r.key, reshard.AttrTrimmed, now+" "+seq+" "+cause.Error()); err != nil {
+		return err
+	}
+	r.trimmed = true
+	r.log.Warn("closed shard's checkpoint is older than its trim horizon (Kinesis refuses the position): the records between the checkpoint and the trim horizon are lost; reading the shard again from TRIM_HORIZON to its end, then its children",
+		"checkpoint", seq, "err", cause)
+	return errReadFromTrimHorizon
 }
 
 // finish writes the children's leases, then SHARD_END. expired, when set,
@@ -131,16 +174,23 @@ func (r *shardRun) writeChildren(children []types.ChildShard, expired error) err
 		}
 		r.log.Info("created the child shards' leases", "children", keys)
 	}
-	if expired == nil {
+	attr := reshard.AttrParentExpired
+	switch {
+	case expired != nil:
+	case r.trimmed || r.lease.Extra[reshard.AttrTrimmed] != nil:
+		// Read again from its trim horizon, in this holding or an earlier
+		// one: the children say so after the parent's lease is cleaned up.
+		attr = reshard.AttrParentTrimmed
+	default:
 		return nil
 	}
 	for _, l := range res.Created {
-		if err := reshard.MarkExpired(ctx, r.w.ddb, r.w.table, l.LeaseKey, reshard.AttrParentExpired, r.shardID+" "+now); err != nil {
+		if err := reshard.MarkExpired(ctx, r.w.ddb, r.w.table, l.LeaseKey, attr, r.shardID+" "+now); err != nil {
 			return err
 		}
 	}
 	for _, key := range res.Existing {
-		if err := reshard.MarkExpired(ctx, r.w.ddb, r.w.table, key, reshard.AttrParentExpired, r.shardID+" "+now); err != nil {
+		if err := reshard.MarkExpired(ctx, r.w.ddb, r.w.table, key, attr, r.shardID+" "+now); err != nil {
 			return err
 		}
 	}
@@ -200,7 +250,7 @@ func (r *shardRun) closedChildren() ([]types.ChildShard, bool, error) {
 // (possibly none: they expired too). A shard still listed must be closed
 // with its children listed; one still open is read again, since Kinesis
 // does not expire open shards.
-func (r *shardRun) expiredChildren(position bool) ([]types.ChildShard, bool, error) {
+func (r *shardRun) expiredChildren() ([]types.ChildShard, bool, error) {
 	g, err := r.listing()
 	if err != nil {
 		return nil, false, err
@@ -210,8 +260,6 @@ func (r *shardRun) expiredChildren(position bool) ([]types.ChildShard, bool, err
 	switch {
 	case !listed:
 		return children, true, nil
-	case n.Open && position:
-		return nil, false, fmt.Errorf("%w: the checkpoint %s is older than the open shard's trim horizon; as the KCL does, the shard is not skipped and its reads are retried: to read it from its oldest record, stop the workers and run kcltool checkpoint reset --table %s --stream %s --shard %s --to trim-horizon --execute", errReadAgain, r.lease.Checkpoint.SequenceNumber, r.w.table.Name, streamLabel(r.stream), r.key)
 	case n.Open:
 		return nil, false, fmt.Errorf("%w: Kinesis lists it as open although it answered ResourceNotFound", errReadAgain)
 	}
@@ -264,6 +312,7 @@ type expiredError struct {
 	op       string
 	err      error
 	position bool
+	seq      string // the refused position
 }
 
 func (e *expiredError) Error() string { return e.op + ": " + e.err.Error() }
@@ -272,7 +321,7 @@ func (e *expiredError) Unwrap() error { return e.err }
 func (w expiryWatch) GetShardIterator(ctx context.Context, in *kinesis.GetShardIteratorInput, opts ...func(*kinesis.Options)) (*kinesis.GetShardIteratorOutput, error) {
 	out, err := w.KinesisAPI.GetShardIterator(ctx, in, opts...)
 	if refusedPosition(in, err) {
-		w.expired(&expiredError{op: "GetShardIterator", err: err, position: true})
+		w.expired(&expiredError{op: "GetShardIterator", err: err, position: true, seq: aws.ToString(in.StartingSequenceNumber)})
 	}
 	w.check("GetShardIterator", err)
 	return out, err
@@ -291,10 +340,13 @@ func refusedPosition(in *kinesis.GetShardIteratorInput, err error) bool {
 	return in.ShardIteratorType == types.ShardIteratorTypeAtSequenceNumber || in.ShardIteratorType == types.ShardIteratorTypeAfterSequenceNumber
 }
 
-// expiredPosition reports a fetch stopped by a refused position.
-func expiredPosition(cause error) bool {
+// refusedSeq returns the position whose refusal stopped a fetch.
+func refusedSeq(cause error) (string, bool) {
 	var e *expiredError
-	return errors.As(cause, &e) && e.position
+	if errors.As(cause, &e) && e.position {
+		return e.seq, true
+	}
+	return "", false
 }
 
 func (w expiryWatch) GetRecords(ctx context.Context, in *kinesis.GetRecordsInput, opts ...func(*kinesis.Options)) (*kinesis.GetRecordsOutput, error) {

@@ -45,6 +45,12 @@ type shardRun struct {
 	proc      RecordProcessor
 	procReady bool
 	readFrom  leasecore.SequenceNumber
+
+	// fromTrimHorizon: the next reading starts at TRIM_HORIZON, because
+	// Kinesis refused the checkpoint of this closed shard as older than
+	// its trim horizon; trimmed: that happened during this holding, so the
+	// children are marked at SHARD_END (shardend.go, trimmedPosition).
+	fromTrimHorizon, trimmed bool
 }
 
 func newShardRun(w *Worker, l leasecore.Lease, tenure uint64, prev <-chan struct{}) *shardRun {
@@ -86,16 +92,29 @@ func (r *shardRun) run() {
 		return
 	}
 	for attempt := 1; ; attempt++ {
-		r.log.Info("reading shard", "checkpoint", start.SequenceNumber, "subSequence", start.SubSequenceNumber)
+		if r.fromTrimHorizon {
+			r.log.Info("reading shard from TRIM_HORIZON", "checkpoint", start.SequenceNumber, "subSequence", start.SubSequenceNumber)
+		} else {
+			r.log.Info("reading shard", "checkpoint", start.SequenceNumber, "subSequence", start.SubSequenceNumber)
+		}
 		err := r.read(start)
 		if err == nil || r.over(err) {
 			r.endErr = err
 			return
 		}
-		delay := Backoff{}.Delay(attempt, rand.Float64)
-		r.log.Error("shard processing failed; restarting from the lease's checkpoint", "err", err, "in", delay)
-		if r.sleep(delay) != nil {
-			return
+		if errors.Is(err, errReadFromTrimHorizon) {
+			// Not a failure: read again at once, from the lease's
+			// checkpoint as it is now (it may have moved during this
+			// reading), starting at TRIM_HORIZON.
+			r.fromTrimHorizon, attempt = true, 0
+		} else {
+			// A checkpoint written since is readable again at itself.
+			r.fromTrimHorizon = false
+			delay := Backoff{}.Delay(attempt, rand.Float64)
+			r.log.Error("shard processing failed; restarting from the lease's checkpoint", "err", err, "in", delay)
+			if r.sleep(delay) != nil {
+				return
+			}
 		}
 		l, found, err := leasecore.GetLease(r.ctx, r.w.ddb, r.w.cfg.Table, r.key, true)
 		switch {
