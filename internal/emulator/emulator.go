@@ -26,6 +26,8 @@ type server struct {
 	endpoint string
 	cmd      *exec.Cmd
 	log      *bytes.Buffer
+	exited   chan struct{} // closed once the process has been waited for
+	stopping bool          // set under mu by StopAll, so its exit is expected
 }
 
 var (
@@ -208,7 +210,23 @@ func launch(name string) (*server, error) {
 			return nil, fmt.Errorf("emulator: %s did not start: %v\n%s", name, err, log.String())
 		}
 	}
-	return &server{name: name, endpoint: "http://127.0.0.1:" + strconv.Itoa(port), cmd: cmd, log: log}, nil
+	s := &server{name: name, endpoint: "http://127.0.0.1:" + strconv.Itoa(port), cmd: cmd, log: log, exited: make(chan struct{})}
+	go s.watch()
+	return s, nil
+}
+
+// watch reports a server that dies while tests still use it. Every later
+// test then fails with "connection refused", which names neither the server
+// nor why; its exit status and own output do.
+func (s *server) watch() {
+	err := s.cmd.Wait()
+	close(s.exited)
+	mu.Lock()
+	expected := s.stopping
+	mu.Unlock()
+	if !expected {
+		fmt.Fprintf(os.Stderr, "emulator: %s (pid %d) exited while tests were using it: %v\n%s\n", s.name, s.cmd.Process.Pid, err, s.log.String())
+	}
 }
 
 // Pdeathsig is delivered when the OS thread that forked the server exits,
@@ -245,14 +263,13 @@ func StopAll() {
 	mu.Lock()
 	defer mu.Unlock()
 	for name, s := range servers {
+		s.stopping = true
 		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = s.cmd.Wait(); close(done) }()
 		select {
-		case <-done:
+		case <-s.exited:
 		case <-time.After(3 * time.Second):
 			_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
-			<-done
+			<-s.exited
 		}
 		delete(servers, name)
 	}
