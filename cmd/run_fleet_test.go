@@ -169,7 +169,17 @@ func runFleetScenario(t *testing.T, s e2eStack, out string, args func(id string)
 	emulator.MergeShards(t, s.kin, s.stream, "shardId-000000000002", "shardId-000000000003")
 	produce(5)
 
-	eventuallyE2E(t, 20*time.Second, "B to read a shard before it is killed", func() bool { return s.reading(t)["B"] > 0 })
+	// B must have handled a batch, not only started reading, before the
+	// kill: the test checks below that every worker had a share, and under
+	// load B's first handler could still be running here.
+	eventuallyE2E(t, 20*time.Second, "B to handle a batch before it is killed", func() bool {
+		for _, hb := range readBatches(t, out) {
+			if hb.worker == "B" && len(hb.records) > 0 {
+				return true
+			}
+		}
+		return false
+	})
 	b.signal(t, syscall.SIGKILL)
 	b.exitCode(t, 10*time.Second)
 	produce(5)
