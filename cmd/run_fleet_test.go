@@ -103,6 +103,22 @@ func readBatches(t *testing.T, path string) []handledBatch {
 	return out
 }
 
+// readBatchesLocked reads the batches under the handlers' lock, so that no
+// batch is half written while it is read.
+func readBatchesLocked(t *testing.T, path string) []handledBatch {
+	t.Helper()
+	l, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := syscall.Flock(int(l.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Flock(int(l.Fd()), syscall.LOCK_UN)
+	return readBatches(t, path)
+}
+
 func distinctRecords(batches []handledBatch) int {
 	seen := map[string]bool{}
 	for _, b := range batches {
@@ -173,7 +189,7 @@ func runFleetScenario(t *testing.T, s e2eStack, out string, args func(id string)
 	// kill: the test checks below that every worker had a share, and under
 	// load B's first handler could still be running here.
 	eventuallyE2E(t, 20*time.Second, "B to handle a batch before it is killed", func() bool {
-		for _, hb := range readBatches(t, out) {
+		for _, hb := range readBatchesLocked(t, out) {
 			if hb.worker == "B" && len(hb.records) > 0 {
 				return true
 			}
@@ -190,7 +206,7 @@ func runFleetScenario(t *testing.T, s e2eStack, out string, args func(id string)
 
 	want := len(keys) * rounds
 	eventuallyE2E(t, drain, fmt.Sprintf("all %d records handled", want), func() bool {
-		return distinctRecords(readBatches(t, out)) == want
+		return distinctRecords(readBatchesLocked(t, out)) == want
 	})
 	a.signal(t, syscall.SIGTERM)
 	c.signal(t, syscall.SIGTERM)
