@@ -91,7 +91,7 @@ type Stats struct {
 	Requests, Throttled map[string]int64
 	// ReadUnitsByOp and WriteUnitsByOp split the units by operation.
 	ReadUnitsByOp, WriteUnitsByOp map[string]float64
-	ConditionFailed             int64
+	ConditionFailed               int64
 }
 
 // New returns an empty table.

@@ -178,18 +178,25 @@ func (f *Fleet) Run(d time.Duration, until func() bool) (time.Duration, bool) {
 	}
 }
 
-// startOffsets spreads the workers' start over one KCL taker interval, as
-// a fleet started by hand or by a rolling deploy would be.
+// StartSpread is how far apart the workers of a fleet start: spread, so
+// their scans are not in lock step, but within the failover time less a
+// renew interval, so no worker sees the leases of one not started yet
+// expire (the table is seeded as the fleet's own; a worker starting later
+// than that would find its leases taken, as it should, and the fleet would
+// spend the first minutes rebalancing).
+const StartSpread = 6 * time.Second
+
+// startOffsets draws the workers' start times.
 func (f *Fleet) startOffsets(ids []string) []time.Duration {
 	rng := rand.New(rand.NewPCG(f.seed, 99))
 	out := make([]time.Duration, len(ids))
 	for i := range ids {
-		out[i] = time.Duration(rng.Int64N(int64(20 * time.Second)))
+		out[i] = time.Duration(rng.Int64N(int64(StartSpread)))
 	}
 	return out
 }
 
-// StartAll starts the workers at spread-out times within the next 20s and
+// StartAll starts the workers at spread-out times within StartSpread and
 // runs until the last has started.
 func (f *Fleet) StartAll(ids []string) {
 	offs := f.startOffsets(ids)

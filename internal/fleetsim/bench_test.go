@@ -1,0 +1,75 @@
+package fleetsim
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestBenchFleet is `make bench`'s fleet-scale figure (issue 17): for each
+// grid point, kcltool's coordinators and the port of KCL 2.x on the same
+// model table, ten simulated minutes of steady state, a crash and a join.
+// KCLTOOL_BENCH_FLEET=64x2,1000x10 picks points; KCLTOOL_BENCH_STEADY a
+// shorter window.
+func TestBenchFleet(t *testing.T) {
+	if os.Getenv("KCLTOOL_BENCH") == "" {
+		t.Skip("benchmark: run with KCLTOOL_BENCH=1 (make bench)")
+	}
+	grid := []Point{{64, 2}, {1000, 10}, {1000, 100}, {10000, 10}, {10000, 100}}
+	if v := os.Getenv("KCLTOOL_BENCH_FLEET"); v != "" {
+		grid = nil
+		for _, s := range strings.Split(v, ",") {
+			l, w, _ := strings.Cut(s, "x")
+			ln, err1 := strconv.Atoi(l)
+			wn, err2 := strconv.Atoi(w)
+			if err1 != nil || err2 != nil {
+				t.Fatalf("KCLTOOL_BENCH_FLEET: %q", s)
+			}
+			grid = append(grid, Point{ln, wn})
+		}
+	}
+	o := Options{}
+	if v := os.Getenv("KCLTOOL_BENCH_STEADY"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Steady = d
+	}
+	start := time.Now()
+	for _, p := range grid {
+		ours := timed(t, KCLTool, p, o)
+		kcl := timed(t, KCL2, p, o)
+		printPoint(ours, kcl)
+	}
+	fmt.Printf("bench fleet: grid done in %s wall\n", time.Since(start).Round(time.Second))
+}
+
+func timed(t *testing.T, e Engine, p Point, o Options) Result {
+	start := time.Now()
+	r := measure(t, e, p, o)
+	r.Wall = time.Since(start)
+	return r
+}
+
+func printPoint(ours, kcl Result) {
+	p := ours.Point
+	join := func(r Result) string {
+		s := r.Join.Round(time.Second).String()
+		if r.JoinExtrapolated {
+			s = fmt.Sprintf("~%s (extrapolated from %d/%d)", s, r.JoinGained, r.Fair)
+		}
+		return s
+	}
+	fmt.Printf("bench fleet %s: units/lease/min read %.3f + write %.3f = %.3f; KCL 2.x %.3f + %.3f = %.3f; ratio %.3f (steady %s)\n",
+		p, ours.ReadPerLeaseMin, ours.WritePerLeaseMin, ours.Total(), kcl.ReadPerLeaseMin, kcl.WritePerLeaseMin, kcl.Total(),
+		ours.Total()/kcl.Total(), ours.Steady)
+	fmt.Printf("bench fleet %s: moves/min %.2f (KCL 2.x %.2f); peak read units/s %.1f (KCL 2.x %.1f)\n",
+		p, ours.MovesPerMin, kcl.MovesPerMin, ours.PeakReadPerSec, kcl.PeakReadPerSec)
+	fmt.Printf("bench fleet %s: crash takeover %s (KCL 2.x %s); join to fair share %d: %s (KCL 2.x %s); wall %s + %s\n",
+		p, ours.Takeover.Round(100*time.Millisecond), kcl.Takeover.Round(100*time.Millisecond), ours.Fair, join(ours), join(kcl),
+		ours.Wall.Round(100*time.Millisecond), kcl.Wall.Round(100*time.Millisecond))
+}
