@@ -149,6 +149,27 @@ func (m *Model) SetCapacity(read, write float64) {
 	m.write.set(write, now)
 }
 
+// SetOtherTraffic adds the table's other traffic from now on: requests of
+// one unit each, arriving evenly at read and write per second, served or
+// throttled like the lease protocol's own (checkpoints of the fleet's
+// handlers, an operator's scripts). They only take capacity: they change no
+// item and are not in Stats but in OtherTraffic.
+func (m *Model) SetOtherTraffic(read, write float64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.clock.Now()
+	m.read.loadRate, m.read.loadNext = read, now
+	m.write.loadRate, m.write.loadNext = write, now
+}
+
+// OtherTraffic reports how many of the other traffic's requests were served
+// and throttled.
+func (m *Model) OtherTraffic() (readServed, readThrottled, writeServed, writeThrottled int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.read.loadServed, m.read.loadRejected, m.write.loadServed, m.write.loadRejected
+}
+
 // OwnerCounts returns how many items have each leaseOwner ("" for none).
 func (m *Model) OwnerCounts() map[string]int {
 	m.mu.Lock()
@@ -219,6 +240,12 @@ func conditionFailed(old map[string]types.AttributeValue, rv types.ReturnValuesO
 type bucket struct {
 	rate, tokens float64
 	at           time.Time
+	// other traffic on the table (see Model.SetOtherTraffic): one-unit
+	// requests arriving evenly at loadRate per second, each admitted or
+	// throttled like any request, never retried.
+	loadRate                 float64
+	loadNext                 time.Time
+	loadServed, loadRejected int64
 }
 
 func newBucket(rate, seconds float64, now time.Time) bucket {
@@ -226,25 +253,38 @@ func newBucket(rate, seconds float64, now time.Time) bucket {
 }
 
 func (b *bucket) refill(now time.Time) {
-	if b.rate <= 0 {
+	if b.rate <= 0 || !now.After(b.at) {
 		return
 	}
-	if dt := now.Sub(b.at).Seconds(); dt > 0 {
-		b.tokens = min(b.tokens+dt*b.rate, b.rate*BurstSeconds)
-	}
+	b.tokens = min(b.tokens+now.Sub(b.at).Seconds()*b.rate, b.rate*BurstSeconds)
 	b.at = now
 }
 
 func (b *bucket) set(rate float64, now time.Time) {
 	b.refill(now)
+	b.at = now // an on-demand table accrues nothing: the new rate counts from now
 	b.rate = rate
 	b.tokens = min(b.tokens, rate*BurstSeconds)
 }
 
-// admit reports whether a request may run now.
+// admit reports whether a request may run now, after the other traffic
+// that arrived before it has had its turn.
 func (b *bucket) admit(now time.Time) bool {
 	if b.rate <= 0 {
 		return true
+	}
+	if b.loadRate > 0 {
+		step := time.Duration(float64(time.Second) / b.loadRate)
+		for !b.loadNext.After(now) {
+			b.refill(b.loadNext)
+			if b.tokens > 0 {
+				b.tokens--
+				b.loadServed++
+			} else {
+				b.loadRejected++
+			}
+			b.loadNext = b.loadNext.Add(step)
+		}
 	}
 	b.refill(now)
 	return b.tokens > 0

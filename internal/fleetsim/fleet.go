@@ -41,7 +41,11 @@ const Table = "fleet-leases"
 type worker interface {
 	Held() int
 	Moves() int64 // leases taken or stolen so far
-	crash()       // stop as a killed process stops: no release, no writes
+	Lost() int64  // leases it held and lost (not renewed in time, or taken)
+	// Throttled counts lease-table calls answered with a throttle, as the
+	// worker's own metrics count them.
+	Throttled() int64
+	crash() // stop as a killed process stops: no release, no writes
 }
 
 // Fleet is a model table and the workers on it.
@@ -139,6 +143,21 @@ func (f *Fleet) Moves() int64 {
 	var n int64
 	for _, w := range f.workers {
 		n += w.Moves()
+	}
+	return n
+}
+
+// Lost and Throttled sum the workers' counters.
+func (f *Fleet) Lost() (n int64) {
+	for _, w := range f.workers {
+		n += w.Lost()
+	}
+	return n
+}
+
+func (f *Fleet) Throttled() (n int64) {
+	for _, w := range f.workers {
+		n += w.Throttled()
 	}
 	return n
 }

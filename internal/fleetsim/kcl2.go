@@ -71,6 +71,9 @@ type kcl2Worker struct {
 	isLeader func(id string) bool
 	moves    atomic.Int64
 	lost     atomic.Int64
+	// throttled counts throttled calls, as KCL's metrics would show them
+	// (its ProvisionedThroughputException logs and failed operations).
+	throttled atomic.Int64
 }
 
 type api interface {
@@ -98,9 +101,10 @@ const (
 
 func startKCL2(ctx context.Context, a api, table, id string, clock leasecore.Clock, seed uint64, isLeader func(string) bool) *kcl2Worker {
 	failover := leasecore.DefaultFailoverTime
-	w := &kcl2Worker{id: id, api: a, table: table, clock: clock, rng: rand.New(rand.NewPCG(seed, 17)),
+	w := &kcl2Worker{id: id, table: table, clock: clock, rng: rand.New(rand.NewPCG(seed, 17)),
 		failover: failover, renewEvery: failover/3 - kclEpsilon, takerEvery: 2 * (failover + kclEpsilon),
 		held: map[string]*kcl2Held{}, all: map[string]*kcl2Seen{}, isLeader: isLeader}
+	w.api = countThrottles{a, &w.throttled}
 	ctx, w.cancel = context.WithCancel(ctx)
 	w.done.Add(3)
 	go func() {
@@ -115,8 +119,10 @@ func startKCL2(ctx context.Context, a api, table, id string, clock leasecore.Clo
 	return w
 }
 
-func (w *kcl2Worker) crash()       { w.cancel(); w.done.Wait() }
-func (w *kcl2Worker) Moves() int64 { return w.moves.Load() }
+func (w *kcl2Worker) crash()           { w.cancel(); w.done.Wait() }
+func (w *kcl2Worker) Moves() int64     { return w.moves.Load() }
+func (w *kcl2Worker) Lost() int64      { return w.lost.Load() }
+func (w *kcl2Worker) Throttled() int64 { return w.throttled.Load() }
 
 func (w *kcl2Worker) Held() int {
 	now := w.clock.Now()
@@ -465,4 +471,34 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// countThrottles counts the throttled answers of a worker's calls.
+type countThrottles struct {
+	api
+	n *atomic.Int64
+}
+
+func (c countThrottles) note(err error) {
+	if awserr.Throttled(err) {
+		c.n.Add(1)
+	}
+}
+
+func (c countThrottles) Scan(ctx context.Context, in *dynamodb.ScanInput, o ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	out, err := c.api.Scan(ctx, in, o...)
+	c.note(err)
+	return out, err
+}
+
+func (c countThrottles) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	out, err := c.api.GetItem(ctx, in, o...)
+	c.note(err)
+	return out, err
+}
+
+func (c countThrottles) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	out, err := c.api.UpdateItem(ctx, in, o...)
+	c.note(err)
+	return out, err
 }

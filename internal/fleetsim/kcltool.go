@@ -56,7 +56,8 @@ func (w *kcltoolWorker) Moves() int64 {
 	return s.Taken + s.Stolen
 }
 
-func (w *kcltoolWorker) Stats() leasecore.Stats { return w.c.Stats() }
+func (w *kcltoolWorker) Lost() int64      { return w.c.Stats().Lost }
+func (w *kcltoolWorker) Throttled() int64 { return w.c.Stats().Throttled }
 
 func (w *kcltoolWorker) crash() {
 	w.cancel()

@@ -132,3 +132,57 @@ func Measure(engine Engine, p Point, o Options) Result {
 	res.Wall = time.Since(wall)
 	return res
 }
+
+// Limits is a provisioned table's capacity for MeasureThrottled.
+type Limits struct {
+	ReadCapacity, WriteCapacity float64 // units per second
+	// OtherWrites and OtherReads are the table's other traffic, in one-unit
+	// requests per second (ddbmodel.Model.SetOtherTraffic): the handlers'
+	// checkpoints and anything else that shares the table.
+	OtherReads, OtherWrites float64
+}
+
+// ThrottleResult is what a fleet did on a table too small for its demand.
+type ThrottleResult struct {
+	Engine Engine
+	Point  Point
+	Limits Limits
+	Window time.Duration
+	// Lost, Moves: leases lost by the workers holding them, and takes and
+	// steals, during the window (goal: 0 and 0).
+	Lost, Moves int64
+	// Throttled is the throttles the workers counted; ModelThrottled those
+	// the table answered to the lease protocol, by operation.
+	Throttled      int64
+	ModelThrottled map[string]int64
+	// OtherWriteServed and OtherWriteThrottled: the other traffic's fate.
+	OtherWriteServed, OtherWriteThrottled int64
+	// RenewalWritesPerSec is the write units the renewals need.
+	RenewalWritesPerSec float64
+	WriteUnitsPerSec    float64
+}
+
+// MeasureThrottled runs a fleet on demand until it is steady, then holds the
+// table to lim for window and counts what moved, what was lost and what was
+// throttled. It must run inside a synctest bubble.
+func MeasureThrottled(engine Engine, p Point, lim Limits, window time.Duration, o Options) ThrottleResult {
+	o = o.withDefaults()
+	ids := WorkerIDs("w", p.Workers)
+	f := NewFleet(engine, o.Model, p.Leases, ids, o.Seed)
+	f.ShardSync, f.Config = o.ShardSync, o.Config
+	defer f.Stop()
+	f.StartAll(ids)
+	f.Run(o.Warmup, nil)
+	f.Model.SetCapacity(lim.ReadCapacity, lim.WriteCapacity)
+	f.Model.SetOtherTraffic(lim.OtherReads, lim.OtherWrites)
+	f.Model.ResetStats()
+	lost, moves, throttled := f.Lost(), f.Moves(), f.Throttled()
+	f.Run(window, nil)
+	st := f.Model.Stats()
+	_, _, served, rejected := f.Model.OtherTraffic()
+	return ThrottleResult{Engine: engine, Point: p, Limits: lim, Window: window,
+		Lost: f.Lost() - lost, Moves: f.Moves() - moves, Throttled: f.Throttled() - throttled,
+		ModelThrottled: st.Throttled, OtherWriteServed: served, OtherWriteThrottled: rejected,
+		RenewalWritesPerSec: float64(p.Leases) / (leasecore.Config{}).WithDefaults().RenewInterval.Seconds(),
+		WriteUnitsPerSec:    st.WriteUnits / window.Seconds()}
+}
