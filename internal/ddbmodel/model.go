@@ -68,7 +68,8 @@ type Model struct {
 
 	mu    sync.Mutex
 	items map[string]map[string]types.AttributeValue
-	keys  []string // sorted: the Scan order
+	sizes map[string]int // ItemSize of each item, computed once per write
+	keys  []string       // sorted: the Scan order
 	owner map[string]int
 	read  bucket
 	write bucket
@@ -102,7 +103,7 @@ func New(cfg Config, clock Clock) *Model {
 	if cfg.PageBytes <= 0 {
 		cfg.PageBytes = 1 << 20
 	}
-	m := &Model{cfg: cfg, clock: clock, items: map[string]map[string]types.AttributeValue{}, owner: map[string]int{},
+	m := &Model{cfg: cfg, clock: clock, items: map[string]map[string]types.AttributeValue{}, sizes: map[string]int{}, owner: map[string]int{},
 		condCache: map[string]cond{}, updateCache: map[string][]updateAction{}}
 	now := clock.Now()
 	burst := cfg.InitialBurst
@@ -387,7 +388,7 @@ func (m *Model) GetItem(ctx context.Context, in *dynamodb.GetItemInput, _ ...fun
 		return nil, err
 	}
 	item := m.items[key]
-	ru := readUnits(ItemSize(item), aws.ToBool(in.ConsistentRead))
+	ru := readUnits(m.sizes[key], aws.ToBool(in.ConsistentRead))
 	m.account(op, ru, 0, m.clock.Now())
 	return &dynamodb.GetItemOutput{Item: item, ConsumedCapacity: consumed(m.cfg.Table, ru, 0, in.ReturnConsumedCapacity)}, nil
 }
@@ -411,12 +412,12 @@ func (m *Model) PutItem(ctx context.Context, in *dynamodb.PutItemInput, _ ...fun
 		return nil, err
 	}
 	old := m.items[key]
-	wu := writeUnits(max(ItemSize(old), ItemSize(in.Item)))
+	wu := writeUnits(max(m.sizes[key], ItemSize(in.Item)))
 	now := m.clock.Now()
 	if err := m.check(op, in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues, old); err != nil {
 		return nil, m.condErr(op, err, old, in.ReturnValuesOnConditionCheckFailure, wu, now)
 	}
-	m.store(key, old, clone(in.Item))
+	m.store(key, old, clone(in.Item), ItemSize(in.Item))
 	m.account(op, 0, wu, now)
 	out := &dynamodb.PutItemOutput{ConsumedCapacity: consumed(m.cfg.Table, 0, wu, in.ReturnConsumedCapacity)}
 	if in.ReturnValues == types.ReturnValueAllOld {
@@ -451,7 +452,7 @@ func (m *Model) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, _ 
 	old := m.items[key]
 	now := m.clock.Now()
 	if err := m.check(op, in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues, old); err != nil {
-		return nil, m.condErr(op, err, old, in.ReturnValuesOnConditionCheckFailure, writeUnits(ItemSize(old)), now)
+		return nil, m.condErr(op, err, old, in.ReturnValuesOnConditionCheckFailure, writeUnits(m.sizes[key]), now)
 	}
 	next := clone(old)
 	if next == nil {
@@ -489,8 +490,9 @@ func (m *Model) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, _ 
 			next[name] = sum
 		}
 	}
-	wu := writeUnits(max(ItemSize(old), ItemSize(next)))
-	m.store(key, old, next)
+	size := ItemSize(next)
+	wu := writeUnits(max(m.sizes[key], size))
+	m.store(key, old, next, size)
 	m.account(op, 0, wu, now)
 	out := &dynamodb.UpdateItemOutput{ConsumedCapacity: consumed(m.cfg.Table, 0, wu, in.ReturnConsumedCapacity)}
 	switch in.ReturnValues {
@@ -521,13 +523,13 @@ func (m *Model) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, _ 
 		return nil, err
 	}
 	old := m.items[key]
-	wu := writeUnits(ItemSize(old))
+	wu := writeUnits(m.sizes[key])
 	now := m.clock.Now()
 	if err := m.check(op, in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues, old); err != nil {
 		return nil, m.condErr(op, err, old, in.ReturnValuesOnConditionCheckFailure, wu, now)
 	}
 	if old != nil {
-		m.store(key, old, nil)
+		m.store(key, old, nil, 0)
 	}
 	m.account(op, 0, wu, now)
 	out := &dynamodb.DeleteItemOutput{ConsumedCapacity: consumed(m.cfg.Table, 0, wu, in.ReturnConsumedCapacity)}
@@ -579,8 +581,7 @@ func (m *Model) Scan(ctx context.Context, in *dynamodb.ScanInput, _ ...func(*dyn
 		if limit > 0 && len(out.Items) == limit {
 			break
 		}
-		item := m.items[k]
-		sz := ItemSize(item)
+		item, sz := m.items[k], m.sizes[k]
 		if bytes+sz > m.cfg.PageBytes && len(out.Items) > 0 {
 			break
 		}
@@ -652,7 +653,7 @@ func (m *Model) parseUpdate(expr string) ([]updateAction, error) {
 	return a, err
 }
 
-func (m *Model) store(key string, old, next map[string]types.AttributeValue) {
+func (m *Model) store(key string, old, next map[string]types.AttributeValue, size int) {
 	if old != nil {
 		m.owner[ownerOf(old)]--
 		if m.owner[ownerOf(old)] == 0 {
@@ -664,11 +665,13 @@ func (m *Model) store(key string, old, next map[string]types.AttributeValue) {
 	}
 	if next == nil {
 		delete(m.items, key)
+		delete(m.sizes, key)
 		i := sort.SearchStrings(m.keys, key)
 		m.keys = slices.Delete(m.keys, i, i+1)
 		return
 	}
 	m.items[key] = next
+	m.sizes[key] = size
 	m.owner[ownerOf(next)]++
 }
 

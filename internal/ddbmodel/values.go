@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math/big"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -88,6 +89,14 @@ func equalAV(a, b types.AttributeValue) bool {
 		b, ok := b.(*types.AttributeValueMemberN)
 		if !ok {
 			return false
+		}
+		if a.Value == b.Value {
+			return true
+		}
+		if x, err := strconv.ParseInt(a.Value, 10, 64); err == nil {
+			if y, err := strconv.ParseInt(b.Value, 10, 64); err == nil {
+				return x == y
+			}
 		}
 		x, ok1 := new(big.Rat).SetString(a.Value)
 		y, ok2 := new(big.Rat).SetString(b.Value)

@@ -66,6 +66,7 @@ type kcl2Worker struct {
 
 	// taker state: taker goroutine only
 	all      map[string]*kcl2Seen
+	order    []*kcl2Seen // all, in key order (the scan's)
 	scanTime time.Time
 
 	isLeader func(id string) bool
@@ -275,6 +276,7 @@ func (w *kcl2Worker) takeLeases(ctx context.Context) {
 	}
 	w.scanTime = w.clock.Now()
 	next := make(map[string]*kcl2Seen, len(fresh))
+	order := make([]*kcl2Seen, 0, len(fresh))
 	for _, l := range fresh {
 		s := &kcl2Seen{lease: l}
 		if old, ok := w.all[l.LeaseKey]; ok {
@@ -287,8 +289,9 @@ func (w *kcl2Worker) takeLeases(ctx context.Context) {
 			s.change = w.scanTime
 		}
 		next[l.LeaseKey] = s
+		order = append(order, s)
 	}
-	w.all = next
+	w.all, w.order = next, order
 	take := w.computeLeasesToTake()
 	if w.clock.Now().Sub(started) > w.renewEvery/2 {
 		for i, s := range take {
@@ -353,15 +356,11 @@ func (w *kcl2Worker) available(s *kcl2Seen) bool {
 // chooseLeasesToSteal at the defaults (docs/kcl-compat.md, Taking and
 // stealing).
 func (w *kcl2Worker) computeLeasesToTake() []*kcl2Seen {
-	keys := make([]string, 0, len(w.all))
-	for k := range w.all {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys) // a seeded shuffle then gives the same order every run
+	// w.order is in key order, so a seeded shuffle gives the same result
+	// every run.
 	counts := map[string]int{}
 	var avail []*kcl2Seen
-	for _, k := range keys {
-		s := w.all[k]
+	for _, s := range w.order {
 		if w.available(s) {
 			avail = append(avail, s)
 		} else {
@@ -383,8 +382,8 @@ func (w *kcl2Worker) computeLeasesToTake() []*kcl2Seen {
 	need := target - mine
 	now := w.clock.Now()
 	var veryOld []*kcl2Seen
-	for _, k := range keys {
-		if s := w.all[k]; now.Sub(s.change) > 3*w.failover {
+	for _, s := range w.order {
+		if now.Sub(s.change) > 3*w.failover {
 			veryOld = append(veryOld, s)
 		}
 	}
@@ -417,8 +416,8 @@ func (w *kcl2Worker) computeLeasesToTake() []*kcl2Seen {
 		return nil
 	}
 	var cands []*kcl2Seen
-	for _, k := range keys {
-		if s := w.all[k]; s.lease.LeaseOwner == victim {
+	for _, s := range w.order {
+		if s.lease.LeaseOwner == victim {
 			cands = append(cands, s)
 		}
 	}
