@@ -570,30 +570,37 @@ func (m *Model) Scan(ctx context.Context, in *dynamodb.ScanInput, _ ...func(*dyn
 			start++
 		}
 	}
+	// Like DynamoDB (and dynalite), a page ends once Limit items are read
+	// or once it holds 1 MB or more, the item that crosses the mark
+	// included; a page that ended so has a LastEvaluatedKey even when no
+	// item follows, and the next call then answers an empty last page.
 	limit := int(aws.ToInt32(in.Limit))
 	out := &dynamodb.ScanOutput{Items: []map[string]types.AttributeValue{}}
-	bytes, i := 0, start
-	for ; i < len(m.keys); i++ {
+	bytes, cut := 0, false
+	for i := start; i < len(m.keys); i++ {
 		k := m.keys[i]
 		if total > 1 && segmentOf(k, total) != seg {
 			continue
 		}
-		if limit > 0 && len(out.Items) == limit {
+		if (limit > 0 && len(out.Items) == limit) || bytes >= m.cfg.PageBytes {
+			cut = true
 			break
 		}
-		item, sz := m.items[k], m.sizes[k]
-		if bytes+sz > m.cfg.PageBytes && len(out.Items) > 0 {
-			break
-		}
-		bytes += sz
-		out.Items = append(out.Items, item)
+		bytes += m.sizes[k]
+		out.Items = append(out.Items, m.items[k])
 	}
-	if i < len(m.keys) && len(out.Items) > 0 {
+	if !cut && len(out.Items) > 0 && ((limit > 0 && len(out.Items) == limit) || bytes >= m.cfg.PageBytes) {
+		cut = true
+	}
+	if cut {
 		last := out.Items[len(out.Items)-1]
 		out.LastEvaluatedKey = map[string]types.AttributeValue{m.cfg.HashKey: last[m.cfg.HashKey]}
 	}
 	out.Count, out.ScannedCount = int32(len(out.Items)), int32(len(out.Items))
-	ru := readUnits(bytes, aws.ToBool(in.ConsistentRead))
+	ru := 0.0 // an empty page costs nothing (dynalite; DynamoDB's documentation is silent)
+	if bytes > 0 {
+		ru = readUnits(bytes, aws.ToBool(in.ConsistentRead))
+	}
 	m.account(op, ru, 0, m.clock.Now())
 	out.ConsumedCapacity = consumed(m.cfg.Table, ru, 0, in.ReturnConsumedCapacity)
 	return out, nil
