@@ -223,4 +223,3 @@ func itemOf(t *testing.T, api table, tbl, k string) map[string]types.AttributeVa
 	}
 	return out.Item
 }
-
