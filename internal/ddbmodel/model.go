@@ -185,6 +185,13 @@ func (m *Model) Len() int {
 	return len(m.items)
 }
 
+// Keys returns the items' keys in Scan order.
+func (m *Model) Keys() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.keys)
+}
+
 // Item returns the stored item (not a copy: items are never changed in
 // place, a write stores a new map).
 func (m *Model) Item(key string) map[string]types.AttributeValue {

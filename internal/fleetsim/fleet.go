@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/kcltool/kcltool/internal/clocktest"
 	"github.com/kcltool/kcltool/internal/ddbmodel"
@@ -197,13 +198,13 @@ func (f *Fleet) Run(d time.Duration, until func() bool) (time.Duration, bool) {
 	}
 }
 
-// StartSpread is how far apart the workers of a fleet start: spread, so
-// their scans are not in lock step, but within the failover time less a
-// renew interval, so no worker sees the leases of one not started yet
-// expire (the table is seeded as the fleet's own; a worker starting later
-// than that would find its leases taken, as it should, and the fleet would
-// spend the first minutes rebalancing).
-const StartSpread = 6 * time.Second
+// StartSpread is how far apart the workers of a fleet start: over one KCL
+// taker interval, so that their scans are spread over the whole cycle, as a
+// fleet's drift apart. Until a worker starts, a stand-in renews its leases
+// (see StartAll), as the fleet's running members would have: the table is
+// the fleet's own, and nobody should see a lease expire while the fleet
+// comes up.
+const StartSpread = 20050 * time.Millisecond
 
 // startOffsets draws the workers' start times.
 func (f *Fleet) startOffsets(ids []string) []time.Duration {
@@ -228,13 +229,49 @@ func (f *Fleet) StartAll(ids []string) {
 		evs[i] = ev{offs[i], ids[i]}
 	}
 	sortBy(evs, func(e ev) time.Duration { return e.at })
+	standIns := map[string]context.CancelFunc{}
+	for _, id := range ids {
+		ctx, cancel := context.WithCancel(f.ctx)
+		standIns[id] = cancel
+		go f.standIn(ctx, id)
+	}
 	start := f.Clock.Now()
 	for _, e := range evs {
 		if d := start.Add(e.at).Sub(f.Clock.Now()); d > 0 {
 			f.Run(d, nil)
 		}
+		standIns[e.id]()
+		synctest.Wait() // the stand-in has stopped writing
 		f.Start(e.id)
 	}
+}
+
+// standIn renews a worker's leases at the renew interval, without
+// conditions, until the worker itself starts: the renewals of the process
+// that held them before this simulation began.
+func (f *Fleet) standIn(ctx context.Context, id string) {
+	var keys []string
+	for _, k := range f.Model.Keys() {
+		if ownerOf(f.Model.Item(k)) == id {
+			keys = append(keys, k)
+		}
+	}
+	every := (leasecore.Config{}).WithDefaults().RenewInterval
+	for leasecore.Sleep(ctx, f.Clock, every) == nil {
+		for _, k := range keys {
+			_, _ = f.Model.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: ptr(Table), Key: keyOf(k),
+				UpdateExpression:          ptr("ADD #c :one"),
+				ExpressionAttributeNames:  map[string]string{"#c": leasecore.AttrLeaseCounter},
+				ExpressionAttributeValues: map[string]types.AttributeValue{":one": num(1)}})
+		}
+	}
+}
+
+func ownerOf(item map[string]types.AttributeValue) string {
+	if s, ok := item[leasecore.AttrLeaseOwner].(*types.AttributeValueMemberS); ok {
+		return s.Value
+	}
+	return ""
 }
 
 // WorkerIDs names n workers.
