@@ -7,6 +7,7 @@ import (
 	"os"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -222,4 +223,61 @@ func itemOf(t *testing.T, api table, tbl, k string) map[string]types.AttributeVa
 		t.Fatal(err)
 	}
 	return out.Item
+}
+
+// TestModelMatchesDynaliteOnAFleet runs the same small fleet scenario on
+// dynalite and on the model, on the real clock with short timings
+// (failover 1s): 16 leases, two workers balance, one crashes and the other
+// takes its leases, a third joins and the three balance. The outcomes must
+// be the same; the times are logged side by side.
+func TestModelMatchesDynaliteOnAFleet(t *testing.T) {
+	const leases = 16
+	cfg := leasecore.Config{FailoverTime: time.Second}
+	for name, b := range backends(t) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		for i := range leases {
+			l := leasecore.Lease{LeaseKey: fmt.Sprintf("shardId-%012d", i), Checkpoint: leasecore.SequenceNumber{SequenceNumber: leasecore.TRIM_HORIZON}}
+			if _, err := leasecore.CreateLease(ctx, b.api, b.name, l); err != nil {
+				t.Fatal(err)
+			}
+		}
+		start := func(id string) (*leasecore.Coordinator, context.CancelFunc) {
+			c := cfg
+			c.WorkerID = id
+			co, err := leasecore.NewCoordinator(b.api, b.name, c, leasecore.RealClock(), leasecore.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wctx, wcancel := context.WithCancel(ctx)
+			if err := co.Start(wctx); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { wcancel(); _ = co.Stop(context.Background(), false) })
+			return co, wcancel
+		}
+		wait := func(what string, limit time.Duration, cond func() bool) time.Duration {
+			t0 := time.Now()
+			for !cond() {
+				if time.Since(t0) > limit {
+					t.Fatalf("%s: %s not reached in %s", name, what, limit)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			return time.Since(t0)
+		}
+		held := func(c *leasecore.Coordinator) int { return len(c.Held()) }
+		a, _ := start("a")
+		bw, crashB := start("b")
+		balanced := wait("a balanced pair", 30*time.Second, func() bool { return held(a) == leases/2 && held(bw) == leases/2 })
+		crashB()
+		_ = bw.Stop(context.Background(), false)
+		takeover := wait("takeover", 10*time.Second, func() bool { return held(a) == leases })
+		c, _ := start("c")
+		join := wait("join", 30*time.Second, func() bool { return held(a) == leases/2 && held(c) == leases/2 })
+		st := a.Stats()
+		t.Logf("%s: balanced in %s, takeover %s, join %s; a: taken %d stolen %d lost %d", name,
+			balanced.Round(10*time.Millisecond), takeover.Round(10*time.Millisecond), join.Round(10*time.Millisecond), st.Taken, st.Stolen, st.Lost)
+		cancel()
+	}
 }

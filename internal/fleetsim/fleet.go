@@ -113,7 +113,7 @@ func (f *Fleet) Start(id string) {
 		if f.leader == "" {
 			f.leader = id
 		}
-		w = startKCL2(f.ctx, f.Model, Table, id, f.Clock, f.seed, func(id string) bool { return id == f.leader })
+		w = startKCL2(f.ctx, f.Model, Table, id, f.Clock, f.seed, f.ShardSync, func(id string) bool { return id == f.leader })
 	}
 	f.workers[id] = w
 	f.order = append(f.order, id)

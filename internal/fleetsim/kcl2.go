@@ -38,7 +38,8 @@ import (
 //     very old leases first, available leases up to the need, otherwise one
 //     steal from the most loaded worker (maxLeasesToStealAtOneTime 1); each
 //     take tried up to three times on throttling, one after the other.
-//   - DeterministicShuffleShardSyncLeaderDecider and PeriodicShardSyncManager:
+//   - With Fleet.ShardSync, DeterministicShuffleShardSyncLeaderDecider and
+//     PeriodicShardSyncManager:
 //     every worker lists the table to elect the shard-sync leader when its
 //     periodic shard sync first asks (after INITIAL_DELAY, 60 s) and then
 //     every 5 minutes (fixed delay, first after 60 s); the leader lists the
@@ -100,14 +101,16 @@ const (
 	kclAuditDelay       = time.Minute
 )
 
-func startKCL2(ctx context.Context, a api, table, id string, clock leasecore.Clock, seed uint64, isLeader func(string) bool) *kcl2Worker {
+// startKCL2 starts a worker; with shardSync also its leader election and,
+// on the leader, the audit (Fleet.ShardSync).
+func startKCL2(ctx context.Context, a api, table, id string, clock leasecore.Clock, seed uint64, shardSync bool, isLeader func(string) bool) *kcl2Worker {
 	failover := leasecore.DefaultFailoverTime
 	w := &kcl2Worker{id: id, table: table, clock: clock, rng: rand.New(rand.NewPCG(seed, 17)),
 		failover: failover, renewEvery: failover/3 - kclEpsilon, takerEvery: 2 * (failover + kclEpsilon),
 		held: map[string]*kcl2Held{}, all: map[string]*kcl2Seen{}, isLeader: isLeader}
 	w.api = countThrottles{a, &w.throttled}
 	ctx, w.cancel = context.WithCancel(ctx)
-	w.done.Add(3)
+	w.done.Add(1)
 	go func() {
 		defer w.done.Done()
 		w.initialize(ctx)
@@ -115,8 +118,11 @@ func startKCL2(ctx context.Context, a api, table, id string, clock leasecore.Clo
 		go func() { defer w.done.Done(); w.renewLoop(ctx) }()
 		w.takerLoop(ctx)
 	}()
-	go func() { defer w.done.Done(); w.electionLoop(ctx) }()
-	go func() { defer w.done.Done(); w.auditLoop(ctx) }()
+	if shardSync {
+		w.done.Add(2)
+		go func() { defer w.done.Done(); w.electionLoop(ctx) }()
+		go func() { defer w.done.Done(); w.auditLoop(ctx) }()
+	}
 	return w
 }
 
@@ -428,7 +434,7 @@ func (w *kcl2Worker) computeLeasesToTake() []*kcl2Seen {
 // electionLoop is the leader decider's listLeases: first when the periodic
 // shard sync first asks, then every 5 minutes.
 func (w *kcl2Worker) electionLoop(ctx context.Context) {
-	if !w.sleep(ctx, kclAuditDelay) {
+	if !w.sleep(ctx, kclElectionDelay) {
 		return
 	}
 	for {
