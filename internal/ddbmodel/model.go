@@ -706,3 +706,41 @@ func clone(item map[string]types.AttributeValue) map[string]types.AttributeValue
 	}
 	return out
 }
+
+// DescribeTable describes the table as DynamoDB does for a lease table:
+// ACTIVE, a single hash key, its billing mode and provisioned capacity,
+// item count and size.
+func (m *Model) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, _ ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	const op = "DescribeTable"
+	m.stats.Requests[op]++
+	if aws.ToString(in.TableName) != m.cfg.Table {
+		return nil, opErr(op, &types.ResourceNotFoundException{Message: aws.String("Requested resource not found: Table: " + aws.ToString(in.TableName) + " not found")})
+	}
+	size := 0
+	for _, s := range m.sizes {
+		size += s
+	}
+	d := &types.TableDescription{
+		TableName:            aws.String(m.cfg.Table),
+		TableArn:             aws.String("arn:aws:dynamodb:us-east-1:000000000000:table/" + m.cfg.Table),
+		TableStatus:          types.TableStatusActive,
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String(m.cfg.HashKey), KeyType: types.KeyTypeHash}},
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String(m.cfg.HashKey), AttributeType: types.ScalarAttributeTypeS}},
+		ItemCount:            aws.Int64(int64(len(m.items))),
+		TableSizeBytes:       aws.Int64(int64(size)),
+		BillingModeSummary:   &types.BillingModeSummary{BillingMode: types.BillingModePayPerRequest},
+		ProvisionedThroughput: &types.ProvisionedThroughputDescription{
+			ReadCapacityUnits: aws.Int64(0), WriteCapacityUnits: aws.Int64(0)},
+	}
+	if m.read.rate > 0 || m.write.rate > 0 {
+		d.BillingModeSummary.BillingMode = types.BillingModeProvisioned
+		d.ProvisionedThroughput.ReadCapacityUnits = aws.Int64(int64(m.read.rate))
+		d.ProvisionedThroughput.WriteCapacityUnits = aws.Int64(int64(m.write.rate))
+	}
+	return &dynamodb.DescribeTableOutput{Table: d}, nil
+}

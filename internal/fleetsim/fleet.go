@@ -189,13 +189,23 @@ func (f *Fleet) Run(d time.Duration, until func() bool) (time.Duration, bool) {
 		next, ok := f.Clock.Next()
 		if !ok || next.After(end) {
 			if now.Before(end) {
-				f.Clock.Advance(end.Sub(now))
+				f.advance(end.Sub(now))
 				synctest.Wait()
 			}
 			return end.Sub(start), until != nil && until()
 		}
-		f.Clock.Advance(max(next.Sub(now), 0))
+		f.advance(max(next.Sub(now), 0))
 	}
+}
+
+// advance moves the fake clock and, by sleeping, the bubble's own clock by
+// the same step, so that code on the real clock (a Scan retry's default
+// wait, a request deadline) keeps time with the fleet.
+func (f *Fleet) advance(d time.Duration) {
+	if d > 0 {
+		time.Sleep(d)
+	}
+	f.Clock.Advance(d)
 }
 
 // StartSpread is how far apart the workers of a fleet start: over one KCL
