@@ -31,7 +31,9 @@ func TestFleetGoals(t *testing.T) {
 			ours, kcl := measure(t, KCLTool, tc.p, o), measure(t, KCL2, tc.p, o)
 			t.Logf("kcltool %.3f units/lease/min (read %.3f), KCL 2.x %.3f (read %.3f); takeover %s vs %s; join %s vs %s",
 				ours.Total(), ours.ReadPerLeaseMin, kcl.Total(), kcl.ReadPerLeaseMin, ours.Takeover, kcl.Takeover, ours.Join, kcl.Join)
-			if r := ours.Total() / kcl.Total(); r > tc.maxRatio {
+			// Above 100 leases both engines scan on the same schedule: equal
+			// units are the expected outcome, 0.1% is room for rounding.
+			if r := ours.Total() / kcl.Total(); r > tc.maxRatio*1.001 {
 				t.Errorf("read+write units per lease per minute %.3f, %.3f× KCL 2.x's %.3f (goal ≤ %.2f×)", ours.Total(), r, kcl.Total(), tc.maxRatio)
 			}
 			if ours.MovesPerMin != 0 {
