@@ -43,8 +43,8 @@ type Config struct {
 	RenewInterval time.Duration
 	// TakerInterval fixes how often the taker scans the table. Zero (the
 	// default) paces scans adaptively: never less often than KCL's
-	// 2 × (FailoverTime + Epsilon), and more often only as far as the request
-	// budget allows (see ScanPacing).
+	// 2 × (FailoverTime + Epsilon), and more often only on tables of up to
+	// 100 leases, within a budget in read units (see pacing.go).
 	TakerInterval time.Duration
 	// MaxLeasesForWorker caps the leases this worker holds (default
 	// unlimited, as KCL's Integer.MAX_VALUE).

@@ -53,6 +53,7 @@ type Coordinator struct {
 	seen     map[string]*observation                           // the taker's view; taker goroutine only
 	rng      *rand.Rand                                        // taker goroutine only
 	lastWait time.Duration                                     // taker goroutine only
+	sched    takerSched                                        // taker goroutine only
 	warned   map[string]bool                                   // taker goroutine only
 	reported struct{ throttled, retries, renewFailures int64 } // taker goroutine only
 	tenure   uint64

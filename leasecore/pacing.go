@@ -1,39 +1,97 @@
 package leasecore
 
-import "time"
+import (
+	"math"
+	"time"
 
-// ScanBudgetRatio is how much the adaptive taker may spend on scans, as a
-// share of the renewals the worker's leases need anyway.
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// The taker's schedule, priced in the capacity units DynamoDB bills (a read
+// unit per 4 KB scanned, half that for the taker's eventually consistent
+// scans; a write unit per renewal of a lease item under 1 KB), not in
+// requests: a scan of a 3 MB table is three requests but about 375 read
+// units. docs/scale.md has the measurements behind these rules.
 //
-// The request budget, per lease and minute, with R = 60s/RenewInterval
-// renewals per lease, L leases, W workers and s scan requests per worker
-// and minute, is R + s·W/L. KCL 2.x scans once per 2·(failover+ε) (s_KCL),
-// so it spends R + s_KCL·W/L. Adaptive pacing lets s grow to
-// max(s_KCL, ScanBudgetRatio·R·L/W), which keeps the total at most
-// max(KCL's own rate, (1+ScanBudgetRatio)·R): with few leases per worker it
-// scans exactly as often as KCL; with many, the scans (one request per MiB
-// of table, whatever the lease count) are cheap per lease and it scans often
-// enough to notice a dead worker within about a second of its leases
-// expiring. Checkpoint writes are the application's and are the same under
-// both. docs/run.md works the budget out for the default timings.
-const ScanBudgetRatio = 0.02
+//   - A table of more than SmallTableLeases leases is scanned at KCL 2.x's
+//     interval, 2 × (failover + ε), never more often by schedule: one scan
+//     costs the table's size whatever the lease count, and scanning faster
+//     than the KCL there costs more read units than the KCL's whole fleet.
+//   - A small table may be scanned faster, as far as the extra read units
+//     stay within ScanBudgetRatio of the write units the worker's renewals
+//     cost anyway: fast takeover needs frequent scans, and there they are
+//     cheap.
+//   - Between scheduled scans the taker wakes only for a reason seen in the
+//     last scan (nextRun): a lease that missed renewals, whose expiry it
+//     then checks as soon as the failover time allows; or, right after
+//     stealing while still below its target, to steal the next lease.
+//     After a throttled run it does neither: extra scans are what a
+//     throttled table can least afford.
+const (
+	SmallTableLeases = 100
+	ScanBudgetRatio  = 0.04
+)
 
 // ScanPacing returns the wait between taker scans for a table of leases
-// leases shared by workers workers, where one scan costs pages requests.
-// A fixed TakerInterval wins; otherwise the interval follows the budget
-// above, clamped between MinTakerInterval and KCLTakerInterval.
-func (c Config) ScanPacing(leases, workers, pages int) time.Duration {
+// leases shared by workers workers, where one scan costs scanUnits read
+// units. A fixed TakerInterval wins; otherwise the rules above, clamped
+// between MinTakerInterval and KCLTakerInterval.
+func (c Config) ScanPacing(leases, workers int, scanUnits float64) time.Duration {
 	c = c.WithDefaults()
 	if c.TakerInterval > 0 {
 		return c.TakerInterval
 	}
 	kcl, fastest := c.KCLTakerInterval(), c.MinTakerInterval()
-	if leases <= 0 || workers <= 0 {
+	if leases <= 0 || workers <= 0 || leases > SmallTableLeases {
 		return kcl
 	}
-	pages = max(pages, 1)
-	renewalsPerMinute := float64(time.Minute) / float64(c.RenewInterval) * float64(leases) / float64(workers)
-	scansPerMinute := max(float64(time.Minute)/float64(kcl), ScanBudgetRatio*renewalsPerMinute)
-	interval := time.Duration(float64(pages) * float64(time.Minute) / scansPerMinute)
+	scanUnits = max(scanUnits, 0.5)
+	renewalUnitsPerMinute := float64(time.Minute) / float64(c.RenewInterval) * float64(leases) / float64(workers)
+	scansPerMinute := max(float64(time.Minute)/float64(kcl), ScanBudgetRatio*renewalUnitsPerMinute/scanUnits)
+	interval := time.Duration(float64(time.Minute) / scansPerMinute)
 	return min(max(interval, fastest), kcl)
+}
+
+// scanReadUnits estimates what an eventually consistent scan of these
+// leases costs: their item sizes as DynamoDB counts them (attribute names
+// plus values), in 4 KB read units rounded up per page, halved. It is only
+// needed, and only computed, for small tables.
+func scanReadUnits(leases []Lease, pages int) float64 {
+	if len(leases) > SmallTableLeases {
+		return 0
+	}
+	size := 0
+	for _, l := range leases {
+		size += itemBytes(l)
+	}
+	return math.Max(math.Ceil(float64(size)/4096), float64(max(pages, 1))) / 2
+}
+
+// itemBytes is the size DynamoDB bills for a lease's item: the sum of the
+// attribute names' and values' lengths, a number counting about one byte per
+// two digits plus one.
+func itemBytes(l Lease) int {
+	n := 0
+	for name, v := range EncodeLease(l) {
+		n += len(name) + attrBytes(v)
+	}
+	return n
+}
+
+func attrBytes(v types.AttributeValue) int {
+	switch v := v.(type) {
+	case *types.AttributeValueMemberS:
+		return len(v.Value)
+	case *types.AttributeValueMemberN:
+		return (len(v.Value)+1)/2 + 1
+	case *types.AttributeValueMemberB:
+		return len(v.Value)
+	case *types.AttributeValueMemberSS:
+		n := 0
+		for _, s := range v.Value {
+			n += len(s)
+		}
+		return n
+	}
+	return 1
 }

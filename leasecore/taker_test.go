@@ -178,23 +178,36 @@ func TestScanPacing(t *testing.T) {
 	if got := (Config{TakerInterval: 3 * time.Second}).ScanPacing(1000, 1, 1); got != 3*time.Second {
 		t.Fatalf("a fixed taker interval must win, got %s", got)
 	}
-	// Few leases per worker: exactly KCL's interval.
-	if got := def.ScanPacing(6, 2, 1); got != kcl {
-		t.Errorf("3 leases/worker: %s, want KCL's %s", got, kcl)
+	// Beyond a small table: KCL's interval, however many leases a worker
+	// holds (a scan there costs as many read units as the KCL's fleet).
+	for _, tc := range []struct {
+		leases, workers int
+		units           float64
+	}{{101, 1, 3}, {1000, 10, 25}, {10000, 10, 250}, {10000, 100, 250}, {100000, 2, 2500}} {
+		if got := def.ScanPacing(tc.leases, tc.workers, tc.units); got != kcl {
+			t.Errorf("%+v: %s, want KCL's %s", tc, got, kcl)
+		}
 	}
-	// Many leases per worker: faster, but the budget holds.
-	for _, tc := range []struct{ leases, workers, pages int }{{64, 2, 1}, {200, 4, 1}, {5000, 10, 3}, {100000, 10, 40}} {
-		iv := def.ScanPacing(tc.leases, tc.workers, tc.pages)
+	// Small tables: faster, within the budget in units.
+	for _, tc := range []struct {
+		leases, workers int
+		units           float64
+	}{{64, 2, 2}, {100, 2, 2.5}, {100, 4, 2.5}, {40, 1, 1}, {6, 2, 0.5}} {
+		iv := def.ScanPacing(tc.leases, tc.workers, tc.units)
 		if iv < def.MinTakerInterval() || iv > kcl {
 			t.Errorf("%+v: interval %s out of [%s, %s]", tc, iv, def.MinTakerInterval(), kcl)
 		}
-		perLeaseMinute := 60/3.308 + float64(tc.pages)*float64(time.Minute)/float64(iv)*float64(tc.workers)/float64(tc.leases)
-		kclRate := 60/3.308 + float64(tc.pages)*60/20.05*float64(tc.workers)/float64(tc.leases)
-		if perLeaseMinute > max(kclRate, 18.51) {
-			t.Errorf("%+v: %.2f requests/lease/min exceeds max(KCL %.2f, 18.5)", tc, perLeaseMinute, kclRate)
+		renewals := 60 / 3.308 * float64(tc.leases)
+		ours := renewals + tc.units*float64(time.Minute)/float64(iv)*float64(tc.workers)
+		kclUnits := renewals + tc.units*60/20.05*float64(tc.workers)
+		if ours > max(kclUnits, (1+ScanBudgetRatio)*renewals)*1.001 {
+			t.Errorf("%+v: %.1f units/min exceeds max(KCL %.1f, budget)", tc, ours, kclUnits)
+		}
+		if ours > 1.05*kclUnits {
+			t.Errorf("%+v: %.1f units/min is more than 1.05 × KCL's %.1f", tc, ours, kclUnits)
 		}
 	}
-	if got := def.ScanPacing(64, 2, 1); got > 6*time.Second {
+	if got := def.ScanPacing(64, 2, 2); got > 6*time.Second {
 		t.Errorf("32 leases/worker scan every %s; want ≤ 6s so a crash is noticed quickly", got)
 	}
 }

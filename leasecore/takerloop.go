@@ -54,7 +54,9 @@ func (c *Coordinator) runTaker(ctx context.Context) time.Duration {
 	now := c.clock.Now()
 	c.warnForeign(res)
 	res.Leases = c.included(res.Leases)
+	prev, prevScan := c.seen, c.sched.lastScan
 	c.seen = observe(c.seen, res.Leases, now)
+	c.sched.lastScan = now
 	views := c.views(now)
 	plan := computeLeasesToTake(views, c.cfg.WorkerID, c.cfg, c.rng)
 	// A worker restarted under the same id re-adopts the leases it still
@@ -79,9 +81,17 @@ func (c *Coordinator) runTaker(ctx context.Context) time.Duration {
 			"had", plan.MyCount, "available", plan.Available, "veryOld", plan.VeryOld, "spillover", plan.Spillover,
 			"taken", taken, "untaken", len(take)-taken, "stolen", stolen, "stealFrom", plan.Victim)
 	}
+	throttled := c.stats.throttled.Load() > c.reported.throttled
 	c.reportThrottling()
-	c.lastWait = c.cfg.ScanPacing(plan.Leases, plan.Workers, res.Pages)
-	return c.nextRun(now, c.lastWait)
+	c.lastWait = c.cfg.ScanPacing(plan.Leases, plan.Workers, scanReadUnits(res.Leases, res.Pages))
+	if throttled {
+		return c.lastWait // see pacing.go: no extra scans on a throttled table
+	}
+	wait := min(c.nextRun(now, c.lastWait), c.missedRenewals(prev, prevScan, now))
+	if stolen > 0 && plan.MyCount+taken+stolen < plan.Target {
+		wait = min(wait, c.sched.stealAgain(c.cfg))
+	}
+	return wait
 }
 
 // reportThrottling logs, once per taker run, how much throttling the worker

@@ -112,7 +112,7 @@ func (g *diagnosis) readNeed() readNeed {
 	}
 	r := readNeed{workers: len(owners), perScan: g.last.readUnits, pages: max(g.last.pages, 1)}
 	cfg := leasecore.Config{FailoverTime: g.opt.FailoverTime}
-	r.interval = cfg.ScanPacing(len(g.last.leases), r.workers, r.pages)
+	r.interval = cfg.ScanPacing(len(g.last.leases), r.workers, r.perScan)
 	r.kclInterval = cfg.KCLTakerInterval()
 	if r.workers > 0 {
 		r.estimate = float64(r.workers) * r.perScan / r.interval.Seconds()

@@ -117,3 +117,20 @@ func (t *fakeTimer) Stop() bool {
 	}
 	return false
 }
+
+// Next returns the deadline of the earliest waiting timer, for a simulation
+// that advances the clock from one timer to the next.
+func (f *Clock) Next() (time.Time, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.timers) == 0 {
+		return time.Time{}, false
+	}
+	next := f.timers[0].when
+	for _, t := range f.timers[1:] {
+		if t.when.Before(next) {
+			next = t.when
+		}
+	}
+	return next, true
+}

@@ -1,0 +1,120 @@
+package doctor
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
+
+	"github.com/kcltool/kcltool/internal/ddbmodel"
+	"github.com/kcltool/kcltool/internal/fleetsim"
+)
+
+// modelMetrics answers GetMetricData for the lease table from the model's
+// own counters, as DynamoDB's CloudWatch metrics would show them:
+// ThrottledRequests by operation, Read/WriteThrottleEvents, consumed write
+// units. (CloudWatch has no local server; the fleet runs in a simulation.)
+type modelMetrics struct{ m *ddbmodel.Model }
+
+func (c modelMetrics) GetMetricData(_ context.Context, in *cloudwatch.GetMetricDataInput, _ ...func(*cloudwatch.Options)) (*cloudwatch.GetMetricDataOutput, error) {
+	st := c.m.Stats()
+	out := &cloudwatch.GetMetricDataOutput{}
+	for _, q := range in.MetricDataQueries {
+		r := cwtypes.MetricDataResult{Id: q.Id, StatusCode: cwtypes.StatusCodeComplete}
+		if q.MetricStat != nil && aws.ToString(q.MetricStat.Metric.Namespace) == "AWS/DynamoDB" {
+			op, index := "", false
+			for _, d := range q.MetricStat.Metric.Dimensions {
+				switch aws.ToString(d.Name) {
+				case "Operation":
+					op = aws.ToString(d.Value)
+				case "GlobalSecondaryIndexName":
+					index = true
+				}
+			}
+			var v float64
+			switch name := aws.ToString(q.MetricStat.Metric.MetricName); {
+			case index:
+			case name == "ThrottledRequests":
+				v = float64(st.Throttled[op])
+			case name == "ReadThrottleEvents":
+				v = float64(st.Throttled["Scan"] + st.Throttled["GetItem"])
+			case name == "WriteThrottleEvents":
+				v = float64(st.Throttled["UpdateItem"] + st.Throttled["PutItem"] + st.Throttled["DeleteItem"])
+			case name == "ConsumedWriteCapacityUnits":
+				v = st.WriteUnits
+			}
+			if v > 0 {
+				r.Values, r.Timestamps = []float64{v}, []time.Time{aws.ToTime(in.EndTime)}
+			}
+		}
+		out.MetricDataResults = append(out.MetricDataResults, r)
+	}
+	return out, nil
+}
+
+// TestDoctorNamesThrottlingOnAProvisionedFleet is issue 17's point 4 from
+// the operator's side: a simulated fleet of 200 leases on 4 workers, its
+// table provisioned with 85 write units per second, between what the
+// renewals need (60.5) and the fleet's total demand (plus 40 of other
+// writes), and doctor run on that table. Doctor must name the throttling as
+// the cause: a table-throttled finding with its fix. The read capacity is
+// 2 units per second, above the fleet scans' average (about 1): at 0.5
+// doctor's own scan is throttled past its retries and it stops with
+// ProvisionedThroughputExceededException (docs/scale.md).
+func TestDoctorNamesThrottlingOnAProvisionedFleet(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ids := fleetsim.WorkerIDs("w", 4)
+		f := fleetsim.NewFleet(fleetsim.KCLTool, ddbmodel.Config{}, 200, ids, 2026)
+		defer f.Stop()
+		f.StartAll(ids)
+		f.Run(time.Minute, nil)
+		f.Model.SetCapacity(2, 85)
+		f.Model.SetOtherTraffic(0, 40)
+		f.Model.ResetStats()
+		f.Run(time.Minute, nil)
+
+		ctx := context.Background()
+		d, err := New(ctx, APIs{DynamoDB: f.Model, CloudWatch: modelMetrics{f.Model}}, Options{Table: fleetsim.Table, Clock: f.Clock})
+		if err != nil {
+			t.Fatal(err)
+		}
+		type result struct {
+			r   *Report
+			err error
+		}
+		done := make(chan result, 1)
+		go func() { r, err := d.Run(ctx); done <- result{r, err} }()
+		var res result
+		f.Run(5*time.Minute, func() bool {
+			select {
+			case res = <-done:
+				return true
+			default:
+				return false
+			}
+		})
+		if res.r == nil && res.err == nil {
+			t.Fatal("doctor did not finish in 5 simulated minutes")
+		}
+		if res.err != nil {
+			t.Fatalf("doctor: %v", res.err)
+		}
+		var ids2 []string
+		for _, fd := range res.r.Findings {
+			ids2 = append(ids2, fd.ID)
+			if fd.ID == FindTableThrottled {
+				t.Logf("%s: %s; cause: %s; fix: %s", fd.ID, fd.Summary, fd.Cause, fd.Fix)
+				if !strings.Contains(fd.Fix, "WCU") {
+					t.Errorf("the throttling finding's fix does not name the capacity: %q", fd.Fix)
+				}
+				return
+			}
+		}
+		t.Fatalf("doctor did not name the throttling: findings %v", ids2)
+	})
+}

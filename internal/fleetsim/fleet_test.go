@@ -1,0 +1,78 @@
+package fleetsim
+
+import (
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+func measure(t *testing.T, e Engine, p Point, o Options) Result {
+	t.Helper()
+	var r Result
+	synctest.Test(t, func(t *testing.T) { r = Measure(e, p, o) })
+	return r
+}
+
+// TestFleetGoals is the always-on version of TestBenchFleet: two small grid
+// points, one on each side of the small-table line, with the goals of issue
+// 17 asserted against the KCL 2.x port on the same simulation. It fails when
+// a taker change makes kcltool dearer than the KCL, move leases in steady
+// state, or take over or balance slower.
+func TestFleetGoals(t *testing.T) {
+	o := Options{Steady: 5 * time.Minute, CrashLimit: 2 * time.Minute, JoinLimit: 5 * time.Minute}
+	for _, tc := range []struct {
+		p        Point
+		maxRatio float64
+	}{
+		{Point{64, 2}, 1.05},  // a small table may spend 5% more on fast takeover
+		{Point{300, 6}, 1.00}, // beyond 100 leases, no more than the KCL
+	} {
+		t.Run(tc.p.String(), func(t *testing.T) {
+			ours, kcl := measure(t, KCLTool, tc.p, o), measure(t, KCL2, tc.p, o)
+			t.Logf("kcltool %.3f units/lease/min (read %.3f), KCL 2.x %.3f (read %.3f); takeover %s vs %s; join %s vs %s",
+				ours.Total(), ours.ReadPerLeaseMin, kcl.Total(), kcl.ReadPerLeaseMin, ours.Takeover, kcl.Takeover, ours.Join, kcl.Join)
+			// Above 100 leases both engines scan on the same schedule: equal
+			// units are the expected outcome, 0.1% is room for rounding.
+			if r := ours.Total() / kcl.Total(); r > tc.maxRatio*1.001 {
+				t.Errorf("read+write units per lease per minute %.3f, %.3f× KCL 2.x's %.3f (goal ≤ %.2f×)", ours.Total(), r, kcl.Total(), tc.maxRatio)
+			}
+			if ours.MovesPerMin != 0 {
+				t.Errorf("%.2f lease movements per minute in steady state, want 0", ours.MovesPerMin)
+			}
+			if !ours.TakeoverDone || ours.Takeover > kcl.Takeover {
+				t.Errorf("crash takeover %s (done %v), KCL 2.x %s", ours.Takeover, ours.TakeoverDone, kcl.Takeover)
+			}
+			if ours.Join <= 0 || ours.Join > kcl.Join {
+				t.Errorf("a new worker reached %d/%d leases in %s (extrapolated %v), KCL 2.x %s", ours.JoinGained, ours.Fair, ours.Join, ours.JoinExtrapolated, kcl.Join)
+			}
+		})
+	}
+}
+
+// TestFleetUnderProvisionedLimit is issue 17's point 4: a table whose write
+// capacity lies between what the renewals need (60.5 units/s for 200 leases)
+// and the fleet's total demand (the renewals plus 40 units/s of other writes
+// that never back off), and whose read capacity is below what the scans
+// want. No worker may lose a lease it holds, no lease may move, and the
+// workers' own counters must show the throttling. The KCL 2.x port, on the
+// same table, loses leases (logged for comparison).
+func TestFleetUnderProvisionedLimit(t *testing.T) {
+	p := Point{200, 4}
+	lim := Limits{ReadCapacity: 0.5, WriteCapacity: 85, OtherWrites: 40}
+	run := func(e Engine) ThrottleResult {
+		var r ThrottleResult
+		synctest.Test(t, func(t *testing.T) { r = MeasureThrottled(e, p, lim, 5*time.Minute, Options{}) })
+		return r
+	}
+	ours, kcl := run(KCLTool), run(KCL2)
+	t.Logf("kcltool: lost %d, moved %d, throttled %d %v; KCL 2.x: lost %d, moved %d", ours.Lost, ours.Moves, ours.Throttled, ours.ModelThrottled, kcl.Lost, kcl.Moves)
+	if ours.Lost != 0 || ours.Moves != 0 {
+		t.Errorf("under throttling %d leases were lost and %d moved; want none", ours.Lost, ours.Moves)
+	}
+	if ours.ModelThrottled["UpdateItem"] == 0 || ours.ModelThrottled["Scan"] == 0 {
+		t.Fatalf("the table throttled %v: the scenario does not throttle both renewals and scans", ours.ModelThrottled)
+	}
+	if ours.Throttled == 0 {
+		t.Error("the workers' Throttled counters are 0 although the table throttled them")
+	}
+}
