@@ -80,8 +80,8 @@ type Options struct {
 	// CloudWatchSkipped explains why CloudWatch is not read when the
 	// CloudWatch client is nil ("--no-cloudwatch").
 	CloudWatchSkipped string
-	// Concurrency bounds the lag probes in flight (DefaultProbeConcurrency
-	// when 0).
+	// Concurrency bounds the lag probes in flight (chosen from the number
+	// of shards when 0: inspect.ProbeConcurrency).
 	Concurrency int
 	// Retry applies to ListShards.
 	Retry reshard.Retry
@@ -114,9 +114,6 @@ func (o Options) withDefaults() Options {
 		o.MetricsWindow = DefaultMetricsWindow
 	}
 	o.MetricsWindow = max(o.MetricsWindow, o.Window)
-	if o.Concurrency <= 0 {
-		o.Concurrency = inspect.DefaultProbeConcurrency
-	}
 	if o.Clock == nil {
 		o.Clock = leasecore.RealClock()
 	}
