@@ -142,24 +142,24 @@ func leasesTable(p *Printer, l *inspect.Listing) error {
 	if wide {
 		header = append(append([]string{}, leaseColumns...), leaseWideColumns...)
 	}
-	rows := make([][]string, 0, len(l.Leases))
-	for _, r := range l.Leases {
+	row := func(i int, cells []string) []string {
+		r := &l.Leases[i]
 		owner := r.LeaseOwner
 		if r.CheckpointOwner != "" && !wide {
 			owner = r.CheckpointOwner + "→" + r.LeaseOwner
 		}
-		row := []string{r.ShardIDOrKey(), owner, itoa(r.LeaseCounter), p.Short(r.Checkpoint.SequenceNumber),
+		cells = append(cells, r.ShardIDOrKey(), owner, itoa(r.LeaseCounter), p.Short(r.Checkpoint.SequenceNumber),
 			itoa(r.Checkpoint.SubSequenceNumber), itoa(r.OwnerSwitchesSinceCheckpoint), strings.Join(r.ParentShardIDs, ","),
-			stateCell(r)}
+			stateCell(*r))
 		if wide {
-			row = append(row, strings.Join(r.ChildShardIDs, ","), r.CheckpointOwner, floatStr(r.ThroughputKBps),
+			cells = append(cells, strings.Join(r.ChildShardIDs, ","), r.CheckpointOwner, floatStr(r.ThroughputKBps),
 				hashRange(r.StartingHashKey, r.EndingHashKey), r.StreamName, r.LeaseKey)
 		}
-		rows = append(rows, row)
+		return cells
 	}
-	if len(rows) == 0 {
+	if len(l.Leases) == 0 {
 		p.Empty("no leases in table %q match", l.Table)
-	} else if err := p.Table(header, rows); err != nil {
+	} else if err := p.TableOf(header, len(l.Leases), row); err != nil {
 		return err
 	}
 	writeLeaseSummary(p, l)
