@@ -75,7 +75,7 @@ type manyFigures struct {
 }
 
 // manyWorker runs kcltool on an empty stream until it holds every shard,
-// lets it settle, and measures it over the next 12 s.
+// lets it settle, and measures it over the next 10 s.
 func manyWorker(t *testing.T, bin, stream, app string, shards int, args []string) manyFigures {
 	t.Helper()
 	port := freePort(t)
@@ -98,7 +98,7 @@ func manyWorker(t *testing.T, bin, stream, app string, shards int, args []string
 	// Past the first reads (an iterator for every shard, as fast as the
 	// server answers) and the leases' first renewals.
 	time.Sleep(5*time.Second + time.Duration(shards)*10*time.Millisecond)
-	const window = 12 * time.Second
+	const window = 10 * time.Second
 	from, ok := scrapeWorker(port)
 	failedFrom := scrapeSum(t, port, "kcltool_shard_read_failures_total")
 	time.Sleep(window)

@@ -70,7 +70,7 @@ func NewWorker(cfg Config, ddb DynamoDBAPI, kin KinesisAPI) (*Worker, error) {
 	// Every request gets a deadline, whoever makes it: the readers, the
 	// lease coordinator, shard sync, shard end, cleanup.
 	ddb = deadlineDynamoDB{api: ddb, d: cfg.DynamoDBTimeout}
-	kin = deadlineKinesis{api: kin, d: cfg.KinesisTimeout, reads: newReadSlots(MaxReadsInFlight)}
+	kin = deadlineKinesis{api: kin, d: cfg.KinesisTimeout, reads: newReadSlots(cfg.MaxReadsInFlight)}
 	w := &Worker{
 		cfg: cfg, ddb: ddb, kin: kin, clock: cfg.Clock,
 		log:      cfg.Log.With("worker", cfg.WorkerID),
