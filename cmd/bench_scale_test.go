@@ -42,7 +42,7 @@ func TestBenchScaleLeasesLs(t *testing.T) {
 	if os.Getenv("KCLTOOL_BENCH") == "" {
 		t.Skip("benchmark: run with KCLTOOL_BENCH=1 (make bench)")
 	}
-	const leases, rounds = 100000, 2
+	const leases, rounds = 100000, 3
 	bin := kcltoolBinary(t)
 	c := emulator.DynamoDB(t)
 	table := emulator.Name(t, "scale")
@@ -82,7 +82,7 @@ func TestBenchScaleLeasesLs(t *testing.T) {
 	for _, f := range []string{"csv", "table"} {
 		_, rss[f] = ls(f)
 	}
-	// Two rounds each: the total of each, so that one slow moment of a
+	// The total of each side's rounds, so that one slow moment of a
 	// loaded machine weighs on both sides alike.
 	var lsSum, scanSum time.Duration
 	for i := range rounds {
