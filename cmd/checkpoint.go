@@ -71,8 +71,8 @@ and cron.`,
 					return usageErrorf("invalid --fail-on state %q: use %s", s, lagStateList())
 				}
 			}
-			if o.Concurrency < 1 {
-				return usageErrorf("--concurrency must be at least 1")
+			if o.Concurrency < 0 {
+				return usageErrorf("--concurrency must be 0 (automatic) or more")
 			}
 			return runCheckpointDiff(cmd, f, o)
 		},
@@ -82,7 +82,7 @@ and cron.`,
 	c.Flags().StringVar(&o.Stream, "stream", "", "stream name (in a multi-stream lease table: only this stream)")
 	c.Flags().StringSliceVar(&o.FailOn, "fail-on", nil, "exit 3 when a row is in one of these states (comma-separated)")
 	c.Flags().DurationVar(&o.MaxBehind, "max-behind", 0, "exit 3 when a shard is further behind than this")
-	c.Flags().IntVar(&o.Concurrency, "concurrency", inspect.DefaultProbeConcurrency, "shards probed at once")
+	c.Flags().IntVar(&o.Concurrency, "concurrency", 0, "shards probed at once (0: chosen from the number of shards, 8 to 64)")
 	return c
 }
 

@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kcltool/kcltool/inspect"
 	"github.com/kcltool/kcltool/inspect/doctor"
 )
 
@@ -90,7 +89,7 @@ report (in "cost" with -o json).`,
 	fl.BoolVar(&o.NoCloudWatch, "no-cloudwatch", false, "do not read CloudWatch; its checks are reported as skipped")
 	fl.StringVar(&o.FailOn, "fail-on", "warn", "exit 3 when a finding is at least this severe: info, warn, critical, or never")
 	fl.BoolVar(&o.Watch, "watch", false, "keep watching: redraw the report on the last window after every read (Ctrl-C stops)")
-	fl.IntVar(&o.Concurrency, "concurrency", inspect.DefaultProbeConcurrency, "shards probed at once")
+	fl.IntVar(&o.Concurrency, "concurrency", 0, "shards probed at once (0: chosen from the number of shards, 8 to 64)")
 	_ = c.RegisterFlagCompletionFunc("fail-on", cobra.FixedCompletions([]string{"info", "warn", "critical", "never"}, cobra.ShellCompDirectiveNoFileComp))
 	return c
 }
@@ -125,8 +124,8 @@ func (o *doctorOptions) check() (doctor.Severity, error) {
 			Hints: []string{"an expired lease shows only in two reads a failover time apart: give a window of a few failover times"},
 		}}
 	}
-	if o.Concurrency < 1 {
-		return 0, usageErrorf("--concurrency must be at least 1")
+	if o.Concurrency < 0 {
+		return 0, usageErrorf("--concurrency must be 0 (automatic) or more")
 	}
 	return failOn, nil
 }

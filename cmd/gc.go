@@ -16,13 +16,27 @@ import (
 // restores Go's default.
 const gcPercent = 400
 
-// tuneGC applies gcPercent and returns the function that restores the
-// previous setting: tests run many commands in one process next to peers
-// that must not inherit it.
+// memoryLimit bounds what gcPercent costs in memory, unless GOMEMLIMIT is
+// set: a command that holds a large lease table (leases ls of 100,000 leases
+// keeps about 70 MB live, and allocates several times that while it decodes
+// the scan) would otherwise grow its heap to five times that before the
+// collector runs. Near the limit the collector runs as often as it needs to;
+// below it, nothing changes. Peak RSS of that listing: 290 MB without the
+// limit (docs/benchmarks.md, leases ls at scale).
+const memoryLimit = 160 << 20
+
+// tuneGC applies gcPercent and memoryLimit and returns the function that
+// restores the previous settings: tests run many commands in one process
+// next to peers that must not inherit them.
 func tuneGC() (restore func()) {
+	restoreLimit := func() {}
+	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
+		prev := debug.SetMemoryLimit(memoryLimit)
+		restoreLimit = func() { debug.SetMemoryLimit(prev) }
+	}
 	if _, set := os.LookupEnv("GOGC"); set {
-		return func() {}
+		return restoreLimit
 	}
 	prev := debug.SetGCPercent(gcPercent)
-	return func() { debug.SetGCPercent(prev) }
+	return func() { debug.SetGCPercent(prev); restoreLimit() }
 }

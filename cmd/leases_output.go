@@ -1,8 +1,11 @@
 package cmd
 
 import (
+	"bufio"
 	"encoding/base64"
+	"encoding/csv"
 	"fmt"
+	"io"
 	"sort"
 	"strconv"
 	"strings"
@@ -72,28 +75,65 @@ var leaseCSVColumns = []string{"leaseKey", "shardId", "leaseOwner", "leaseCounte
 	"checkpointSubSequenceNumber", "ownerSwitchesSinceCheckpoint", "parentShardId", "childShardIds",
 	"checkpointOwner", "throughputKBps", "startingHashKey", "endingHashKey", "streamName", "state"}
 
-func renderLeases(io *IOStreams, format string, l *inspect.Listing) error {
-	return newPrinter(io, format).Print(output{
-		Items: func() any {
-			out := make([]leaseJSON, 0, len(l.Leases))
-			for _, r := range l.Leases {
-				out = append(out, toLeaseJSON(r))
-			}
-			return out
-		},
-		Schema: "leases ls",
-		Rows: func() [][]string {
-			rows := make([][]string, 0, len(l.Leases))
-			for _, r := range l.Leases {
-				rows = append(rows, []string{r.LeaseKey, r.ShardIDOrKey(), r.LeaseOwner, itoa(r.LeaseCounter),
-					r.Checkpoint.SequenceNumber, itoa(r.Checkpoint.SubSequenceNumber), itoa(r.OwnerSwitchesSinceCheckpoint),
-					strings.Join(r.ParentShardIDs, ";"), strings.Join(r.ChildShardIDs, ";"), r.CheckpointOwner,
-					floatStr(r.ThroughputKBps), r.StartingHashKey, r.EndingHashKey, r.StreamName, string(r.State)})
-			}
-			return rows
+// renderLeases prints the listing. JSON and CSV are written lease by lease
+// as they are built, never a second copy of the whole table: a 100,000-lease
+// listing would otherwise hold its rows twice at the end (docs/benchmarks.md,
+// leases ls at scale). The bytes are writeJSONLines' and writeCSV's.
+func renderLeases(streams *IOStreams, format string, l *inspect.Listing) error {
+	return newPrinter(streams, format).Print(output{
+		Write: map[string]func(w io.Writer) error{
+			FormatJSON: func(w io.Writer) error { return writeLeasesJSON(w, l.Leases) },
+			FormatCSV:  func(w io.Writer) error { return writeLeasesCSV(w, l.Leases) },
 		},
 		Text: func(p *Printer) error { return leasesTable(p, l) },
 	})
+}
+
+// writeLeasesJSON writes the leases as writeJSONLines writes a []leaseJSON:
+// an array, one compact object a line.
+func writeLeasesJSON(w io.Writer, rows []inspect.LeaseRow) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	if len(rows) == 0 {
+		bw.WriteString("[]\n")
+		return bw.Flush()
+	}
+	bw.WriteString("[\n")
+	var buf []byte
+	for i := range rows {
+		j := toLeaseJSON(rows[i])
+		var err error
+		if buf, err = j.appendJSON(buf[:0]); err != nil {
+			return err
+		}
+		bw.WriteString("  ")
+		bw.Write(buf)
+		if i < len(rows)-1 {
+			bw.WriteByte(',')
+		}
+		bw.WriteByte('\n')
+	}
+	bw.WriteString("]\n")
+	return bw.Flush()
+}
+
+// writeLeasesCSV writes the header and one record per lease, RFC 4180.
+func writeLeasesCSV(w io.Writer, rows []inspect.LeaseRow) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(jsonSchema("leases ls").CSV); err != nil {
+		return err
+	}
+	rec := make([]string, len(leaseCSVColumns))
+	for _, r := range rows {
+		rec = append(rec[:0], r.LeaseKey, r.ShardIDOrKey(), r.LeaseOwner, itoa(r.LeaseCounter),
+			r.Checkpoint.SequenceNumber, itoa(r.Checkpoint.SubSequenceNumber), itoa(r.OwnerSwitchesSinceCheckpoint),
+			strings.Join(r.ParentShardIDs, ";"), strings.Join(r.ChildShardIDs, ";"), r.CheckpointOwner,
+			floatStr(r.ThroughputKBps), r.StartingHashKey, r.EndingHashKey, r.StreamName, string(r.State))
+		if err := cw.Write(rec); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
 }
 
 func leasesTable(p *Printer, l *inspect.Listing) error {
@@ -102,24 +142,24 @@ func leasesTable(p *Printer, l *inspect.Listing) error {
 	if wide {
 		header = append(append([]string{}, leaseColumns...), leaseWideColumns...)
 	}
-	rows := make([][]string, 0, len(l.Leases))
-	for _, r := range l.Leases {
+	row := func(i int, cells []string) []string {
+		r := &l.Leases[i]
 		owner := r.LeaseOwner
 		if r.CheckpointOwner != "" && !wide {
 			owner = r.CheckpointOwner + "→" + r.LeaseOwner
 		}
-		row := []string{r.ShardIDOrKey(), owner, itoa(r.LeaseCounter), p.Short(r.Checkpoint.SequenceNumber),
+		cells = append(cells, r.ShardIDOrKey(), owner, itoa(r.LeaseCounter), p.Short(r.Checkpoint.SequenceNumber),
 			itoa(r.Checkpoint.SubSequenceNumber), itoa(r.OwnerSwitchesSinceCheckpoint), strings.Join(r.ParentShardIDs, ","),
-			stateCell(r)}
+			stateCell(*r))
 		if wide {
-			row = append(row, strings.Join(r.ChildShardIDs, ","), r.CheckpointOwner, floatStr(r.ThroughputKBps),
+			cells = append(cells, strings.Join(r.ChildShardIDs, ","), r.CheckpointOwner, floatStr(r.ThroughputKBps),
 				hashRange(r.StartingHashKey, r.EndingHashKey), r.StreamName, r.LeaseKey)
 		}
-		rows = append(rows, row)
+		return cells
 	}
-	if len(rows) == 0 {
+	if len(l.Leases) == 0 {
 		p.Empty("no leases in table %q match", l.Table)
-	} else if err := p.Table(header, rows); err != nil {
+	} else if err := p.TableOf(header, len(l.Leases), row); err != nil {
 		return err
 	}
 	writeLeaseSummary(p, l)

@@ -78,8 +78,8 @@ type LagOptions struct {
 	// Stream is the stream of a single-stream lease table, or a filter on
 	// the streams of a multi-stream table.
 	Stream string
-	// Concurrency bounds the shards probed at once (DefaultProbeConcurrency
-	// when 0).
+	// Concurrency bounds the shards probed at once; 0 chooses it from the
+	// number of shards to read (ProbeConcurrency).
 	Concurrency int
 	// Retry applies to ListShards.
 	Retry reshard.Retry
@@ -96,13 +96,30 @@ type LagOptions struct {
 	KeepProbeErrors bool
 }
 
-// DefaultProbeConcurrency is how many shards the lag probes read at once.
-// Enough reads in flight hide most of a region's round trip, but not so many
-// that they pile onto a server that is already busy, where more in flight
-// only makes every call dearer and the whole walk slower. make bench
-// compares it with the shard-by-shard walk and with more in flight
-// (docs/benchmarks.md). --concurrency raises it for very large streams.
-const DefaultProbeConcurrency = 8
+// Probe concurrency: with Concurrency 0 (the default, --concurrency auto)
+// ProbeConcurrency chooses it from the number of shards to read. A probe is
+// two calls (GetShardIterator, GetRecords), about 40 ms at a region's 20 ms
+// round trip, so one lane per ShardsPerProbeLane shards keeps the round
+// trips of the whole walk near a second at any stream size, up to the cap.
+// Small streams keep the floor: against a busy server more requests in
+// flight only make every call dearer (make bench, docs/benchmarks.md). The
+// cap bounds what one command puts in flight: Kinesis limits GetRecords per
+// shard, not per stream, and each shard is read once, but a client with
+// hundreds of calls open competes with the consumers for the connection
+// pool and the network, and beyond it the walk is bound by the server.
+const (
+	MinProbeConcurrency = 8
+	MaxProbeConcurrency = 64
+	ShardsPerProbeLane  = 25
+)
+
+// ProbeConcurrency is the number of shards probed at once for a walk of n
+// shards: one per ShardsPerProbeLane, between MinProbeConcurrency and
+// MaxProbeConcurrency, and never more than n.
+func ProbeConcurrency(n int) int {
+	c := min(max((n+ShardsPerProbeLane-1)/ShardsPerProbeLane, MinProbeConcurrency), MaxProbeConcurrency)
+	return max(min(c, n), 1)
+}
 
 // CheckpointDiff joins the stream's shards with the lease table: one row per
 // shard or lease, with how far each open shard's checkpoint is behind the
@@ -141,9 +158,6 @@ func DiffLeases(ctx context.Context, kin StreamAPI, table string, scan leasecore
 	}
 	if opt.Clock == nil {
 		opt.Clock = leasecore.RealClock()
-	}
-	if opt.Concurrency <= 0 {
-		opt.Concurrency = DefaultProbeConcurrency
 	}
 	n, err := probeLag(ctx, kin, res.Rows, opt)
 	res.Reads = n
@@ -256,53 +270,60 @@ func startsAfter(start string, cp leasecore.SequenceNumber) bool {
 
 // probeLag measures millisBehindLatest for the rows still undecided: one
 // GetShardIterator after the checkpoint and one GetRecords with Limit 1 per
-// shard, at most conc at a time.
+// shard, on opt.Concurrency lanes (chosen from the number of shards when
+// 0), each taking the next shard when it is done.
 func probeLag(ctx context.Context, kin StreamAPI, rows []LagRow, opt LagOptions) (int, error) {
-	var (
-		wg          sync.WaitGroup
-		sem         = make(chan struct{}, opt.Concurrency)
-		mu          sync.Mutex
-		reads       int
-		errs        []error
-		done, total int
-	)
+	var todo []*LagRow
 	for i := range rows {
 		if rows[i].State == "" {
-			total++
+			todo = append(todo, &rows[i])
 		}
 	}
-	for i := range rows {
-		if rows[i].State != "" {
-			continue
-		}
+	conc := opt.Concurrency
+	if conc <= 0 {
+		conc = ProbeConcurrency(len(todo))
+	}
+	var (
+		wg    sync.WaitGroup
+		next  = make(chan *LagRow)
+		mu    sync.Mutex
+		reads int
+		errs  []error
+		done  int
+	)
+	for range min(conc, len(todo)) {
 		wg.Add(1)
-		go func(r *LagRow) {
+		go func() {
 			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			behind, read, err := ProbeWithin(ctx, kin, r, opt.Clock, opt.ProbeTimeout)
-			mu.Lock()
-			defer mu.Unlock()
-			if read {
-				reads++
+			for r := range next {
+				behind, read, err := ProbeWithin(ctx, kin, r, opt.Clock, opt.ProbeTimeout)
+				mu.Lock()
+				if read {
+					reads++
+				}
+				if err != nil && opt.KeepProbeErrors {
+					r.ProbeErr = ProbeError(read, err)
+				}
+				switch {
+				case err != nil && IsStaleCheckpoint(err):
+					r.State, r.Note = LagOrphanLease, "checkpoint is not in this shard: the stream was recreated"
+				case err != nil && (!opt.KeepProbeErrors || ctx.Err() != nil):
+					errs = append(errs, fmt.Errorf("read shard %s of %s: %w", r.ShardID, r.Stream, err))
+				case err != nil:
+				default:
+					r.MillisBehindLatest = &behind
+				}
+				if done++; opt.Progress != nil {
+					opt.Progress(done, len(todo))
+				}
+				mu.Unlock()
 			}
-			if err != nil && opt.KeepProbeErrors {
-				r.ProbeErr = ProbeError(read, err)
-			}
-			switch {
-			case err != nil && IsStaleCheckpoint(err):
-				r.State, r.Note = LagOrphanLease, "checkpoint is not in this shard: the stream was recreated"
-			case err != nil && (!opt.KeepProbeErrors || ctx.Err() != nil):
-				errs = append(errs, fmt.Errorf("read shard %s of %s: %w", r.ShardID, r.Stream, err))
-			case err != nil:
-			default:
-				r.MillisBehindLatest = &behind
-			}
-			if done++; opt.Progress != nil {
-				opt.Progress(done, total)
-			}
-		}(&rows[i])
+		}()
 	}
+	for _, r := range todo {
+		next <- r
+	}
+	close(next)
 	wg.Wait()
 	return reads, errors.Join(errs...)
 }

@@ -111,7 +111,7 @@ func ListLeases(ctx context.Context, api TableAPI, table string, opt ListOptions
 // LeaseRows decides every lease's state. before is the first sample read,
 // nil when not sampling.
 func LeaseRows(leases []leasecore.Lease, before map[string]leasecore.Lease) []LeaseRow {
-	all := reshard.ByKey(leases)
+	parents := parentLeases(leases)
 	rows := make([]LeaseRow, 0, len(leases))
 	for _, l := range leases {
 		row := LeaseRow{Lease: l}
@@ -119,7 +119,7 @@ func LeaseRows(leases []leasecore.Lease, before map[string]leasecore.Lease) []Le
 			d := l.LeaseCounter - prev.LeaseCounter
 			row.RenewalsSeen = &d
 		}
-		row.BlockedBy = reshard.BlockingParents(l, all)
+		row.BlockedBy = reshard.BlockingParents(l, parents)
 		row.State = stateOf(row)
 		rows = append(rows, row)
 	}
@@ -135,6 +135,25 @@ func LeaseRows(leases []leasecore.Lease, before map[string]leasecore.Lease) []Le
 		sort.SliceStable(rows, func(i, j int) bool { return less(&rows[i], &rows[j]) })
 	}
 	return rows
+}
+
+// parentLeases indexes the leases some lease names as its parent, all that
+// BlockingParents looks up: a copy of every lease by key would be the
+// largest thing a 100,000-lease listing holds while it is built.
+func parentLeases(leases []leasecore.Lease) map[string]leasecore.Lease {
+	keys := map[string]bool{}
+	for _, l := range leases {
+		for _, k := range l.ParentLeaseKeys() {
+			keys[k] = true
+		}
+	}
+	m := make(map[string]leasecore.Lease, len(keys))
+	for _, l := range leases {
+		if keys[l.LeaseKey] {
+			m[l.LeaseKey] = l
+		}
+	}
+	return m
 }
 
 func stateOf(r LeaseRow) State {

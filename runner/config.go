@@ -61,6 +61,9 @@ type Config struct {
 
 	MaxRecords       int32
 	IdleBetweenReads time.Duration
+	// MaxReadsInFlight bounds the worker's shard reads open at once
+	// (readslots.go); default MaxReadsInFlight.
+	MaxReadsInFlight int
 
 	// KinesisTimeout bounds each Kinesis request (GetRecords,
 	// GetShardIterator, ListShards); default DefaultKinesisTimeout, the
@@ -130,6 +133,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.IdleBetweenReads <= 0 {
 		c.IdleBetweenReads = DefaultIdleBetweenReads
+	}
+	if c.MaxReadsInFlight <= 0 {
+		c.MaxReadsInFlight = MaxReadsInFlight
 	}
 	if c.KinesisTimeout <= 0 {
 		c.KinesisTimeout = DefaultKinesisTimeout

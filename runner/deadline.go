@@ -42,10 +42,13 @@ func withDeadline(ctx context.Context, d time.Duration) (context.Context, contex
 	return context.WithTimeout(ctx, d)
 }
 
-// deadlineKinesis gives every Kinesis request its own deadline.
+// deadlineKinesis gives every Kinesis request its own deadline. Shard
+// reads first wait for one of the worker's read slots (readslots.go), when
+// it has them; the deadline starts once the request is sent.
 type deadlineKinesis struct {
-	api KinesisAPI
-	d   time.Duration
+	api   KinesisAPI
+	d     time.Duration
+	reads readSlots
 }
 
 func (k deadlineKinesis) ListShards(ctx context.Context, in *kinesis.ListShardsInput, opts ...func(*kinesis.Options)) (*kinesis.ListShardsOutput, error) {
@@ -55,12 +58,20 @@ func (k deadlineKinesis) ListShards(ctx context.Context, in *kinesis.ListShardsI
 }
 
 func (k deadlineKinesis) GetShardIterator(ctx context.Context, in *kinesis.GetShardIteratorInput, opts ...func(*kinesis.Options)) (*kinesis.GetShardIteratorOutput, error) {
+	if err := k.reads.acquire(ctx); err != nil {
+		return nil, err
+	}
+	defer k.reads.release()
 	ctx, cancel := withDeadline(ctx, k.d)
 	defer cancel()
 	return k.api.GetShardIterator(ctx, in, opts...)
 }
 
 func (k deadlineKinesis) GetRecords(ctx context.Context, in *kinesis.GetRecordsInput, opts ...func(*kinesis.Options)) (*kinesis.GetRecordsOutput, error) {
+	if err := k.reads.acquire(ctx); err != nil {
+		return nil, err
+	}
+	defer k.reads.release()
 	ctx, cancel := withDeadline(ctx, k.d)
 	defer cancel()
 	return k.api.GetRecords(ctx, in, opts...)

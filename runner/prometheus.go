@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -45,6 +46,9 @@ func (m *Metrics) WritePrometheus(w io.Writer) error {
 		// run benchmark compares it with a peer's.
 		p.single("process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds (this process, not its handlers).", nil, cpu.Seconds())
 	}
+	// Prometheus's Go collector's name: a worker's goroutines grow with
+	// the shards it holds (two per shard), which this shows.
+	p.single("go_goroutines", "gauge", "Number of goroutines that currently exist.", nil, float64(runtime.NumGoroutine()))
 
 	type counter struct {
 		name, help string

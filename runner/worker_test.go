@@ -68,6 +68,7 @@ func TestWorkerConsumesCheckpointsAndReleases(t *testing.T) {
 	for _, prefix := range []string{
 		`kcltool_shard_handler_cpu_seconds_total{app="` + s.table + `",stream="` + s.stream + `",shard="shardId-000000000000"} `,
 		`process_cpu_seconds_total `,
+		`go_goroutines `,
 	} {
 		if v, ok := sampleValue(metrics.String(), prefix); !ok || v <= 0 {
 			t.Errorf("metrics: %q is %v (found %v), want a positive number:\n%s", prefix, v, ok, metrics.String())

@@ -84,8 +84,8 @@ type Options struct {
 	// CloudWatchSkipped explains why CloudWatch is not read when the
 	// CloudWatch client is nil ("--no-cloudwatch").
 	CloudWatchSkipped string
-	// Concurrency bounds the lag probes in flight (DefaultProbeConcurrency
-	// when 0).
+	// Concurrency bounds the lag probes in flight (chosen from the number
+	// of shards when 0: inspect.ProbeConcurrency).
 	Concurrency int
 	// ProbeTimeout bounds each shard's probe, GetShardIterator and
 	// GetRecords together (DefaultProbeTimeout when 0).
@@ -121,9 +121,6 @@ func (o Options) withDefaults() Options {
 		o.MetricsWindow = DefaultMetricsWindow
 	}
 	o.MetricsWindow = max(o.MetricsWindow, o.Window)
-	if o.Concurrency <= 0 {
-		o.Concurrency = inspect.DefaultProbeConcurrency
-	}
 	if o.ProbeTimeout <= 0 {
 		o.ProbeTimeout = DefaultProbeTimeout
 	}

@@ -144,6 +144,11 @@ func ReadCallLogs(dir string) ([]Invocation, error) {
 type Recorder struct {
 	URL string
 	srv *http.Server
+
+	mu        sync.Mutex
+	counts    map[string]int64 // by action, and by "action shardId"
+	inFlight  int
+	maxFlight int
 }
 
 // NewRecorder starts a recorder forwarding to target.
@@ -179,18 +184,72 @@ func NewRecorder(target string, log *CallLog) (*Recorder, error) {
 			w.WriteHeader(http.StatusBadGateway)
 		},
 	}
-	r := &Recorder{URL: "http://" + l.Addr().String()}
+	r := &Recorder{URL: "http://" + l.Addr().String(), counts: map[string]int64{}}
 	r.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, err := io.ReadAll(req.Body)
 		if err != nil {
 			return
 		}
 		req.Body = io.NopCloser(bytes.NewReader(body))
-		log.Add(callOf(req, body))
+		c := callOf(req, body)
+		log.Add(c)
+		r.begin(c.Action, body)
+		defer r.end()
 		rp.ServeHTTP(w, req)
 	})}
 	go func() { _ = r.srv.Serve(l) }()
 	return r, nil
+}
+
+// begin counts a request by action, and by shard when its body names one
+// (GetShardIterator's ShardId).
+func (r *Recorder) begin(action string, body []byte) {
+	var named struct{ ShardId string }
+	if bytes.Contains(body, []byte(`"ShardId"`)) {
+		_ = json.Unmarshal(body, &named)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.counts[action]++
+	if named.ShardId != "" {
+		r.counts[action+" "+named.ShardId]++
+	}
+	r.inFlight++
+	r.maxFlight = max(r.maxFlight, r.inFlight)
+}
+
+func (r *Recorder) end() {
+	r.mu.Lock()
+	r.inFlight--
+	r.mu.Unlock()
+}
+
+// Count is how many requests of action the recorder passed on.
+func (r *Recorder) Count(action string) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.counts[action]
+}
+
+// ShardCounts is how many requests of action named each shard (by the
+// ShardId of the request body).
+func (r *Recorder) ShardCounts(action string) map[string]int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[string]int64{}
+	for k, n := range r.counts {
+		if a, shard, ok := strings.Cut(k, " "); ok && a == action {
+			out[shard] = n
+		}
+	}
+	return out
+}
+
+// MaxInFlight is the most requests the recorder had open at once.
+func (r *Recorder) MaxInFlight() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.maxFlight
 }
 
 // Close stops the recorder.
