@@ -85,4 +85,4 @@ demo: build up ## the main job end to end: 4-shard stream, two workers, a split,
 bench: SHELL := /bin/bash
 bench: .SHELLFLAGS := -o pipefail -c
 bench: install-servers ## benchmarks: figures and ratios against a peer measured in the same run
-	KCLTOOL_BENCH=1 go test -p 1 -count=1 -timeout 30m -run 'TestBench' -v ./... 2>&1 | grep -E '^(bench|---|ok|FAIL)' | grep -v -- '--- SKIP'
+	KCLTOOL_BENCH=1 go test -p 1 -count=1 -timeout 50m -run 'TestBench' -v ./... 2>&1 | grep -E '^(bench|---|ok|FAIL)' | grep -v -- '--- SKIP'
