@@ -212,6 +212,7 @@ func launch(name string) (*server, error) {
 
 // StopAll stops every server this process started.
 func StopAll() {
+	stopEFOProxy()
 	mu.Lock()
 	defer mu.Unlock()
 	for name, s := range servers {
