@@ -22,10 +22,13 @@ type batcher struct {
 	perPage bool
 	pages   []page
 
-	pending      []kinesisrec.Record
-	since        time.Time // when the oldest pending record came
-	millisBehind int64     // of the page the newest pending record came with
-	end          bool      // the shard's last page has been added
+	pending  []kinesisrec.Record
+	since    time.Time // when the oldest pending record came
+	received time.Time // when the read of the oldest pending record arrived
+	// taken is the received time of the batch next returned.
+	taken        time.Time
+	millisBehind int64 // of the page the newest pending record came with
+	end          bool  // the shard's last page has been added
 	children     []types.ChildShard
 }
 
@@ -46,7 +49,7 @@ func (b *batcher) add(p page, now time.Time) {
 	if len(p.records) > 0 {
 		if len(b.pending) == 0 {
 			// No copy: a page is never reused, and batches are cut from it.
-			b.since, b.pending = now, p.records
+			b.since, b.pending, b.received = now, p.records, p.received
 		} else {
 			b.pending = append(b.pending, p.records...)
 		}
@@ -66,7 +69,7 @@ func (b *batcher) next(now time.Time, flush bool) ([]kinesisrec.Record, bool) {
 		}
 		p := b.pages[0]
 		b.pages = b.pages[1:]
-		b.millisBehind = p.millisBehind
+		b.millisBehind, b.taken = p.millisBehind, p.received
 		return p.records, true
 	}
 	n := len(b.pending)
@@ -83,6 +86,7 @@ func (b *batcher) next(now time.Time, flush bool) ([]kinesisrec.Record, bool) {
 }
 
 func (b *batcher) take(n int) []kinesisrec.Record {
+	b.taken = b.received
 	out := b.pending[:n:n]
 	b.pending = b.pending[n:]
 	if len(b.pending) == 0 {

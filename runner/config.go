@@ -61,6 +61,9 @@ type Config struct {
 
 	MaxRecords       int32
 	IdleBetweenReads time.Duration
+	// FanOut, when set, reads with enhanced fan-out (SubscribeToShard)
+	// instead of polling (efo.go).
+	FanOut *FanOut
 
 	// KinesisTimeout bounds each Kinesis request (GetRecords,
 	// GetShardIterator, ListShards); default DefaultKinesisTimeout, the
@@ -156,6 +159,16 @@ func (c Config) withDefaults() Config {
 	if c.CloudWatchInterval <= 0 {
 		c.CloudWatchInterval = DefaultCloudWatchInterval
 	}
+	if c.FanOut != nil {
+		fo := *c.FanOut
+		if fo.ConsumerName == "" {
+			fo.ConsumerName = c.App
+		}
+		if fo.EndCheckEvery <= 0 {
+			fo.EndCheckEvery = c.ShardSyncInterval
+		}
+		c.FanOut = &fo
+	}
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
 	}
@@ -177,6 +190,16 @@ func (c Config) Validate() error {
 		return errors.New("no handler command")
 	case c.MaxRecords > DefaultMaxRecords:
 		return fmt.Errorf("max records %d is above the %d Kinesis allows per GetRecords call", c.MaxRecords, DefaultMaxRecords)
+	}
+	if fo := c.FanOut; fo != nil {
+		switch {
+		case fo.API == nil:
+			return errors.New("enhanced fan-out needs a Kinesis client")
+		case fo.ConsumerARN != "" && len(c.Streams) > 1:
+			return errors.New("a consumer ARN names the consumer of one stream; with several streams give a consumer name instead")
+		case fo.ConsumerName == "" && fo.ConsumerARN == "":
+			return errors.New("enhanced fan-out needs a consumer name or ARN")
+		}
 	}
 	if err := c.Initial.Validate(); err != nil {
 		return err

@@ -205,6 +205,7 @@ func (r *shardRun) read(start leasecore.SequenceNumber) (err error) {
 		now := r.w.clock.Now()
 		fetching = r.drain(pages, b, now, fetching)
 		if batch, ok := b.next(now, !fetching); ok {
+			r.stats.delivered(b.taken, r.w.clock.Now())
 			if err := r.handle(batch, b.millisBehind); err != nil {
 				return err
 			}
