@@ -193,8 +193,6 @@ func (c Config) Validate() error {
 	}
 	if fo := c.FanOut; fo != nil {
 		switch {
-		case fo.API == nil:
-			return errors.New("enhanced fan-out needs a Kinesis client")
 		case fo.ConsumerARN != "" && len(c.Streams) > 1:
 			return errors.New("a consumer ARN names the consumer of one stream; with several streams give a consumer name instead")
 		case fo.ConsumerName == "" && fo.ConsumerARN == "":

@@ -72,6 +72,9 @@ type consumers struct {
 // when missing, before any lease is taken.
 func (w *Worker) setupFanOut(ctx context.Context) error {
 	fo := w.cfg.FanOut
+	if fo.API == nil {
+		return errors.New("enhanced fan-out needs a Kinesis client")
+	}
 	w.efo = &consumers{arn: map[string]string{}, fixed: fo.ConsumerARN != ""}
 	for _, s := range w.streams {
 		c, err := w.ensureConsumer(ctx, s, "")
