@@ -41,11 +41,11 @@ type runOptions struct {
 	IdleBetweenReads   time.Duration
 	// EFO reads with enhanced fan-out, through the consumer ConsumerName
 	// (registered when missing) or ConsumerARN.
-	EFO          bool
-	ConsumerName string
-	ConsumerARN  string
-	KinesisTimeout     time.Duration
-	DynamoDBTimeout    time.Duration
+	EFO             bool
+	ConsumerName    string
+	ConsumerARN     string
+	KinesisTimeout  time.Duration
+	DynamoDBTimeout time.Duration
 
 	BatchSize   int
 	BatchWindow time.Duration
