@@ -86,7 +86,7 @@ type shardStats struct {
 }
 
 // deliveryBuckets are the added-latency histogram's bounds, in seconds.
-var deliveryBuckets = []float64{0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 5}
+var deliveryBuckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 5}
 
 func (s *shardStats) subscribed(resubscription bool) {
 	s.subscriptions.Add(1)
