@@ -1,11 +1,16 @@
 package runner
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
 	"github.com/kcltool/kcltool/internal/emulator"
 )
@@ -77,5 +82,58 @@ func TestFanOutResubscribesWithoutLossOrRepeat(t *testing.T) {
 	}
 	if !strings.Contains(sb.String(), `kcltool_shard_resubscriptions_total{`) || !strings.Contains(sb.String(), "kcltool_shard_delivery_seconds_count{") {
 		t.Errorf("metrics lack the fan-out counters:\n%s", sb.String())
+	}
+}
+
+// deregister removes the stream consumer the worker uses.
+func deregister(t *testing.T, s stack, arn string) {
+	t.Helper()
+	if _, err := s.kin.DeregisterStreamConsumer(context.Background(), &kinesis.DeregisterStreamConsumerInput{ConsumerARN: aws.String(arn)}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFanOutConsumerDeletedWhileRunning: a consumer deregistered under a
+// running worker is registered again by name and reading goes on without
+// loss; with a fixed consumer ARN the worker stops instead, with an error
+// naming the ARN.
+func TestFanOutConsumerDeletedWhileRunning(t *testing.T) {
+	s := newStack(t, 1)
+	out := outFile(t)
+	cfg := s.config(t, "A", out)
+	cfg.FanOut = fanOut(t, 2*time.Second)
+	r := start(t, s, cfg)
+	s.put(t, func(k string) string { return k }, "a0", "a1")
+	eventually(t, 20*time.Second, "the first records", func() bool { return len(readHandled(t, out)) == 2 })
+	old := r.w.consumerARN(r.w.streams[0])
+	deregister(t, s, old)
+	s.put(t, func(k string) string { return k }, "b0", "b1")
+	eventually(t, 40*time.Second, "the records after the consumer was registered again", func() bool { return len(readHandled(t, out)) == 4 })
+	if now := r.w.consumerARN(r.w.streams[0]); now == old {
+		t.Errorf("consumer ARN unchanged: %s", now)
+	}
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+
+	// The same consumer name, now fixed by its ARN.
+	cfg2 := s.config(t, "B", out)
+	cfg2.FanOut = &FanOut{API: emulator.KinesisEFO(t), ConsumerARN: r.w.consumerARN(r.w.streams[0]), SubscriptionMax: 2 * time.Second}
+	r2 := start(t, s, cfg2)
+	s.put(t, func(k string) string { return k }, "c0")
+	eventually(t, 20*time.Second, "B's first record", func() bool { return len(readHandled(t, out)) == 5 })
+	deregister(t, s, cfg2.FanOut.ConsumerARN)
+	select {
+	case err := <-r2.done:
+		r2.done <- err
+		var gone *ConsumerGoneError
+		if !errors.As(err, &gone) || !strings.Contains(err.Error(), cfg2.FanOut.ConsumerARN) {
+			t.Fatalf("Run returned %v, want a ConsumerGoneError naming the ARN", err)
+		}
+	case <-time.After(40 * time.Second):
+		t.Fatal("the worker did not stop after its --consumer-arn was deregistered")
+	}
+	if l := leases(t, s)["shardId-000000000000"]; l.LeaseOwner != "" {
+		t.Errorf("lease still owned by %s after the stop", l.LeaseOwner)
 	}
 }
