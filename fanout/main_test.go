@@ -1,0 +1,10 @@
+package fanout
+
+import (
+	"os"
+	"testing"
+
+	"github.com/kcltool/kcltool/internal/emulator"
+)
+
+func TestMain(m *testing.M) { os.Exit(emulator.Main(m)) }
