@@ -104,7 +104,7 @@ func TestFanOutConsumerDeletedWhileRunning(t *testing.T) {
 	cfg.FanOut = fanOut(t, 2*time.Second)
 	r := start(t, s, cfg)
 	s.put(t, func(k string) string { return k }, "a0", "a1")
-	eventually(t, 20*time.Second, "the first records", func() bool { return len(readHandled(t, out)) == 2 })
+	eventually(t, 45*time.Second, "the first records", func() bool { return len(readHandled(t, out)) == 2 })
 	old := r.w.consumerARN(r.w.streams[0])
 	deregister(t, s, old)
 	s.put(t, func(k string) string { return k }, "b0", "b1")
@@ -121,7 +121,7 @@ func TestFanOutConsumerDeletedWhileRunning(t *testing.T) {
 	cfg2.FanOut = &FanOut{API: emulator.KinesisEFO(t), ConsumerARN: r.w.consumerARN(r.w.streams[0]), SubscriptionMax: 2 * time.Second}
 	r2 := start(t, s, cfg2)
 	s.put(t, func(k string) string { return k }, "c0")
-	eventually(t, 20*time.Second, "B's first record", func() bool { return len(readHandled(t, out)) == 5 })
+	eventually(t, 45*time.Second, "B's first record", func() bool { return len(readHandled(t, out)) == 5 })
 	deregister(t, s, cfg2.FanOut.ConsumerARN)
 	select {
 	case err := <-r2.done:
