@@ -97,7 +97,7 @@ func (w *Worker) ensureConsumer(ctx context.Context, s reshard.Stream, _ string)
 		}
 		opt.StreamARN = arn
 	}
-	c, err := fanout.EnsureActive(ctx, fo.API, opt)
+	c, err := fanout.EnsureActive(ctx, w.registerAPI(), opt)
 	if errors.Is(err, fanout.ErrConsumerNotFound) {
 		return c, &ConsumerGoneError{ARN: fo.ConsumerARN, Err: err}
 	}
@@ -112,6 +112,8 @@ func (w *Worker) streamARN(ctx context.Context, s reshard.Stream) (string, error
 	if s.ARN != "" {
 		return s.ARN, nil
 	}
+	ctx, cancel := withDeadline(ctx, w.cfg.KinesisTimeout)
+	defer cancel()
 	out, err := w.cfg.FanOut.API.DescribeStreamSummary(ctx, &kinesis.DescribeStreamSummaryInput{StreamName: aws.String(s.Name)})
 	if err != nil {
 		return "", fmt.Errorf("describe stream %s for its ARN: %w", s.Name, err)
@@ -137,7 +139,7 @@ func (w *Worker) consumerGone(ctx context.Context, s reshard.Stream, gone string
 	if cur := w.consumerARN(s); cur != gone {
 		return true, nil // another shard replaced it already
 	}
-	_, derr := fanout.EnsureActive(ctx, w.cfg.FanOut.API, fanout.RegisterOptions{ARN: gone, Clock: w.clock})
+	_, derr := fanout.EnsureActive(ctx, w.registerAPI(), fanout.RegisterOptions{ARN: gone, Clock: w.clock})
 	if derr == nil {
 		return false, nil
 	}
@@ -173,4 +175,27 @@ func (w *Worker) stopFatal(err error) {
 	}
 	w.log.Error("stopping: releasing every lease", "err", err)
 	w.Shutdown()
+}
+
+// registerAPI gives each registration call its own deadline, as every
+// other Kinesis request has (deadline.go); EnsureActive retries one cut off.
+func (w *Worker) registerAPI() fanout.RegisterAPI {
+	return deadlineRegister{api: w.cfg.FanOut.API, d: w.cfg.KinesisTimeout}
+}
+
+type deadlineRegister struct {
+	api fanout.RegisterAPI
+	d   time.Duration
+}
+
+func (k deadlineRegister) DescribeStreamConsumer(ctx context.Context, in *kinesis.DescribeStreamConsumerInput, opts ...func(*kinesis.Options)) (*kinesis.DescribeStreamConsumerOutput, error) {
+	ctx, cancel := withDeadline(ctx, k.d)
+	defer cancel()
+	return k.api.DescribeStreamConsumer(ctx, in, opts...)
+}
+
+func (k deadlineRegister) RegisterStreamConsumer(ctx context.Context, in *kinesis.RegisterStreamConsumerInput, opts ...func(*kinesis.Options)) (*kinesis.RegisterStreamConsumerOutput, error) {
+	ctx, cancel := withDeadline(ctx, k.d)
+	defer cancel()
+	return k.api.RegisterStreamConsumer(ctx, in, opts...)
 }
