@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/kcltool/kcltool/internal/emulator"
 )
@@ -132,5 +133,57 @@ func TestFanOutConsumerDeletedWhileRunning(t *testing.T) {
 		}
 	case <-time.After(40 * time.Second):
 		t.Fatal("the worker did not stop after its --consumer-arn was deregistered")
+	}
+}
+
+// TestFanOutShardEndFromChildShards: a subscription event that carries
+// ChildShards (made up by the harness's proxy, as kinesis-local never sends
+// one) ends the shard: the children's leases come from it, the parent is
+// checkpointed at SHARD_END, and the children's records are handled. The
+// listing fallback is out of the way (an hour).
+func TestFanOutShardEndFromChildShards(t *testing.T) {
+	s := newStack(t, 1)
+	out := outFile(t)
+	cfg := s.config(t, "A", out)
+	cfg.FanOut = fanOut(t, 0)
+	cfg.FanOut.EndCheckEvery = time.Hour
+	r := start(t, s, cfg)
+	s.put(t, func(k string) string { return k }, keys("p", 20)...)
+	eventually(t, 45*time.Second, "the parent's records", func() bool { return len(readHandled(t, out)) == 20 })
+
+	const parent = "shardId-000000000000"
+	shards, err := s.kin.ListShards(context.Background(), &kinesis.ListShardsInput{StreamName: aws.String(s.stream)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	emulator.SplitShard(t, s.kin, s.stream, parent, emulator.MidHashKey(shards.Shards[0].HashKeyRange))
+	shards, err = s.kin.ListShards(context.Background(), &kinesis.ListShardsInput{StreamName: aws.String(s.stream)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var children []kintypes.ChildShard
+	for _, sh := range shards.Shards {
+		if aws.ToString(sh.ParentShardId) == parent {
+			children = append(children, kintypes.ChildShard{ShardId: sh.ShardId, ParentShards: []string{parent}, HashKeyRange: sh.HashKeyRange})
+		}
+	}
+	if len(children) != 2 {
+		t.Fatalf("children %v", children)
+	}
+	emulator.EFOProxyOf(t).EndShardWith(r.w.consumerARN(r.w.streams[0]), parent, children)
+	s.put(t, func(k string) string { return k }, keys("c", 20)...)
+	eventually(t, 60*time.Second, "the children's records", func() bool { return len(readHandled(t, out)) == 40 })
+	ls := leases(t, s)
+	if l, ok := ls[parent]; ok && !l.Checkpoint.IsShardEnd() {
+		t.Errorf("parent checkpoint %s, want SHARD_END", l.Checkpoint.SequenceNumber)
+	}
+	for _, c := range children {
+		l, ok := ls[aws.ToString(c.ShardId)]
+		if !ok || len(l.ParentShardIDs) != 1 || l.ParentShardIDs[0] != parent {
+			t.Errorf("child %s: lease %v %+v", aws.ToString(c.ShardId), ok, l.ParentShardIDs)
+		}
+	}
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
 	}
 }

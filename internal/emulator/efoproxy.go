@@ -2,6 +2,7 @@ package emulator
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 )
 
 // kinesis-local answers SubscribeToShard with events only; the Go SDK
@@ -24,6 +26,39 @@ import (
 type EFOProxy struct {
 	URL string
 	srv *http.Server
+
+	mu sync.Mutex
+	// ends holds ChildShards (JSON) to send on a shard's subscription, by
+	// consumer ARN and shard id (EndShardWith).
+	ends map[string]json.RawMessage
+}
+
+// EndShardWith makes the next event of a subscription of the consumer to
+// the shard that brings no records carry children as its ChildShards, and
+// ends that subscription there: the end of a closed shard as AWS sends it,
+// which kinesis-local never does.
+func (p *EFOProxy) EndShardWith(consumerARN, shardID string, children []types.ChildShard) {
+	type hashRange struct{ StartingHashKey, EndingHashKey string }
+	type child struct {
+		ShardId      string
+		ParentShards []string
+		HashKeyRange hashRange
+	}
+	var cs []child
+	for _, c := range children {
+		cs = append(cs, child{ShardId: aws.ToString(c.ShardId), ParentShards: c.ParentShards,
+			HashKeyRange: hashRange{aws.ToString(c.HashKeyRange.StartingHashKey), aws.ToString(c.HashKeyRange.EndingHashKey)}})
+	}
+	b, _ := json.Marshal(cs)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.ends[consumerARN+"|"+shardID] = b
+}
+
+func (p *EFOProxy) endOf(consumerARN, shardID string) json.RawMessage {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ends[consumerARN+"|"+shardID]
 }
 
 const subscribeTarget = "Kinesis_20131202.SubscribeToShard"
@@ -39,7 +74,7 @@ func NewEFOProxy(target string) (*EFOProxy, error) {
 	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 1024, 256
 	client := &http.Client{Transport: tr}
 	target = strings.TrimSuffix(target, "/")
-	p := &EFOProxy{URL: "http://" + l.Addr().String()}
+	p := &EFOProxy{URL: "http://" + l.Addr().String(), ends: map[string]json.RawMessage{}}
 	p.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, err := io.ReadAll(req.Body)
 		if err != nil {
@@ -76,6 +111,10 @@ func NewEFOProxy(target string) (*EFOProxy, error) {
 			if err := writeInitialResponse(w); err != nil {
 				return
 			}
+			var named struct{ ConsumerARN, ShardId string }
+			_ = json.Unmarshal(body, &named)
+			p.relayEvents(w, resp.Body, named.ConsumerARN, named.ShardId)
+			return
 		}
 		buf := make([]byte, 64<<10)
 		for {
@@ -95,6 +134,39 @@ func NewEFOProxy(target string) (*EFOProxy, error) {
 	})}
 	go func() { _ = p.srv.Serve(l) }()
 	return p, nil
+}
+
+// relayEvents passes the server's event-stream messages on one by one,
+// flushing each, and ends the shard when EndShardWith asks.
+func (p *EFOProxy) relayEvents(w http.ResponseWriter, body io.Reader, consumerARN, shardID string) {
+	fl, _ := w.(http.Flusher)
+	dec, enc := eventstream.NewDecoder(), eventstream.NewEncoder()
+	for {
+		msg, err := dec.Decode(body, nil)
+		if err != nil {
+			return
+		}
+		end := false
+		if children := p.endOf(consumerARN, shardID); children != nil {
+			if t := msg.Headers.Get(":event-type"); t != nil && t.String() == "SubscribeToShardEvent" {
+				var ev map[string]json.RawMessage
+				if json.Unmarshal(msg.Payload, &ev) == nil && (len(ev["Records"]) == 0 || string(ev["Records"]) == "[]") {
+					ev["ChildShards"] = children
+					msg.Payload, _ = json.Marshal(ev)
+					end = true
+				}
+			}
+		}
+		if enc.Encode(w, msg) != nil {
+			return
+		}
+		if fl != nil {
+			fl.Flush()
+		}
+		if end {
+			return
+		}
+	}
 }
 
 // Close stops the proxy and every stream through it.
@@ -136,6 +208,15 @@ func KinesisEFOEndpoint(tb TB) string {
 		efoProxy = p
 	}
 	return efoProxy.URL
+}
+
+// EFOProxyOf returns this test binary's EFOProxy (KinesisEFOEndpoint's).
+func EFOProxyOf(tb TB) *EFOProxy {
+	tb.Helper()
+	KinesisEFOEndpoint(tb)
+	efoMu.Lock()
+	defer efoMu.Unlock()
+	return efoProxy
 }
 
 // KinesisEFO returns a client of kinesis-local through the EFOProxy:
