@@ -227,7 +227,10 @@ func (f *fetcher) newIterator(ctx context.Context) error {
 // page turns a GetRecords answer into records; wire is the records' data
 // as base64 text, when the fast decoder kept it.
 func (f *fetcher) page(out *kinesis.GetRecordsOutput, wire []string) page {
-	p := page{raw: len(out.Records), millisBehind: aws.ToInt64(out.MillisBehindLatest), received: f.clock.Now()}
+	p := page{raw: len(out.Records), millisBehind: aws.ToInt64(out.MillisBehindLatest)}
+	if f.clock != nil { // a fetcher built by a test may have none
+		p.received = f.clock.Now()
+	}
 	if n := len(out.Records); n > 0 {
 		f.lastSeq = aws.ToString(out.Records[n-1].SequenceNumber)
 	}
