@@ -106,5 +106,14 @@ func (b *batcher) wait(now time.Time) (time.Duration, bool) {
 	return max(b.since.Add(b.window).Sub(now), 0), true
 }
 
+// full reports that a whole batch is pending (in perPage mode, a page):
+// more read now would only wait in memory.
+func (b *batcher) full() bool {
+	if b.perPage {
+		return len(b.pages) > 0
+	}
+	return len(b.pending) >= b.size
+}
+
 // done reports that the shard ended and every record was taken.
 func (b *batcher) done() bool { return b.end && len(b.pending) == 0 && len(b.pages) == 0 }

@@ -250,9 +250,12 @@ func (r *shardRun) read(start leasecore.SequenceNumber) (err error) {
 }
 
 // drain adds the pages that are ready without waiting, so that a batch
-// takes everything already read.
+// takes everything already read, up to a full batch: past that the reader
+// is left blocked on the page it holds, so a handler that falls behind
+// holds the reading back (a fan-out subscription, the polling reads)
+// instead of pages piling up in memory.
 func (r *shardRun) drain(pages <-chan page, b *batcher, now time.Time, fetching bool) bool {
-	for fetching {
+	for fetching && !b.full() {
 		select {
 		case p, ok := <-pages:
 			if !ok {
@@ -263,7 +266,7 @@ func (r *shardRun) drain(pages <-chan page, b *batcher, now time.Time, fetching 
 			return true
 		}
 	}
-	return false
+	return fetching
 }
 
 func (r *shardRun) policy() *Policy {
