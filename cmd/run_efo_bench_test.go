@@ -19,7 +19,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	kinschemas "github.com/aws/aws-sdk-go-v2/service/kinesis/schemas"
 	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+	"github.com/aws/smithy-go/transport/http/protocol/awsjson"
 
 	"github.com/kcltool/kcltool/fanout"
 	"github.com/kcltool/kcltool/internal/emulator"
@@ -318,7 +320,10 @@ func TestEFOBareSubscriberProcess(t *testing.T) {
 			pos := &kintypes.StartingPosition{Type: kintypes.ShardIteratorTypeTrimHorizon}
 			ready := false
 			for {
-				out, err := kin.SubscribeToShard(ctx, &kinesis.SubscribeToShardInput{ConsumerARN: aws.String(os.Getenv("CONSUMER_ARN")), ShardId: sh.ShardId, StartingPosition: pos})
+				// A codec of its own per subscription: the client's one is
+				// not safe for concurrent streams (runner/efo_reader.go).
+				out, err := kin.SubscribeToShard(ctx, &kinesis.SubscribeToShardInput{ConsumerARN: aws.String(os.Getenv("CONSUMER_ARN")), ShardId: sh.ShardId, StartingPosition: pos},
+					func(o *kinesis.Options) { o.Protocol = awsjson.New11(kinschemas.Kinesis_20131202) })
 				if err != nil {
 					time.Sleep(time.Second)
 					continue

@@ -8,7 +8,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	kinschemas "github.com/aws/aws-sdk-go-v2/service/kinesis/schemas"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+	"github.com/aws/smithy-go/transport/http/protocol/awsjson"
 
 	"github.com/kcltool/kcltool/internal/awserr"
 	"github.com/kcltool/kcltool/internal/backoff"
@@ -89,6 +91,13 @@ func (f *fanOutReader) Close() {
 	<-f.done
 }
 
+// ownEventCodec gives one subscription an event-stream codec of its own.
+// The SDK's JSON protocol keeps one codec per client, with one payload
+// buffer, and concurrent subscriptions decoding through it race on that
+// buffer (the race detector shows it with two shards): records of one
+// shard could be decoded into another's bytes.
+func ownEventCodec(o *kinesis.Options) { o.Protocol = awsjson.New11(kinschemas.Kinesis_20131202) }
+
 // errSubscriptionCut: the test hook ended a subscription early.
 var errSubscriptionCut = errors.New("subscription ended by the test hook")
 
@@ -162,7 +171,7 @@ func (f *fanOutReader) subscribe() (ended bool, err error) {
 	}()
 	out, err := w.cfg.FanOut.API.SubscribeToShard(sctx, &kinesis.SubscribeToShardInput{
 		ConsumerARN: aws.String(arn), ShardId: aws.String(f.r.shardID), StartingPosition: pos,
-	}, noSDKRetries)
+	}, noSDKRetries, ownEventCodec)
 	close(answered)
 	if err != nil {
 		return false, f.classify(sctx, arn, err)
