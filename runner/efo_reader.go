@@ -98,6 +98,10 @@ func (f *fanOutReader) Close() {
 // shard could be decoded into another's bytes.
 func ownEventCodec(o *kinesis.Options) { o.Protocol = awsjson.New11(kinschemas.Kinesis_20131202) }
 
+// eventTaken, when set (by a test), is told of each event taken off a
+// subscription.
+var eventTaken func(records int)
+
 // errSubscriptionCut: the test hook ended a subscription early.
 var errSubscriptionCut = errors.New("subscription ended by the test hook")
 
@@ -247,6 +251,9 @@ func (f *fanOutReader) subscribe() (ended bool, err error) {
 // names the children.
 func (f *fanOutReader) event(ev *types.SubscribeToShardEvent) (ended bool, err error) {
 	w := f.r.w
+	if eventTaken != nil {
+		eventTaken(len(ev.Records))
+	}
 	if f.failures > 0 {
 		f.recovered()
 	}

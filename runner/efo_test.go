@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -191,47 +190,6 @@ func TestFanOutShardEndFromChildShards(t *testing.T) {
 	}
 }
 
-// countingAPI counts the records the reader takes off each subscription.
-type countingAPI struct {
-	FanOutAPI
-	taken *atomic.Int64
-}
-
-func (c countingAPI) SubscribeToShard(ctx context.Context, in *kinesis.SubscribeToShardInput, opts ...func(*kinesis.Options)) (*kinesis.SubscribeToShardOutput, error) {
-	out, err := c.FanOutAPI.SubscribeToShard(ctx, in, opts...)
-	if err != nil {
-		return out, err
-	}
-	es := out.GetStream()
-	es.Reader = &countingReader{SubscribeToShardEventStreamReader: es.Reader, taken: c.taken}
-	return out, nil
-}
-
-type countingReader struct {
-	kinesis.SubscribeToShardEventStreamReader
-	taken *atomic.Int64
-	once  sync.Once
-	ch    chan kintypes.SubscribeToShardEventStream
-}
-
-// Events passes each event on when the reader asks for it (unbuffered, as
-// the SDK's), counting its records as it is taken.
-func (c *countingReader) Events() <-chan kintypes.SubscribeToShardEventStream {
-	c.once.Do(func() {
-		c.ch = make(chan kintypes.SubscribeToShardEventStream)
-		go func() {
-			defer close(c.ch)
-			for ev := range c.SubscribeToShardEventStreamReader.Events() {
-				c.ch <- ev
-				if e, ok := ev.(*kintypes.SubscribeToShardEventStreamMemberSubscribeToShardEvent); ok {
-					c.taken.Add(int64(len(e.Value.Records)))
-				}
-			}
-		}()
-	})
-	return c.ch
-}
-
 // TestFanOutReadsOnlyAsFastAsTheHandler: with a handler far slower than
 // the records arrive, the reader takes events off the subscription only as
 // batches are handled: what it took and the handler has not yet had stays
@@ -243,7 +201,9 @@ func TestFanOutReadsOnlyAsFastAsTheHandler(t *testing.T) {
 	cfg := s.config(t, "A", out, ShellCommand(`sleep 0.5; cat >> "$OUT"`)...)
 	cfg.BatchSize = 1
 	var taken atomic.Int64
-	cfg.FanOut = &FanOut{API: countingAPI{FanOutAPI: emulator.KinesisEFO(t), taken: &taken}, ConsumerName: "efo-test"}
+	eventTaken = func(records int) { taken.Add(int64(records)) }
+	t.Cleanup(func() { eventTaken = nil })
+	cfg.FanOut = &FanOut{API: emulator.KinesisEFO(t), ConsumerName: "efo-test"}
 	r := start(t, s, cfg)
 	eventually(t, 45*time.Second, "the first subscription", func() bool {
 		st := shardStatsOf(r.w, "shardId-000000000000")
