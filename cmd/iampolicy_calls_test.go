@@ -229,7 +229,18 @@ func requestOf(c emulator.Call) iampolicy.Request {
 	if c.StreamARN != "" {
 		_, stream, _ = strings.Cut(c.StreamARN, ":stream/")
 	}
+	// A consumer's ARN is stream/NAME/consumer/CONSUMER:TIMESTAMP; named
+	// on its stream, any timestamp. Registering one is authorized on the
+	// stream.
+	consumer := ""
+	if _, rest, ok := strings.Cut(c.ConsumerARN, ":stream/"); ok {
+		consumer = iampolicy.StreamARN(region, testAccount, rest)
+	} else if c.ConsumerName != "" && stream != "" && c.Action != "RegisterStreamConsumer" {
+		consumer = iampolicy.StreamARN(region, testAccount, stream) + "/consumer/" + c.ConsumerName + ":*"
+	}
 	switch {
+	case consumer != "":
+		r.Resource = consumer
 	case c.Table != "":
 		r.Resource = iampolicy.TableARN(region, testAccount, c.Table)
 	case stream != "":

@@ -305,7 +305,7 @@ var jsonSchemas = []jsonCommand{
 			{"settings[].source", tString, "`flag`, `env`, `file` or `default`"},
 			{"settings[].property", tStringOrNull, "the properties key that can set it, also when a flag or variable overrode it; null when none"},
 			{"settings[].note", tStringOrNull, "what kcltool did with the key (recorded for later, ignored, …); null when nothing to say"},
-			{"warnings", tStrings, "the file's warnings (unknown keys, fan-out asked for); `[]` when none"},
+			{"warnings", tStrings, "the file's warnings (unknown keys); `[]` when none"},
 		},
 	},
 	{

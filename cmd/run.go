@@ -39,8 +39,13 @@ type runOptions struct {
 	InitialTimestamp   string
 	MaxRecords         int32
 	IdleBetweenReads   time.Duration
-	KinesisTimeout     time.Duration
-	DynamoDBTimeout    time.Duration
+	// EFO reads with enhanced fan-out, through the consumer ConsumerName
+	// (registered when missing) or ConsumerARN.
+	EFO             bool
+	ConsumerName    string
+	ConsumerARN     string
+	KinesisTimeout  time.Duration
+	DynamoDBTimeout time.Duration
 
 	BatchSize   int
 	BatchWindow time.Duration
@@ -121,6 +126,14 @@ appears while run works (checked every --shard-sync-interval) stops it: no
 more taking or stealing, running commands may finish, every lease is
 released, and kcltool exits 1 with the evidence.
 
+--efo reads with enhanced fan-out instead of polling GetRecords: one
+SubscribeToShard subscription per held shard, records pushed as they
+arrive, a dedicated 2 MB/s per shard. The stream consumer (--consumer-name,
+default the application name) is registered when missing and shared by the
+application's workers; --consumer-arn uses an existing one and never
+registers. Subscriptions are renewed every 5 minutes from the last event,
+so nothing is skipped or read twice. See docs/run.md, Enhanced fan-out.
+
 --stream may be repeated: the worker then reads every stream given, with the
 Java KCL's multi-stream lease table (keys account:stream:epoch:shardId), and
 never takes a lease of a stream it was not given. A table that already holds
@@ -131,8 +144,9 @@ on an empty table. A table whose leases are of the other kind is refused.
 Properties syntax): applicationName, streamName or streamArn, regionName,
 initialPositionInStream, failoverTimeMillis, maxRecords and the other keys
 with a run flag fill that flag, unless the command line or a KCLTOOL_*
-variable set it. Unsupported keys get one warning each; a file that asks
-for enhanced fan-out runs with polling and a warning. Without --exec or --,
+variable set it. Unsupported keys get one warning each. RetrievalMode =
+FANOUT, or the MultiLangDaemon's DEFAULT rule (no polling key set), means
+--efo, with consumerName and consumerArn. Without --exec or --,
 executableName runs as a MultiLang child (--multilang). --print-config prints every resolved setting
 and where it came from (flag, env, file, default), and exits without
 touching AWS. See docs/multilang.md.`,
@@ -140,6 +154,7 @@ touching AWS. See docs/multilang.md.`,
   kcltool run --app orders --stream orders --format raw --exec 'cat >> orders.log'
   kcltool run --app orders --stream orders --initial-position TRIM_HORIZON --create-table -- ./handler --verbose
   kcltool run --app orders --stream orders --bisect-on-error --max-retries 3 --on-failure /var/lib/orders/failed --exec ./handler.sh
+  kcltool run --app orders --stream orders --efo --exec ./handler.sh
   kcltool run --properties app.properties --print-config
   kcltool run --properties app.properties --exec ./handler.sh`,
 		Args: cobra.ArbitraryArgs,
@@ -187,6 +202,9 @@ touching AWS. See docs/multilang.md.`,
 	fl.StringVar(&o.InitialTimestamp, "initial-timestamp", "", "the AT_TIMESTAMP instant: RFC 3339 or epoch seconds (implies AT_TIMESTAMP)")
 	fl.Int32Var(&o.MaxRecords, "max-records", runner.DefaultMaxRecords, "records per GetRecords call (at most 10000)")
 	fl.DurationVar(&o.IdleBetweenReads, "idle-between-reads", runner.DefaultIdleBetweenReads, "pause after a read that found the shard's tip (never more than 5 reads/s per shard)")
+	fl.BoolVar(&o.EFO, "efo", false, "read with enhanced fan-out (SubscribeToShard): a dedicated 2 MB/s per shard and records pushed as they arrive; registers the stream consumer when missing (see docs/run.md, Enhanced fan-out)")
+	fl.StringVar(&o.ConsumerName, "consumer-name", "", "with --efo, the stream consumer to use, registered when missing (default: the application name, as the KCL)")
+	fl.StringVar(&o.ConsumerARN, "consumer-arn", "", "with --efo, the ARN of an existing stream consumer, never registered (one --stream only)")
 	fl.DurationVar(&o.KinesisTimeout, "kinesis-timeout", runner.DefaultKinesisTimeout, "give up on a Kinesis request (GetRecords, GetShardIterator, ListShards) not answered in this time, and retry it (KCL kinesisRequestTimeout)")
 	fl.DurationVar(&o.DynamoDBTimeout, "dynamodb-timeout", runner.DefaultDynamoDBTimeout, "give up on a DynamoDB request not answered in this time, and retry it (KCL dynamoDbRequestTimeout; lease renewals and checkpoints never wait past the renew interval, taker scan pages past --failover-time)")
 
@@ -224,6 +242,9 @@ touching AWS. See docs/multilang.md.`,
 	}
 	complete("initial-position", "TRIM_HORIZON", "LATEST", "AT_TIMESTAMP")
 	complete("format", "json", "raw")
+	// Names and ARNs of one's choosing: nothing to offer, and no files.
+	_ = c.RegisterFlagCompletionFunc("consumer-name", cobra.NoFileCompletions)
+	_ = c.RegisterFlagCompletionFunc("consumer-arn", cobra.NoFileCompletions)
 	_ = c.MarkFlagDirname("on-failure")
 	_ = c.MarkFlagFilename("properties", "properties")
 	return c
@@ -274,6 +295,9 @@ func runWorker(ctx context.Context, f *Factory, o *runOptions, cfg runner.Config
 			return err
 		}
 		cfg.CloudWatch = cw
+	}
+	if cfg.FanOut != nil {
+		cfg.FanOut.API = kin
 	}
 	log := cfg.Log
 	w, err := runner.NewWorker(cfg, ddb, kin)

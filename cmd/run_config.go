@@ -101,10 +101,50 @@ func (o *runOptions) workerConfig(f *Factory) (runner.Config, error) {
 	if cfg.App == "" {
 		cfg.App = table
 	}
+	fo, err := o.fanOut(f, len(streams))
+	if err != nil {
+		return cfg, err
+	}
+	cfg.FanOut = fo
 	if err := cfg.Validate(); err != nil {
 		return cfg, usageErrorf("%v", err)
 	}
 	return cfg, nil
+}
+
+// efoSubscriptionMaxEnv is a test hook, not documented for users: it ends
+// each fan-out subscription after this long instead of Kinesis's 5
+// minutes, so that the tests cover resubscription.
+const efoSubscriptionMaxEnv = "KCLTOOL_TEST_EFO_SUBSCRIPTION_MAX"
+
+// fanOut reads --efo, --consumer-name and --consumer-arn; the Kinesis
+// client is added when the worker starts.
+func (o *runOptions) fanOut(f *Factory, streams int) (*runner.FanOut, error) {
+	if !o.EFO {
+		for name, v := range map[string]string{"consumer-name": o.ConsumerName, "consumer-arn": o.ConsumerARN} {
+			if v != "" {
+				return nil, usageErrorf("--%s goes with --efo (enhanced fan-out)", name)
+			}
+		}
+		return nil, nil
+	}
+	switch {
+	case o.ConsumerARN != "" && o.ConsumerName != "":
+		return nil, usageErrorf("give either --consumer-name or --consumer-arn, not both")
+	case o.ConsumerARN != "" && streams > 1:
+		return nil, usageErrorf("--consumer-arn names the consumer of one stream; with %d --stream give --consumer-name (registered on each stream) instead", streams)
+	case o.ConsumerARN != "" && !strings.Contains(o.ConsumerARN, ":consumer/"):
+		return nil, usageErrorf("invalid --consumer-arn %q: want arn:aws:kinesis:REGION:ACCOUNT:stream/STREAM/consumer/NAME:TIMESTAMP", o.ConsumerARN)
+	}
+	fo := &runner.FanOut{ConsumerName: o.ConsumerName, ConsumerARN: o.ConsumerARN}
+	if v := f.Getenv(efoSubscriptionMaxEnv); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return nil, usageErrorf("invalid %s %q: want a positive duration", efoSubscriptionMaxEnv, v)
+		}
+		fo.SubscriptionMax = d
+	}
+	return fo, nil
 }
 
 // initialPosition reads --initial-position and --initial-timestamp; a

@@ -151,12 +151,13 @@ func TestRunFleetAcrossReshardsCrashAndJoin(t *testing.T) {
 // runFleetScenario runs the fleet scenario with the workers args starts,
 // each handling into out: A and B share a 4-shard stream, shard 0 splits,
 // shards 2 and 3 merge, B is killed with SIGKILL, C joins, and A and C stop
-// gracefully once every record was handled (within drain). It checks each
+// gracefully once every record was handled (within drain). extraEnv goes
+// to every worker. It checks each
 // key's first handlings are in order and duplicates come only from moved
 // leases, and returns the batches handled and the number of records.
-func runFleetScenario(t *testing.T, s e2eStack, out string, args func(id string) []string, drain time.Duration) ([]handledBatch, int) {
+func runFleetScenario(t *testing.T, s e2eStack, out string, args func(id string) []string, drain time.Duration, extraEnv ...string) ([]handledBatch, int) {
 	t.Helper()
-	env := []string{"OUT=" + out}
+	env := append([]string{"OUT=" + out}, extraEnv...)
 	keys := keyNames(200)
 	const rounds = 25
 	round := 0

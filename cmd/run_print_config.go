@@ -85,6 +85,12 @@ func runConfigRows(cmd *cobra.Command, o *runOptions, p *propertiesRun) []config
 				row.Note = fmt.Sprintf("overrides %s = %s", e.Key, e.Value)
 			}
 		}
+		if fl.Name == "efo" && p != nil && p.retrieval != "" {
+			if p.efoByRule {
+				row.Source = sourceFile
+			}
+			row.Note = p.retrievalWhy + map[string]string{"FANOUT": " means enhanced fan-out", "POLLING": " means polling"}[p.retrieval]
+		}
 		if fl.Name == "exec" && o.noCommand {
 			row.Value = ""
 		}

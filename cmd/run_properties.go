@@ -54,8 +54,9 @@ var propertyFlags = map[string]propFlag{
 var pollingKeys = []string{"maxRecords", "idleTimeBetweenReadsInMillis", "retryGetRecordsInSeconds",
 	"maxGetRecordsThreadPool", "millisBehindLatestThresholdForReducedTps"}
 
-// fanoutKeys configure enhanced fan-out (FanoutConfigBean); they count
-// only when fan-out is in effect, and the fan-out warning names them.
+// fanoutKeys configure enhanced fan-out (FanoutConfigBean); consumerName
+// and consumerArn fill --consumer-name and --consumer-arn when fan-out is
+// in effect (applyRetrieval), the retry settings are kcltool's own.
 var fanoutKeys = map[string]bool{"consumerArn": true, "consumerName": true, "maxDescribeStreamSummaryRetries": true,
 	"maxDescribeStreamConsumerRetries": true, "registerStreamConsumerRetries": true, "retryBackoffMillis": true}
 
@@ -110,6 +111,8 @@ type propertiesRun struct {
 	program []string
 	// retrieval is what the file asks for: POLLING or FANOUT (and why).
 	retrieval, retrievalWhy string
+	// efoByRule: --efo was set by the DEFAULT rule, with no key naming it.
+	efoByRule bool
 	// credentials describes AwsCredentialsProvider; "" when absent.
 	credentials string
 	// emptyPages: callProcessRecordsEvenForEmptyRecordList = true.
@@ -381,9 +384,10 @@ func (p *propertiesRun) applyCleanup(_ *cobra.Command, f *Factory) error {
 }
 
 // applyRetrieval follows RetrievalMode and the MultiLangDaemon's DEFAULT
-// rule: polling when any polling key is set, fan-out otherwise. kcltool
-// reads with polling until enhanced fan-out lands, and says so once.
-func (p *propertiesRun) applyRetrieval(_ *cobra.Command, f *Factory) error {
+// rule: polling when any polling key is set, fan-out otherwise. Fan-out is
+// --efo, with consumerName and consumerArn as --consumer-name and
+// --consumer-arn; --efo on the command line (or KCLTOOL_EFO) wins either way.
+func (p *propertiesRun) applyRetrieval(cmd *cobra.Command, f *Factory) error {
 	mode := "DEFAULT"
 	e, explicit := p.entry("RetrievalMode")
 	if explicit {
@@ -407,26 +411,27 @@ func (p *propertiesRun) applyRetrieval(_ *cobra.Command, f *Factory) error {
 	default:
 		return usageErrorf("invalid RetrievalMode = %q in %s: use POLLING, FANOUT or DEFAULT", e.Value, p.where(e))
 	}
-	row := configRow{Setting: "retrieval", Value: "polling", Source: sourceDefault, Note: p.retrievalWhy}
-	if explicit {
-		row.Source, row.Property = sourceFile, "RetrievalMode"
+	if p.retrieval != "FANOUT" {
+		return nil
 	}
-	if p.retrieval == "FANOUT" {
-		msg := "the properties file asks for enhanced fan-out (" + p.retrievalWhy + "); kcltool does not support fan-out yet and reads with polling (GetRecords)"
-		var ignored []string
-		for _, en := range p.props.Entries {
-			if fanoutKeys[en.Key] {
-				ignored = append(ignored, en.Key)
+	if err := p.set(cmd, "efo", "true", e); err != nil {
+		return err
+	}
+	if _, set := p.fromFile["efo"]; set && !explicit {
+		// Set by a rule, not by a key: --print-config says which.
+		delete(p.fromFile, "efo")
+		p.efoByRule = true
+	}
+	if fl := cmd.Flags().Lookup("efo"); fl != nil && fl.Value.String() != "true" {
+		return nil // --efo=false from the command line or the environment
+	}
+	for key, flag := range map[string]string{"consumerName": "consumer-name", "consumerArn": "consumer-arn"} {
+		if ce, ok := p.entry(key); ok && ce.Value != "" {
+			if err := p.set(cmd, flag, ce.Value, ce); err != nil {
+				return err
 			}
 		}
-		if len(ignored) > 0 {
-			msg += "; ignored: " + strings.Join(ignored, ", ")
-		}
-		p.warnings = append(p.warnings, msg)
-		f.logger().Warn(msg, "file", p.path)
-		row.Note = p.retrievalWhy + " means fan-out; polling until fan-out lands"
 	}
-	p.extra = append(p.extra, row)
 	return nil
 }
 

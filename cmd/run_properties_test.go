@@ -175,9 +175,10 @@ func TestPropertiesWarnings(t *testing.T) {
 	}
 }
 
-// TestPropertiesFanoutWarning: a file that means fan-out, explicitly or by
-// the MultiLangDaemon's DEFAULT rule, runs with polling and one warning.
-func TestPropertiesFanoutWarning(t *testing.T) {
+// TestPropertiesRetrievalMode: a file that means fan-out, explicitly or by
+// the MultiLangDaemon's DEFAULT rule, runs with --efo (no warning), its
+// consumerName filling --consumer-name; a polling one does not.
+func TestPropertiesRetrievalMode(t *testing.T) {
 	app := "applicationName = a\nstreamName = s\n"
 	for _, tc := range []struct {
 		name, props string
@@ -190,6 +191,7 @@ func TestPropertiesFanoutWarning(t *testing.T) {
 		{"DEFAULT with an unsupported polling key", app + "maxGetRecordsThreadPool = 2\n", false},
 		{"DEFAULT with maxRecords 0", app + "maxRecords = 0\n", true},
 		{"POLLING", app + "RetrievalMode = polling\n", false},
+		{"POLLING ignores consumerName", app + "RetrievalMode = POLLING\nconsumerName = c\n", false},
 		{"FANOUT", app + "RetrievalMode = FANOUT\nconsumerName = c\n", true},
 		{"FANOUT with polling keys", app + "RetrievalMode = FANOUT\nmaxRecords = 100\n", true},
 	} {
@@ -200,22 +202,40 @@ func TestPropertiesFanoutWarning(t *testing.T) {
 				if r.code != ExitUsage || !strings.Contains(r.errOut, "set by maxRecords = 0") {
 					t.Fatalf("exit %d: %s", r.code, r.errOut)
 				}
-			} else if r.code != 0 {
+				return
+			}
+			if r.code != 0 {
 				t.Fatalf("exit %d: %s", r.code, r.errOut)
 			}
-			n := strings.Count(r.errOut, "enhanced fan-out")
-			if tc.fanout && n != 1 || !tc.fanout && n != 0 {
-				t.Errorf("fan-out warned %d times:\n%s", n, r.errOut)
+			if strings.Contains(r.errOut, "enhanced fan-out") {
+				t.Errorf("a warning about fan-out:\n%s", r.errOut)
 			}
-			if tc.fanout && strings.Contains(tc.props, "consumerName") && !strings.Contains(r.errOut, "ignored: consumerName") {
-				t.Errorf("the warning does not name consumerName:\n%s", r.errOut)
+			if tc.fanout {
+				r.want(t, "efo", "true", "file")
+			} else {
+				r.want(t, "efo", "false", "default")
 			}
-			if r.code == 0 {
-				r.want(t, "retrieval", "polling", map[bool]string{true: "file", false: "default"}[strings.Contains(tc.props, "RetrievalMode")])
+			if strings.Contains(tc.props, "consumerName") {
+				if tc.fanout {
+					r.want(t, "consumer-name", "c", "file")
+				} else {
+					r.want(t, "consumer-name", "", "default")
+				}
 			}
 		})
 	}
-	r := propsRun(t, app+"RetrievalMode = STREAMING\n", nil, printJSON("--exec", "cat")...)
+	// The command line wins over the file, both ways.
+	r := propsRun(t, app, nil, printJSON("--efo=false", "--exec", "cat")...)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.errOut)
+	}
+	r.want(t, "efo", "false", "flag")
+	r = propsRun(t, app+"maxRecords = 1000\n", nil, printJSON("--efo", "--exec", "cat")...)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.errOut)
+	}
+	r.want(t, "efo", "true", "flag")
+	r = propsRun(t, app+"RetrievalMode = STREAMING\n", nil, printJSON("--exec", "cat")...)
 	if r.code != ExitUsage || !strings.Contains(r.errOut, `invalid RetrievalMode = "STREAMING"`) {
 		t.Errorf("exit %d: %s", r.code, r.errOut)
 	}

@@ -11,7 +11,7 @@ var (
 	// consumer is the stream consumer --consumer-name names on each
 	// --stream. Its ARN ends with the creation time, unknown in advance:
 	// stream/NAME/consumer/CONSUMER:TIMESTAMP.
-	consumer = &resource{sid: "Consumer", arns: func(t Target) []string {
+	consumer = &resource{sid: "StreamConsumer", arns: func(t Target) []string {
 		name := t.or(ConsumerPlaceholder, "consumer-name")
 		var out []string
 		for _, s := range splitList(t.or(StreamPlaceholder, "stream")) {

@@ -53,6 +53,20 @@ var (
 		}
 		return out
 	}}
+	// runConsumer is run --efo's stream consumer: --consumer-arn, else
+	// --consumer-name (default the application) on every --stream, with
+	// any creation timestamp (the ARN's last part).
+	runConsumer = &resource{sid: "StreamConsumer", arns: func(t Target) []string {
+		if t.given("consumer-arn") {
+			return []string{t.Flags["consumer-arn"]}
+		}
+		name := t.or(t.app(), "consumer-name")
+		var out []string
+		for _, s := range splitList(t.or(StreamPlaceholder, "stream")) {
+			out = append(out, t.streamARN(s)+"/consumer/"+name+":*")
+		}
+		return out
+	}}
 	// PutMetricData has no resource to scope to; the namespace condition
 	// keeps run to the application's own metrics (runner's namespace is the
 	// application name).
@@ -65,7 +79,7 @@ var (
 )
 
 // sids is the order of the statements.
-var sids = []string{"LeaseTable", "KCL3Tables", "Stream", "Consumer", "CloudWatchPut", "CloudWatchRead"}
+var sids = []string{"LeaseTable", "KCL3Tables", "Stream", "StreamConsumer", "CloudWatchPut", "CloudWatchRead"}
 
 func sidRank(sid string) int { return slices.Index(sids, sid) }
 

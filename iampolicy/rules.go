@@ -26,6 +26,14 @@ var rules = []rule{
 	// mode for a single --stream, so it is always granted.
 	{cmds("run"), always, stream, kinesis("ListShards", "GetShardIterator", "GetRecords", "DescribeStreamSummary")},
 	{cmds("run"), flag("cloudwatch-metrics"), metricsNamespace, cloudwatch("PutMetricData")},
+	// run --efo (runner/efo.go, fanout.EnsureActive, runner/efo_reader.go):
+	// the stream's ARN (DescribeStreamSummary, above), the consumer
+	// registered when missing and described until ACTIVE (and again when a
+	// subscription finds it gone), and the subscriptions. --consumer-arn
+	// never registers. A properties file can ask for fan-out
+	// (RetrievalMode), and iam-policy does not read it.
+	{cmds("run"), all(efoRun, not(given("consumer-arn"))), stream, kinesis("RegisterStreamConsumer")},
+	{cmds("run"), efoRun, runConsumer, kinesis("DescribeStreamConsumer", "SubscribeToShard")},
 
 	// Read-only operator commands (inspect): DescribeTable, then Scan.
 	{cmds("leases ls", "leases owners"), always, leaseTable, dynamodb("DescribeTable", "Scan")},
@@ -76,3 +84,8 @@ var rules = []rule{
 	{cmds("consumers deregister"), always, consumerAppTable, dynamodb("DescribeTable", "Scan")},
 	{cmds("consumers deregister"), flag("execute"), consumer, kinesis("DeregisterStreamConsumer", "DescribeStreamConsumer")},
 }
+
+// efoRun: run reads with enhanced fan-out with --efo. iam-policy resolves
+// a properties file as run does, so RetrievalMode FANOUT and the DEFAULT
+// rule arrive here as --efo.
+var efoRun = cond{func(t Target) bool { return t.Flags["efo"] == "true" }, []string{"efo"}}

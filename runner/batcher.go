@@ -25,10 +25,13 @@ type batcher struct {
 	emptyPages bool
 	pages      []page
 
-	pending      []kinesisrec.Record
-	since        time.Time // when the oldest pending record came
-	millisBehind int64     // of the page the newest pending record came with
-	end          bool      // the shard's last page has been added
+	pending  []kinesisrec.Record
+	since    time.Time // when the oldest pending record came
+	received time.Time // when the read of the oldest pending record arrived
+	// taken is the received time of the batch next returned.
+	taken        time.Time
+	millisBehind int64 // of the page the newest pending record came with
+	end          bool  // the shard's last page has been added
 	children     []types.ChildShard
 }
 
@@ -49,7 +52,7 @@ func (b *batcher) add(p page, now time.Time) {
 	if len(p.records) > 0 {
 		if len(b.pending) == 0 {
 			// No copy: a page is never reused, and batches are cut from it.
-			b.since, b.pending = now, p.records
+			b.since, b.pending, b.received = now, p.records, p.received
 		} else {
 			b.pending = append(b.pending, p.records...)
 		}
@@ -69,7 +72,7 @@ func (b *batcher) next(now time.Time, flush bool) ([]kinesisrec.Record, bool) {
 		}
 		p := b.pages[0]
 		b.pages = b.pages[1:]
-		b.millisBehind = p.millisBehind
+		b.millisBehind, b.taken = p.millisBehind, p.received
 		return p.records, true
 	}
 	n := len(b.pending)
@@ -86,6 +89,7 @@ func (b *batcher) next(now time.Time, flush bool) ([]kinesisrec.Record, bool) {
 }
 
 func (b *batcher) take(n int) []kinesisrec.Record {
+	b.taken = b.received
 	out := b.pending[:n:n]
 	b.pending = b.pending[n:]
 	if len(b.pending) == 0 {
@@ -103,6 +107,15 @@ func (b *batcher) wait(now time.Time) (time.Duration, bool) {
 		return 0, false
 	}
 	return max(b.since.Add(b.window).Sub(now), 0), true
+}
+
+// full reports that a whole batch is pending (in perPage mode, a page):
+// more read now would only wait in memory.
+func (b *batcher) full() bool {
+	if b.perPage {
+		return len(b.pages) > 0
+	}
+	return len(b.pending) >= b.size
 }
 
 // done reports that the shard ended and every record was taken.

@@ -65,6 +65,10 @@ type Config struct {
 	// (readslots.go); default MaxReadsInFlight.
 	MaxReadsInFlight int
 
+	// FanOut, when set, reads with enhanced fan-out (SubscribeToShard)
+	// instead of polling (efo.go).
+	FanOut *FanOut
+
 	// KinesisTimeout bounds each Kinesis request (GetRecords,
 	// GetShardIterator, ListShards); default DefaultKinesisTimeout, the
 	// KCL's. DynamoDBTimeout bounds each DynamoDB request; default
@@ -167,6 +171,16 @@ func (c Config) withDefaults() Config {
 	if c.CloudWatchInterval <= 0 {
 		c.CloudWatchInterval = DefaultCloudWatchInterval
 	}
+	if c.FanOut != nil {
+		fo := *c.FanOut
+		if fo.ConsumerName == "" {
+			fo.ConsumerName = c.App
+		}
+		if fo.EndCheckEvery <= 0 {
+			fo.EndCheckEvery = c.ShardSyncInterval
+		}
+		c.FanOut = &fo
+	}
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
 	}
@@ -188,6 +202,14 @@ func (c Config) Validate() error {
 		return errors.New("no handler command")
 	case c.MaxRecords > DefaultMaxRecords:
 		return fmt.Errorf("max records %d is above the %d Kinesis allows per GetRecords call", c.MaxRecords, DefaultMaxRecords)
+	}
+	if fo := c.FanOut; fo != nil {
+		switch {
+		case fo.ConsumerARN != "" && len(c.Streams) > 1:
+			return errors.New("a consumer ARN names the consumer of one stream; with several streams give a consumer name instead")
+		case fo.ConsumerName == "" && fo.ConsumerARN == "":
+			return errors.New("enhanced fan-out needs a consumer name or ARN")
+		}
 	}
 	if err := c.Initial.Validate(); err != nil {
 		return err

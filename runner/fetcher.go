@@ -27,6 +27,9 @@ type page struct {
 	// iterator). children are the shards that continue it.
 	end      bool
 	children []types.ChildShard
+	// received is when the read's answer (or event) arrived: kcltool's own
+	// added latency runs from it to the batch's handling.
+	received time.Time
 }
 
 // fetcher reads one shard with GetRecords. It remembers the last sequence
@@ -244,6 +247,9 @@ func (f *fetcher) newIterator(ctx context.Context) error {
 // as base64 text, when the fast decoder kept it.
 func (f *fetcher) page(out *kinesis.GetRecordsOutput, wire []string) page {
 	p := page{raw: len(out.Records), millisBehind: aws.ToInt64(out.MillisBehindLatest)}
+	if f.clock != nil { // a fetcher built by a test may have none
+		p.received = f.clock.Now()
+	}
 	if n := len(out.Records); n > 0 {
 		f.lastSeq = aws.ToString(out.Records[n-1].SequenceNumber)
 	}
@@ -251,30 +257,40 @@ func (f *fetcher) page(out *kinesis.GetRecordsOutput, wire []string) page {
 	if f.iterator == nil {
 		p.end, p.children = true, out.ChildShards
 	}
-	all := kinesisrec.FromKinesis(f.shardID, out.Records)
+	p.records, p.bytes = pageRecords(f.shardID, out.Records, wire, f.hashRange, f.start, &f.filtering, f.log)
+	return p
+}
+
+// pageRecords turns the Kinesis records of one read (a GetRecords answer
+// or a SubscribeToShard event) into handler records: de-aggregated, KPL
+// sub-records outside the hash range dropped, and while *filtering those at
+// or below start dropped. wire is the records' data as base64 text, when a
+// decoder kept it.
+func pageRecords(shardID string, raw []types.Record, wire []string, hr leasecore.HashRange, start leasecore.SequenceNumber, filtering *bool, log *slog.Logger) ([]kinesisrec.Record, int64) {
+	all := kinesisrec.FromKinesis(shardID, raw)
 	if len(wire) == len(all) {
 		for i := range all {
 			all[i].SetWire64(wire[i])
 		}
 	}
-	records, rep := kinesisrec.Deaggregate(all, f.hashRange)
+	records, rep := kinesisrec.Deaggregate(all, hr)
 	for _, err := range rep.Broken {
-		f.log.Warn("broken KPL aggregate: kept the sub-records before the fault, as KCL does", "err", err)
+		log.Warn("broken KPL aggregate: kept the sub-records before the fault, as KCL does", "err", err)
 	}
 	if rep.OutOfRange > 0 {
-		f.log.Debug("dropped KPL aggregates with sub-records outside the shard's hash range", "aggregates", rep.OutOfRange)
+		log.Debug("dropped KPL aggregates with sub-records outside the shard's hash range", "aggregates", rep.OutOfRange)
 	}
-	if f.filtering && len(records) > 0 {
-		records = kinesisrec.AfterCheckpoint(records, f.start)
+	if *filtering && len(records) > 0 {
+		records = kinesisrec.AfterCheckpoint(records, start)
 		// Records come in order: once one is past the checkpoint, all
 		// later ones are.
-		f.filtering = len(records) == 0
+		*filtering = len(records) == 0
 	}
+	var bytes int64
 	for i := range records {
-		p.bytes += int64(len(records[i].Data))
+		bytes += int64(len(records[i].Data))
 	}
-	p.records = records
-	return p
+	return records, bytes
 }
 
 // pause is how long to wait before the next read after p: none while the

@@ -44,7 +44,7 @@ func (m *Metrics) shard(id string) *shardStats {
 	defer m.mu.Unlock()
 	s := m.shards[id]
 	if s == nil {
-		s = &shardStats{m: m, id: id, hist: newHistogram(handlerBuckets)}
+		s = &shardStats{m: m, id: id, hist: newHistogram(handlerBuckets), delivery: newHistogram(deliveryBuckets)}
 		m.shards[id] = s
 	}
 	s.held.Store(true)
@@ -80,6 +80,32 @@ type shardStats struct {
 	// runs. liveMu makes the hand-over from one to the other atomic.
 	liveMu  sync.Mutex
 	liveCPU func() time.Duration
+	// Enhanced fan-out (efo_reader.go): subscriptions that delivered, and
+	// of those the ones that continued a subscription that had ended.
+	subscriptions   atomic.Int64
+	resubscriptions atomic.Int64
+	// delivery is kcltool's own added latency: from a read's answer (a
+	// GetRecords page, a fan-out event) arriving to its batch being handed
+	// to the record processor.
+	delivery *histogram
+}
+
+// deliveryBuckets are the added-latency histogram's bounds, in seconds.
+var deliveryBuckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 5}
+
+func (s *shardStats) subscribed(resubscription bool) {
+	s.subscriptions.Add(1)
+	if resubscription {
+		s.resubscriptions.Add(1)
+	}
+}
+
+// delivered observes one batch's added latency; received is zero for a
+// batch that did not come from a read.
+func (s *shardStats) delivered(received, now time.Time) {
+	if !received.IsZero() {
+		s.delivery.observe(max(now.Sub(received), 0).Seconds())
+	}
 }
 
 func (s *shardStats) release() { s.held.Store(false) }

@@ -67,6 +67,8 @@ func (m *Metrics) WritePrometheus(w io.Writer) error {
 		{"kcltool_shard_getrecords_throttled_total", "GetRecords calls answered with a throttling error.", func(s *shardStats) int64 { return s.throttled.Load() }},
 		{"kcltool_shard_read_failures_total", "GetRecords and GetShardIterator calls that failed (throttled, refused, timed out or broken); each is retried.", func(s *shardStats) int64 { return s.readFailures.Load() }},
 		{"kcltool_shard_multilang_child_restarts_total", "MultiLang children (--multilang) stopped because they exited, broke the protocol or timed out; the shard restarts with a new child after a backoff.", func(s *shardStats) int64 { return s.childRestarts.Load() }},
+		{"kcltool_shard_subscriptions_total", "Enhanced fan-out subscriptions (--efo) that delivered events, resubscriptions included; refused ones count as read failures.", func(s *shardStats) int64 { return s.subscriptions.Load() }},
+		{"kcltool_shard_resubscriptions_total", "Enhanced fan-out subscriptions (--efo) that continued from the last event after the previous one ended (every 5 minutes) or failed.", func(s *shardStats) int64 { return s.resubscriptions.Load() }},
 		{"kcltool_shard_read_timeouts_total", "GetRecords and GetShardIterator calls cut off by --kinesis-timeout.", func(s *shardStats) int64 { return s.readTimeouts.Load() }},
 	}
 	labels := func(s *shardStats) []string { return []string{"app", app, "stream", stream, "shard", s.id} }
@@ -112,6 +114,11 @@ func (m *Metrics) WritePrometheus(w io.Writer) error {
 		p.sample(hist+"_sum", labels(s), sum)
 		p.sample(hist+"_count", labels(s), float64(n))
 	}
+	const delivery = "kcltool_shard_delivery_seconds"
+	p.family(delivery, "histogram", "kcltool's own added latency: from a read's answer (a GetRecords page, or with --efo a SubscribeToShard event) arriving to its batch being handed to the handler.")
+	for _, s := range shards {
+		writeHistogram(p, delivery, labels(s), s.delivery, deliveryBuckets)
+	}
 	return bw.Flush()
 }
 
@@ -145,6 +152,19 @@ func (p *promWriter) capacityUnits(wl []string, units map[string]leasecore.Units
 // capacityOps are the operations whose units are always exposed.
 var capacityOps = []string{leasecore.OpRenew, leasecore.OpTake, leasecore.OpSteal, leasecore.OpCheckpoint, leasecore.OpRelease,
 	leasecore.OpScan, leasecore.OpShardSync, leasecore.OpCleanup, leasecore.OpOther}
+
+func writeHistogram(p *promWriter, name string, labels []string, h *histogram, bounds []float64) {
+	counts, sum, n := h.cumulative()
+	for i, c := range counts {
+		le := "+Inf"
+		if i < len(bounds) {
+			le = strconv.FormatFloat(bounds[i], 'g', -1, 64)
+		}
+		p.sample(name+"_bucket", append(labels, "le", le), float64(c))
+	}
+	p.sample(name+"_sum", labels, sum)
+	p.sample(name+"_count", labels, float64(n))
+}
 
 // promWriter appends into one buffer: a scrape writes a few lines per shard
 // and metric, and must stay cheap next to the work it reports on.

@@ -224,6 +224,7 @@ func (r *shardRun) read(start leasecore.SequenceNumber) (err error) {
 		now := r.w.clock.Now()
 		fetching = r.drain(pages, b, now, fetching)
 		if batch, ok := b.next(now, !fetching); ok {
+			r.stats.delivered(b.taken, r.w.clock.Now())
 			if err := r.handle(batch, b.millisBehind); err != nil {
 				return err
 			}
@@ -268,9 +269,12 @@ func (r *shardRun) read(start leasecore.SequenceNumber) (err error) {
 }
 
 // drain adds the pages that are ready without waiting, so that a batch
-// takes everything already read.
+// takes everything already read, up to a full batch: past that the reader
+// is left blocked on the page it holds, so a handler that falls behind
+// holds the reading back (a fan-out subscription, the polling reads)
+// instead of pages piling up in memory.
 func (r *shardRun) drain(pages <-chan page, b *batcher, now time.Time, fetching bool) bool {
-	for fetching {
+	for fetching && !b.full() {
 		select {
 		case p, ok := <-pages:
 			if !ok {
@@ -281,7 +285,7 @@ func (r *shardRun) drain(pages <-chan page, b *batcher, now time.Time, fetching 
 			return true
 		}
 	}
-	return false
+	return fetching
 }
 
 func (r *shardRun) policy() *Policy {

@@ -38,6 +38,8 @@ type Worker struct {
 	// multi-stream mode (multistream.go); set by Run before anything else.
 	streams []reshard.Stream
 	multi   bool
+	// efo holds the stream consumers when reading with fan-out (efo.go).
+	efo *consumers
 
 	mu       sync.Mutex
 	runs     map[string]*shardRun // by lease key: the latest run of each held lease
@@ -129,6 +131,11 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	if err := w.resolveStreams(ctx); err != nil {
 		return err
+	}
+	if cfg.FanOut != nil {
+		if err := w.setupFanOut(ctx); err != nil {
+			return err
+		}
 	}
 	if err := w.syncShards(ctx); err != nil {
 		if ctx.Err() != nil || awserr.NotFound(err) {

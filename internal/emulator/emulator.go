@@ -260,6 +260,7 @@ func startOnPinnedThread(cmd *exec.Cmd) error {
 
 // StopAll stops every server this process started.
 func StopAll() {
+	stopEFOProxy()
 	mu.Lock()
 	defer mu.Unlock()
 	for name, s := range servers {

@@ -33,6 +33,10 @@ type Call struct {
 	Stream    string `json:"stream,omitempty"`
 	StreamARN string `json:"streamARN,omitempty"`
 	Namespace string `json:"namespace,omitempty"`
+	// The enhanced fan-out consumer a call names: by ARN, or by name on
+	// StreamARN.
+	ConsumerName string `json:"consumerName,omitempty"`
+	ConsumerARN  string `json:"consumerARN,omitempty"`
 }
 
 // Invocation is one command line and the distinct calls it made.
@@ -303,9 +307,10 @@ func callOf(req *http.Request, body []byte) Call {
 		}
 		return c
 	}
-	var named struct{ TableName, StreamName, StreamARN, Namespace string }
+	var named struct{ TableName, StreamName, StreamARN, Namespace, ConsumerName, ConsumerARN string }
 	if err := json.Unmarshal(body, &named); err == nil || errors.Is(err, io.EOF) {
 		c.Table, c.Stream, c.StreamARN, c.Namespace = named.TableName, named.StreamName, named.StreamARN, named.Namespace
+		c.ConsumerName, c.ConsumerARN = named.ConsumerName, named.ConsumerARN
 	}
 	return c
 }
