@@ -85,6 +85,16 @@ func decodeGetRecords(body []byte, o *kinesis.GetRecordsOutput, wire *[]string) 
 	return nil
 }
 
+// dataChunk is the size of a new data buffer when a record's need bytes do
+// not fit: room for need bytes for each of the left records (this one
+// included), as far as this record and the rest of the body (rest bytes)
+// can hold them, which was the old size. A buffer is left only for a record
+// that does not fit it, so what buffers leave unused is less than what the
+// records that begin the next ones hold.
+func dataChunk(need, left, rest int) int {
+	return min(need*max(left, 1), need+base64.StdEncoding.DecodedLen(rest))
+}
+
 func records(s *jsonscan.Scanner, o *kinesis.GetRecordsOutput, wire *[]string) error {
 	if s.Null() {
 		return nil
@@ -99,7 +109,11 @@ func records(s *jsonscan.Scanner, o *kinesis.GetRecordsOutput, wire *[]string) e
 	recs := make([]types.Record, 0, n)
 	strs := make([]string, 0, 2*n)
 	times := make([]time.Time, 0, n)
-	data := make([]byte, 0, base64.StdEncoding.DecodedLen(len(rest)))
+	// The data buffer is sized at the first record as if every record were
+	// that size, and another one is begun when one does not fit: sized for
+	// the whole rest of the body, it was twice what a page of small
+	// records holds, a large allocation per page for nothing.
+	var data []byte
 	var texts []string
 	if wire != nil {
 		texts = make([]string, 0, n)
@@ -115,10 +129,11 @@ func records(s *jsonscan.Scanner, o *kinesis.GetRecordsOutput, wire *[]string) e
 				if err != nil {
 					return jsonscan.ErrUnhandled
 				}
-				at := len(data)
-				if cap(data)-at < base64.StdEncoding.DecodedLen(len(raw)) {
-					return jsonscan.ErrUnhandled
+				need := base64.StdEncoding.DecodedLen(len(raw))
+				if cap(data)-len(data) < need {
+					data = make([]byte, 0, dataChunk(need, n-len(recs), len(s.Rest())))
 				}
+				at := len(data)
 				m, err := base64.StdEncoding.Decode(data[at:cap(data)], raw)
 				if err != nil {
 					return jsonscan.ErrUnhandled

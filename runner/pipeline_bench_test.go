@@ -99,3 +99,14 @@ func rusage(b *testing.B) (self, children time.Duration) {
 	}
 	return time.Duration(s.Utime.Nano() + s.Stime.Nano()), time.Duration(c.Utime.Nano() + c.Stime.Nano())
 }
+
+// BenchmarkMultiLangPipeline is the same page on the MultiLang path:
+// decoded, turned into records, written as the processRecords line a child
+// reads (the pipe and the child left out).
+func BenchmarkMultiLangPipeline(b *testing.B) {
+	f := &fetcher{shardID: "shardId-000000000000", stats: &shardStats{}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	benchPages(b, func(out *kinesis.GetRecordsOutput, wire []string) error {
+		_, err := encodeML(newMLProcessRecords(f.page(out, wire).records, 0))
+		return err
+	})
+}
