@@ -189,3 +189,48 @@ func TestWireBase64GivesTheSameHandlerInput(t *testing.T) {
 		t.Fatalf("sub-record data missing:\n%s", fast.String())
 	}
 }
+
+// Records of every size, in any order, decode to their data whatever
+// buffers the decoder cuts it from (dataChunk): small records before large
+// ones, empty ones, and one larger than all the others together.
+func TestFastGetRecordsDataOfMixedSizes(t *testing.T) {
+	sizes := []int{1, 0, 3, 500, 2, 2, 70000, 0, 5, 1000, 1, 1, 1}
+	var b strings.Builder
+	b.WriteString(`{"NextShardIterator":"it","Records":[`)
+	var want [][]byte
+	for i, n := range sizes {
+		data := make([]byte, n)
+		for j := range data {
+			data[j] = byte(i*31 + j)
+		}
+		want = append(want, data)
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"Data":"%s","PartitionKey":"k{%d}","SequenceNumber":"%d"}`, base64.StdEncoding.EncodeToString(data), i, 100+i)
+	}
+	b.WriteString(`]}`)
+	var out kinesis.GetRecordsOutput
+	var wire []string
+	if err := decodeGetRecords([]byte(b.String()), &out, &wire); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Records) != len(sizes) {
+		t.Fatalf("%d records, want %d", len(out.Records), len(sizes))
+	}
+	for i, r := range out.Records {
+		if !bytes.Equal(r.Data, want[i]) || cap(r.Data) != len(r.Data) {
+			t.Fatalf("record %d: %d bytes (cap %d), want %d", i, len(r.Data), cap(r.Data), len(want[i]))
+		}
+		if wire[i] != base64.StdEncoding.EncodeToString(want[i]) {
+			t.Fatalf("record %d: wire text %q", i, wire[i])
+		}
+	}
+	// The data of a page of equal records takes one buffer of their size.
+	if got := dataChunk(100, 1000, 1<<20); got != 100*1000 {
+		t.Errorf("dataChunk(100, 1000, 1 MiB) = %d, want 100000", got)
+	}
+	if got := dataChunk(100, 1000, 400); got != 100+300 {
+		t.Errorf("dataChunk(100, 1000, 400) = %d, want the body's bound 400", got)
+	}
+}
