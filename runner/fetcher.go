@@ -116,15 +116,15 @@ func (f *fetcher) next(ctx context.Context) (page, error) {
 			}
 		}
 		f.lastCall = f.clock.Now()
-		var wire []string
+		fast := fastPage{shardID: f.shardID}
 		out, err := f.kin.GetRecords(ctx, &kinesis.GetRecordsInput{
 			ShardIterator: f.iterator, Limit: aws.Int32(f.maxRecords),
-		}, noSDKRetries, fastGetRecords(&wire))
+		}, noSDKRetries, fastGetRecords(&fast))
 		f.stats.getRecordsCall(err)
 		switch {
 		case err == nil:
 			f.recovered()
-			return f.page(out, wire), nil
+			return f.page(out, &fast), nil
 		case ctx.Err() != nil:
 			return page{}, ctx.Err()
 		case awserr.ExpiredIterator(err):
@@ -236,22 +236,20 @@ func (f *fetcher) newIterator(ctx context.Context) error {
 	return nil
 }
 
-// page turns a GetRecords answer into records; wire is the records' data
-// as base64 text, when the fast decoder kept it.
-func (f *fetcher) page(out *kinesis.GetRecordsOutput, wire []string) page {
-	p := page{raw: len(out.Records), millisBehind: aws.ToInt64(out.MillisBehindLatest)}
-	if n := len(out.Records); n > 0 {
-		f.lastSeq = aws.ToString(out.Records[n-1].SequenceNumber)
+// page turns a GetRecords answer into records: fast's, when the fast
+// decoder read the answer, else the SDK's.
+func (f *fetcher) page(out *kinesis.GetRecordsOutput, fast *fastPage) page {
+	all := fast.records
+	if !fast.ok {
+		all = kinesisrec.FromKinesis(f.shardID, out.Records)
+	}
+	p := page{raw: len(all), millisBehind: aws.ToInt64(out.MillisBehindLatest)}
+	if n := len(all); n > 0 {
+		f.lastSeq = all[n-1].SequenceNumber
 	}
 	f.iterator = out.NextShardIterator
 	if f.iterator == nil {
 		p.end, p.children = true, out.ChildShards
-	}
-	all := kinesisrec.FromKinesis(f.shardID, out.Records)
-	if len(wire) == len(all) {
-		for i := range all {
-			all[i].SetWire64(wire[i])
-		}
 	}
 	records, rep := kinesisrec.Deaggregate(all, f.hashRange)
 	for _, err := range rep.Broken {
