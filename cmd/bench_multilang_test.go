@@ -29,8 +29,9 @@ const (
 // checkpoints every processRecords, next to `run --exec 'cat >/dev/null'`
 // at batch size 1000 and vmware-go-kcl-v2 v1.0.0 reading pages of 1,000
 // with a no-op processor, on a stream of its own (mlBenchShards ×
-// mlBenchRecordsByShard records: five pages per child), three rounds each, the best round of each counting. CPU is
-// kcltool's own and its handlers' (the MultiLang children's, read from
+// mlBenchRecordsByShard records: five pages per child), three rounds
+// each, the best round of each counting. CPU is kcltool's own and its
+// handlers' (the MultiLang children's, read from
 // kcltool_shard_handler_cpu_seconds_total while they run), from a tenth
 // of the records to the end, as in TestBenchRun; a child starts once per
 // lease, so the start of the children that started inside that window
