@@ -8,4 +8,11 @@ import (
 	"github.com/kcltool/kcltool/cmd"
 )
 
-func main() { os.Exit(cmd.Main()) }
+func main() { os.Exit(run()) }
+
+// run is main without the exit, so that the developers' CPU profile
+// (profile.go) is written before the process ends.
+func run() int {
+	defer startCPUProfile()()
+	return cmd.Main()
+}

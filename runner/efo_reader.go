@@ -14,6 +14,7 @@ import (
 
 	"github.com/kcltool/kcltool/internal/awserr"
 	"github.com/kcltool/kcltool/internal/backoff"
+	"github.com/kcltool/kcltool/kinesisrec"
 	"github.com/kcltool/kcltool/leasecore"
 )
 
@@ -258,7 +259,7 @@ func (f *fanOutReader) event(ev *types.SubscribeToShardEvent) (ended bool, err e
 		f.recovered()
 	}
 	p := page{raw: len(ev.Records), millisBehind: aws.ToInt64(ev.MillisBehindLatest), received: w.clock.Now()}
-	p.records, p.bytes = pageRecords(f.r.shardID, ev.Records, nil, f.hashRange, f.start, &f.filtering, f.log)
+	p.records, p.bytes = pageRecords(kinesisrec.FromKinesis(f.r.shardID, ev.Records), f.hashRange, f.start, &f.filtering, f.log)
 	if len(ev.ChildShards) > 0 {
 		p.end, p.children = true, ev.ChildShards
 	}

@@ -123,15 +123,15 @@ func (f *fetcher) next(ctx context.Context) (page, error) {
 			}
 		}
 		f.lastCall = f.clock.Now()
-		var wire []string
+		fast := fastPage{shardID: f.shardID}
 		out, err := f.kin.GetRecords(ctx, &kinesis.GetRecordsInput{
 			ShardIterator: f.iterator, Limit: aws.Int32(f.maxRecords),
-		}, noSDKRetries, fastGetRecords(&wire))
+		}, noSDKRetries, fastGetRecords(&fast))
 		f.stats.getRecordsCall(err)
 		switch {
 		case err == nil:
 			f.recovered()
-			return f.page(out, wire), nil
+			return f.page(out, &fast), nil
 		case ctx.Err() != nil:
 			return page{}, ctx.Err()
 		case awserr.ExpiredIterator(err):
@@ -243,36 +243,33 @@ func (f *fetcher) newIterator(ctx context.Context) error {
 	return nil
 }
 
-// page turns a GetRecords answer into records; wire is the records' data
-// as base64 text, when the fast decoder kept it.
-func (f *fetcher) page(out *kinesis.GetRecordsOutput, wire []string) page {
-	p := page{raw: len(out.Records), millisBehind: aws.ToInt64(out.MillisBehindLatest)}
+// page turns a GetRecords answer into records: fast's, when the fast
+// decoder read the answer, else the SDK's.
+func (f *fetcher) page(out *kinesis.GetRecordsOutput, fast *fastPage) page {
+	all := fast.records
+	if !fast.ok {
+		all = kinesisrec.FromKinesis(f.shardID, out.Records)
+	}
+	p := page{raw: len(all), millisBehind: aws.ToInt64(out.MillisBehindLatest)}
 	if f.clock != nil { // a fetcher built by a test may have none
 		p.received = f.clock.Now()
 	}
-	if n := len(out.Records); n > 0 {
-		f.lastSeq = aws.ToString(out.Records[n-1].SequenceNumber)
+	if n := len(all); n > 0 {
+		f.lastSeq = all[n-1].SequenceNumber
 	}
 	f.iterator = out.NextShardIterator
 	if f.iterator == nil {
 		p.end, p.children = true, out.ChildShards
 	}
-	p.records, p.bytes = pageRecords(f.shardID, out.Records, wire, f.hashRange, f.start, &f.filtering, f.log)
+	p.records, p.bytes = pageRecords(all, f.hashRange, f.start, &f.filtering, f.log)
 	return p
 }
 
-// pageRecords turns the Kinesis records of one read (a GetRecords answer
-// or a SubscribeToShard event) into handler records: de-aggregated, KPL
+// pageRecords turns the records of one read (a GetRecords answer or a
+// SubscribeToShard event) into handler records: de-aggregated, KPL
 // sub-records outside the hash range dropped, and while *filtering those at
-// or below start dropped. wire is the records' data as base64 text, when a
-// decoder kept it.
-func pageRecords(shardID string, raw []types.Record, wire []string, hr leasecore.HashRange, start leasecore.SequenceNumber, filtering *bool, log *slog.Logger) ([]kinesisrec.Record, int64) {
-	all := kinesisrec.FromKinesis(shardID, raw)
-	if len(wire) == len(all) {
-		for i := range all {
-			all[i].SetWire64(wire[i])
-		}
-	}
+// or below start dropped.
+func pageRecords(all []kinesisrec.Record, hr leasecore.HashRange, start leasecore.SequenceNumber, filtering *bool, log *slog.Logger) ([]kinesisrec.Record, int64) {
 	records, rep := kinesisrec.Deaggregate(all, hr)
 	for _, err := range rep.Broken {
 		log.Warn("broken KPL aggregate: kept the sub-records before the fault, as KCL does", "err", err)

@@ -21,11 +21,12 @@ import (
 
 	"github.com/kcltool/kcltool/internal/emulator"
 	"github.com/kcltool/kcltool/internal/kpltest"
+	"github.com/kcltool/kcltool/kinesisrec"
 )
 
 // sameAnswer calls GetRecords with the SDK's decoder and with the fast one
 // on the same iterator (iterators may be reused) and requires the same
-// result.
+// result: the same records as the fetcher makes them from the SDK's.
 func sameAnswer(t *testing.T, kin *kinesis.Client, it *string) *kinesis.GetRecordsOutput {
 	t.Helper()
 	ctx := context.Background()
@@ -33,22 +34,44 @@ func sameAnswer(t *testing.T, kin *kinesis.Client, it *string) *kinesis.GetRecor
 	if err != nil {
 		t.Fatal(err)
 	}
-	var wire []string // as the fetcher asks
-	fast, err := kin.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: it}, fastGetRecords(&wire))
+	fast := fastPage{shardID: "shardId-000000000000"} // as the fetcher asks
+	out, err := kin.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: it}, fastGetRecords(&fast))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if wire != nil && len(wire) != len(fast.Records) {
-		t.Fatalf("%d wire texts for %d records", len(wire), len(fast.Records))
+	sameRecords(t, fast.shardID, sdk, out, &fast)
+	if !reflect.DeepEqual(sdk.ChildShards, out.ChildShards) || (sdk.NextShardIterator == nil) != (out.NextShardIterator == nil) ||
+		(sdk.MillisBehindLatest == nil) != (out.MillisBehindLatest == nil) {
+		t.Fatalf("answers differ:\nSDK  %+v\nfast %+v", sdk, out)
 	}
-	if !reflect.DeepEqual(sdk.Records, fast.Records) {
-		t.Fatalf("records differ:\nSDK  %+v\nfast %+v", sdk.Records, fast.Records)
+	if fast.ok {
+		out.Records = sdk.Records // for the caller, which counts them
 	}
-	if !reflect.DeepEqual(sdk.ChildShards, fast.ChildShards) || (sdk.NextShardIterator == nil) != (fast.NextShardIterator == nil) ||
-		(sdk.MillisBehindLatest == nil) != (fast.MillisBehindLatest == nil) {
-		t.Fatalf("answers differ:\nSDK  %+v\nfast %+v", sdk, fast)
+	return out
+}
+
+// sameRecords requires the records the fetcher takes from a fast-decoded
+// answer (fast's, or out's when the SDK decoded it) to be those it makes
+// from the SDK's answer, and each one's base64 text to be its data's.
+func sameRecords(t *testing.T, shardID string, sdk, out *kinesis.GetRecordsOutput, fast *fastPage) {
+	t.Helper()
+	want := kinesisrec.FromKinesis(shardID, sdk.Records)
+	got := kinesisrec.FromKinesis(shardID, out.Records)
+	if fast.ok {
+		if len(out.Records) != 0 {
+			t.Fatalf("the fast decoder left %d SDK records", len(out.Records))
+		}
+		got = slices.Clone(fast.records)
+		for i := range got {
+			if w := got[i].Wire64(); w != base64.StdEncoding.EncodeToString(got[i].Data) {
+				t.Fatalf("record %d: wire text %q for data %q", i, w, got[i].Data)
+			}
+			got[i].SetWire64("")
+		}
 	}
-	return fast
+	if (len(want) > 0 || len(got) > 0) && !reflect.DeepEqual(want, got) {
+		t.Fatalf("records differ:\nSDK  %+v\nfast %+v", want, got)
+	}
 }
 
 // On kinesis-local's own answers the fast decoder gives exactly what the
@@ -114,7 +137,7 @@ func TestFastGetRecordsMatchesSDKOnOddAnswers(t *testing.T) {
 		"{\"Records\":[{\"Data\":\"aGk=\",\"PartitionKey\":\"k\x01\",\"SequenceNumber\":\"5\"}]}",
 	}
 	for i, body := range bodies {
-		if fast := i == 0 || i == 1 || i == 3; fast != (decodeGetRecords([]byte(body), &kinesis.GetRecordsOutput{}, nil) == nil) {
+		if fast := i == 0 || i == 1 || i == 3; fast != (decodeGetRecords([]byte(body), &kinesis.GetRecordsOutput{}, &fastPage{}) == nil) {
 			t.Errorf("body %d: fast path taken %v, want %v", i, !fast, fast)
 		}
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -127,7 +150,8 @@ func TestFastGetRecordsMatchesSDKOnOddAnswers(t *testing.T) {
 		})
 		ctx := context.Background()
 		sdk, sdkErr := kin.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: aws.String("x")})
-		fast, fastErr := kin.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: aws.String("x")}, fastGetRecords(nil))
+		page := fastPage{shardID: "shardId-000000000000"}
+		fast, fastErr := kin.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: aws.String("x")}, fastGetRecords(&page))
 		srv.Close()
 		if (sdkErr == nil) != (fastErr == nil) {
 			t.Fatalf("body %s: SDK error %v, fast error %v", body, sdkErr, fastErr)
@@ -136,7 +160,8 @@ func TestFastGetRecordsMatchesSDKOnOddAnswers(t *testing.T) {
 			continue
 		}
 		sdk.ResultMetadata, fast.ResultMetadata = fast.ResultMetadata, sdk.ResultMetadata
-		if !reflect.DeepEqual(sdk.Records, fast.Records) || !reflect.DeepEqual(sdk.ChildShards, fast.ChildShards) ||
+		sameRecords(t, "shardId-000000000000", sdk, fast, &page)
+		if !reflect.DeepEqual(sdk.ChildShards, fast.ChildShards) ||
 			!reflect.DeepEqual(sdk.NextShardIterator, fast.NextShardIterator) || !reflect.DeepEqual(sdk.MillisBehindLatest, fast.MillisBehindLatest) {
 			t.Fatalf("body %s:\nSDK  %+v\nfast %+v", body, sdk, fast)
 		}
@@ -159,15 +184,15 @@ func TestWireBase64GivesTheSameHandlerInput(t *testing.T) {
 	}
 	b.WriteString(`]}`)
 	var out kinesis.GetRecordsOutput
-	var wire []string
-	if err := decodeGetRecords([]byte(b.String()), &out, &wire); err != nil {
+	decoded := fastPage{shardID: "shardId-000000000000"}
+	if err := decodeGetRecords([]byte(b.String()), &out, &decoded); err != nil {
 		t.Fatal(err)
 	}
-	if len(wire) != 5 || wire[0] != "aGVsbG8=" {
-		t.Fatalf("wire texts %q", wire)
+	if len(decoded.records) != 5 || decoded.records[0].Wire64() != "aGVsbG8=" {
+		t.Fatalf("records %+v", decoded.records)
 	}
 	f := &fetcher{shardID: "shardId-000000000000", stats: &shardStats{}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	p := f.page(&out, wire)
+	p := f.page(&out, &decoded)
 	if len(p.records) != 6 {
 		t.Fatalf("%d records after de-aggregation, want 6", len(p.records))
 	}
@@ -187,5 +212,50 @@ func TestWireBase64GivesTheSameHandlerInput(t *testing.T) {
 	}
 	if !strings.Contains(fast.String(), `"data":"`+base64.StdEncoding.EncodeToString([]byte("sub two"))+`"`) {
 		t.Fatalf("sub-record data missing:\n%s", fast.String())
+	}
+}
+
+// Records of every size, in any order, decode to their data whatever
+// buffers the decoder cuts it from (dataChunk): small records before large
+// ones, empty ones, and one larger than all the others together.
+func TestFastGetRecordsDataOfMixedSizes(t *testing.T) {
+	sizes := []int{0, 1, 0, 3, 500, 2, 2, 70000, 0, 5, 1000, 1, 1, 1}
+	var b strings.Builder
+	b.WriteString(`{"NextShardIterator":"it","Records":[`)
+	var want [][]byte
+	for i, n := range sizes {
+		data := make([]byte, n)
+		for j := range data {
+			data[j] = byte(i*31 + j)
+		}
+		want = append(want, data)
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"Data":"%s","PartitionKey":"k{%d}","SequenceNumber":"%d"}`, base64.StdEncoding.EncodeToString(data), i, 100+i)
+	}
+	b.WriteString(`]}`)
+	var out kinesis.GetRecordsOutput
+	var fast fastPage
+	if err := decodeGetRecords([]byte(b.String()), &out, &fast); err != nil {
+		t.Fatal(err)
+	}
+	if len(fast.records) != len(sizes) {
+		t.Fatalf("%d records, want %d", len(fast.records), len(sizes))
+	}
+	for i, r := range fast.records {
+		if !bytes.Equal(r.Data, want[i]) || cap(r.Data) != len(r.Data) || r.Data == nil {
+			t.Fatalf("record %d: %d bytes (cap %d, nil %v), want %d", i, len(r.Data), cap(r.Data), r.Data == nil, len(want[i]))
+		}
+		if r.Wire64() != base64.StdEncoding.EncodeToString(want[i]) {
+			t.Fatalf("record %d: wire text %q", i, r.Wire64())
+		}
+	}
+	// The data of a page of equal records takes one buffer of their size.
+	if got := dataChunk(100, 1000, 1<<20); got != 100*1000 {
+		t.Errorf("dataChunk(100, 1000, 1 MiB) = %d, want 100000", got)
+	}
+	if got := dataChunk(100, 1000, 400); got != 100+300 {
+		t.Errorf("dataChunk(100, 1000, 400) = %d, want the body's bound 400", got)
 	}
 }

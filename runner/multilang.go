@@ -31,6 +31,11 @@ type mlProcessor struct {
 	last      *leasecore.SequenceNumber
 	// lost: leaseLost was sent; no checkpoint is accepted after it.
 	lost bool
+	// line is the last processRecords line's buffer, reused for the next
+	// one: a page's line is a few hundred kB, and a fresh one per page was
+	// a large part of what the consumer allocated (docs/benchmarks.md).
+	// Dropped when a send did not finish: its write may still read it.
+	line []byte
 	// dead is why the child is gone, once it is.
 	dead error
 }
@@ -166,8 +171,12 @@ func (p *mlProcessor) fail(action string, err error) error {
 // cancelled ctx (lease lost, its deadline, the shutdown grace) stops the
 // child: what it was doing can no longer be checkpointed.
 func (p *mlProcessor) exchange(ctx context.Context, msg any, action string, cp Checkpointer, atShardEnd bool) (int, error) {
-	line, err := encodeML(msg)
-	if err != nil {
+	var line []byte
+	var err error
+	if pr, ok := msg.(mlProcessRecordsMsg); ok {
+		line = pr.appendLine(p.line[:0])
+		p.line = nil // until the write has finished
+	} else if line, err = encodeML(msg); err != nil {
 		return 0, p.fail(action, err)
 	}
 	if err := p.child.send(ctx, line); err != nil {
@@ -175,6 +184,9 @@ func (p *mlProcessor) exchange(ctx context.Context, msg any, action string, cp C
 			return 0, p.cancelled(ctx, action)
 		}
 		return 0, p.fail(action, fmt.Errorf("write to its stdin: %w", err))
+	}
+	if action == mlProcessRecords {
+		p.line = line
 	}
 	timeout := p.r.w.cfg.MultiLangTimeout
 	written := 0
@@ -306,7 +318,11 @@ func (p *mlProcessor) checkpoint(ctx context.Context, req mlCheckpointReq, cp Ch
 	}
 	p.cur = at
 	i := sort.Search(len(p.delivered), func(i int) bool { return leasecore.Compare(p.delivered[i], at) > 0 })
-	p.delivered = p.delivered[i:]
+	// Moved down rather than resliced, so that the next pages' positions
+	// reuse the array (usually nothing is left to move).
+	n := copy(p.delivered, p.delivered[i:])
+	clear(p.delivered[n:]) // their strings hold old answers' memory
+	p.delivered = p.delivered[:n]
 	return "", true
 }
 

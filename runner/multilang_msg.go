@@ -137,10 +137,18 @@ func mlCheckpointReply(req mlCheckpointReq, errClass string) mlCheckpointMsg {
 	return m
 }
 
+// appendLine is appendTo with the newline, into buf when it has room.
+func (m mlProcessRecordsMsg) appendLine(buf []byte) []byte {
+	if n := m.size(); cap(buf) < n {
+		buf = make([]byte, 0, n)
+	}
+	return append(m.appendTo(buf[:0]), '\n')
+}
+
 // encodeML is one message as the line the child reads.
 func encodeML(m any) ([]byte, error) {
 	if pr, ok := m.(mlProcessRecordsMsg); ok {
-		return append(pr.appendTo(make([]byte, 0, pr.size())), '\n'), nil
+		return pr.appendLine(nil), nil
 	}
 	b, err := json.Marshal(m)
 	if err != nil {

@@ -244,3 +244,28 @@ func TestMultiLangProcessRecordsEncoder(t *testing.T) {
 		}
 	}
 }
+
+// A processRecords line written into the previous, longer line's buffer
+// (as a child's processor reuses it) is exactly the line written afresh.
+func TestMultiLangProcessRecordsLineReusesBuffer(t *testing.T) {
+	page := func(n int, data string) []kinesisrec.Record {
+		var rs []kinesisrec.Record
+		for i := range n {
+			rs = append(rs, kinesisrec.Record{Data: []byte(data), PartitionKey: fmt.Sprint("k", i), SequenceNumber: fmt.Sprint(4959000 + i)})
+		}
+		return rs
+	}
+	long := newMLProcessRecords(page(50, strings.Repeat("x", 300)), 7)
+	short := newMLProcessRecords(page(3, "y"), 0)
+	buf := long.appendLine(nil)
+	again := short.appendLine(buf)
+	if &again[0] != &buf[0] {
+		t.Errorf("the short line did not reuse the long line's buffer")
+	}
+	if want, _ := encodeML(short); !bytes.Equal(again, want) {
+		t.Fatalf("reused buffer gives\n%s\nwant\n%s", again, want)
+	}
+	if grown, want := long.appendLine(make([]byte, 0, 10)), long.appendLine(nil); !bytes.Equal(grown, want) {
+		t.Fatalf("a buffer too small gives\n%s\nwant\n%s", grown, want)
+	}
+}

@@ -32,17 +32,17 @@ func getRecordsBody(n, size int) []byte {
 }
 
 // benchPages runs step on a 1000-record page of 100-byte records.
-func benchPages(b *testing.B, step func(out *kinesis.GetRecordsOutput, wire []string) error) {
+func benchPages(b *testing.B, step func(out *kinesis.GetRecordsOutput, fast *fastPage) error) {
 	body := getRecordsBody(1000, 100)
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
 		var out kinesis.GetRecordsOutput
-		var wire []string
-		if err := decodeGetRecords(body, &out, &wire); err != nil {
+		fast := fastPage{shardID: "shardId-000000000000"}
+		if err := decodeGetRecords(body, &out, &fast); err != nil {
 			b.Fatal(err)
 		}
-		if err := step(&out, wire); err != nil {
+		if err := step(&out, &fast); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -54,14 +54,14 @@ func benchPages(b *testing.B, step func(out *kinesis.GetRecordsOutput, wire []st
 // processes are left out; `make bench` (TestBenchRun) measures the whole.
 func BenchmarkRecordPipeline(b *testing.B) {
 	f := &fetcher{shardID: "shardId-000000000000", stats: &shardStats{}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	benchPages(b, func(out *kinesis.GetRecordsOutput, wire []string) error {
-		return writeBatch(io.Discard, FormatJSON, f.page(out, wire).records)
+	benchPages(b, func(out *kinesis.GetRecordsOutput, fast *fastPage) error {
+		return writeBatch(io.Discard, FormatJSON, f.page(out, fast).records)
 	})
 }
 
 // BenchmarkDecodeGetRecords is the decoding alone.
 func BenchmarkDecodeGetRecords(b *testing.B) {
-	benchPages(b, func(*kinesis.GetRecordsOutput, []string) error { return nil })
+	benchPages(b, func(*kinesis.GetRecordsOutput, *fastPage) error { return nil })
 }
 
 // BenchmarkHandlerRun is the per-batch cost of the handler contract: one
@@ -71,12 +71,12 @@ func BenchmarkDecodeGetRecords(b *testing.B) {
 func BenchmarkHandlerRun(b *testing.B) {
 	body := getRecordsBody(1000, 100)
 	var out kinesis.GetRecordsOutput
-	var wire []string
-	if err := decodeGetRecords(body, &out, &wire); err != nil {
+	fast := fastPage{shardID: "shardId-000000000000"}
+	if err := decodeGetRecords(body, &out, &fast); err != nil {
 		b.Fatal(err)
 	}
 	f := &fetcher{shardID: "shardId-000000000000", stats: &shardStats{}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	batch := Batch{App: "a", Stream: "s", ShardID: "shardId-000000000000", WorkerID: "w", Records: f.page(&out, wire).records}
+	batch := Batch{App: "a", Stream: "s", ShardID: "shardId-000000000000", WorkerID: "w", Records: f.page(&out, &fast).records}
 	h := &Handler{Argv: ShellCommand("cat >/dev/null")}
 	self0, children0 := rusage(b)
 	for b.Loop() {
@@ -98,4 +98,15 @@ func rusage(b *testing.B) (self, children time.Duration) {
 		b.Fatal(err)
 	}
 	return time.Duration(s.Utime.Nano() + s.Stime.Nano()), time.Duration(c.Utime.Nano() + c.Stime.Nano())
+}
+
+// BenchmarkMultiLangPipeline is the same page on the MultiLang path:
+// decoded, turned into records, written as the processRecords line a child
+// reads (the pipe and the child left out).
+func BenchmarkMultiLangPipeline(b *testing.B) {
+	f := &fetcher{shardID: "shardId-000000000000", stats: &shardStats{}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	benchPages(b, func(out *kinesis.GetRecordsOutput, fast *fastPage) error {
+		_, err := encodeML(newMLProcessRecords(f.page(out, fast).records, 0))
+		return err
+	})
 }
