@@ -27,8 +27,13 @@ func TestRunReusesLeaseTableConnections(t *testing.T) {
 	if rounds < 4 {
 		t.Fatalf("%.1f renewal rounds in 4s, want about 6: the test saw too little to judge", rounds)
 	}
-	if opened > 2 {
-		t.Errorf("%d new lease-table connections over %.1f renewal rounds of 20 leases, want (almost) none: idle connections are not kept", opened, rounds)
+	// Without kept idle connections each round dials the 10 beyond the
+	// SDK's pool again: about 10 per round. With them, new connections come
+	// only when more requests than ever before are in flight at once, which
+	// a loaded machine causes now and then (make test once saw 8 over six
+	// rounds, against about 60 with the old pool). Allow a few per round.
+	if limit := 3 * rounds; float64(opened) > limit {
+		t.Errorf("%d new lease-table connections over %.1f renewal rounds of 20 leases, want at most %.0f: idle connections are not kept", opened, rounds, limit)
 	}
 	t.Logf("%d new connections over %.1f renewal rounds", opened, rounds)
 }
