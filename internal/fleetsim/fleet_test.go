@@ -49,6 +49,27 @@ func TestFleetGoals(t *testing.T) {
 	}
 }
 
+// TestFleetGoalsWithShardSync prices the run as a whole: the coordinators
+// plus kcltool's shard sync (per the runner's rule, kcltool.go) against KCL
+// 2.x's leader election and leader audit. A shard sync that scanned the
+// table every minute on every worker made kcltool 1.03× KCL 2.x's units.
+func TestFleetGoalsWithShardSync(t *testing.T) {
+	p := Point{300, 6}
+	o := Options{Steady: 5 * time.Minute, ShardSync: true, SkipCrash: true, SkipJoin: true}
+	ours, kcl := measure(t, KCLTool, p, o), measure(t, KCL2, p, o)
+	t.Logf("kcltool %.3f units/lease/min (read %.3f; shard syncs: %d scanned, %d used the taker's scan), KCL 2.x %.3f (read %.3f)",
+		ours.Total(), ours.ReadPerLeaseMin, ours.SyncScans, ours.SyncReuses, kcl.Total(), kcl.ReadPerLeaseMin)
+	if r := ours.Total() / kcl.Total(); r > 1.001 {
+		t.Errorf("with shard sync, read+write units per lease per minute %.3f, %.3f× KCL 2.x's %.3f (goal ≤ 1×)", ours.Total(), r, kcl.Total())
+	}
+	if ours.SyncScans != 0 || ours.SyncReuses == 0 {
+		t.Errorf("shard syncs in steady state: %d scanned the table, %d used the taker's scan; want every one to use the taker's", ours.SyncScans, ours.SyncReuses)
+	}
+	if ours.MovesPerMin != 0 {
+		t.Errorf("%.2f lease movements per minute in steady state, want 0", ours.MovesPerMin)
+	}
+}
+
 // TestFleetUnderProvisionedLimit is issue 17's point 4: a table whose write
 // capacity lies between what the renewals need (60.5 units/s for 200 leases)
 // and the fleet's total demand (the renewals plus 40 units/s of other writes
