@@ -184,6 +184,10 @@ func New(ctx context.Context, apis APIs, opt Options) (*Doctor, error) {
 // Run samples one window and reports what it found.
 func (d *Doctor) Run(ctx context.Context) (*Report, error) {
 	samples, err := d.sampleWindow(ctx)
+	var throttled *ScanThrottledError
+	if errors.As(err, &throttled) {
+		return d.throttledReport(throttled), nil
+	}
 	if err != nil {
 		return nil, err
 	}
