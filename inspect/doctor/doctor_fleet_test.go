@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -77,23 +78,67 @@ func TestDoctorNamesThrottlingOnAProvisionedFleet(t *testing.T) {
 	}
 }
 
+// throttledFleet starts the simulated fleet, provisions its table with rcu
+// read and 85 write units a second (plus 40 other writes a second), runs it
+// a minute, and makes a doctor for the table. Inside a synctest bubble.
+func throttledFleet(t *testing.T, rcu float64) (*fleetsim.Fleet, *Doctor) {
+	ids := fleetsim.WorkerIDs("w", 4)
+	f := fleetsim.NewFleet(fleetsim.KCLTool, ddbmodel.Config{}, 200, ids, 2026)
+	t.Cleanup(f.Stop)
+	f.StartAll(ids)
+	f.Run(time.Minute, nil)
+	f.Model.SetCapacity(rcu, 85)
+	f.Model.SetOtherTraffic(0, 40)
+	f.Model.ResetStats()
+	f.Run(time.Minute, nil)
+	d, err := New(context.Background(), APIs{DynamoDB: f.Model, CloudWatch: modelMetrics{f.Model}}, Options{Table: fleetsim.Table, Clock: f.Clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, d
+}
+
+// doctor --watch on a table whose reads it cannot complete reports the
+// throttling and goes on watching, instead of stopping with the throttle.
+func TestDoctorWatchReportsItsThrottledScan(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, d := throttledFleet(t, 0.02)
+		errEnough := errors.New("two reports")
+		var reports []*Report
+		done := make(chan error, 1)
+		go func() {
+			done <- d.Watch(context.Background(), func(r *Report) error {
+				reports = append(reports, r)
+				if len(reports) == 2 {
+					return errEnough
+				}
+				return nil
+			})
+		}()
+		var err error
+		f.Run(10*time.Minute, func() bool {
+			select {
+			case err = <-done:
+				return true
+			default:
+				return false
+			}
+		})
+		if !errors.Is(err, errEnough) {
+			t.Fatalf("watch ended with %v after %d reports, want two reports", err, len(reports))
+		}
+		for _, r := range reports {
+			if len(r.Findings) == 0 || !strings.Contains(r.Findings[0].Summary, "doctor's own scan could not complete") {
+				t.Errorf("report %+v does not name doctor's throttled scan", r.Findings)
+			}
+		}
+	})
+}
+
 func testDoctorOnThrottledFleet(t *testing.T, rcu float64, ownScanFails bool) {
 	synctest.Test(t, func(t *testing.T) {
-		ids := fleetsim.WorkerIDs("w", 4)
-		f := fleetsim.NewFleet(fleetsim.KCLTool, ddbmodel.Config{}, 200, ids, 2026)
-		defer f.Stop()
-		f.StartAll(ids)
-		f.Run(time.Minute, nil)
-		f.Model.SetCapacity(rcu, 85)
-		f.Model.SetOtherTraffic(0, 40)
-		f.Model.ResetStats()
-		f.Run(time.Minute, nil)
-
+		f, d := throttledFleet(t, rcu)
 		ctx := context.Background()
-		d, err := New(ctx, APIs{DynamoDB: f.Model, CloudWatch: modelMetrics{f.Model}}, Options{Table: fleetsim.Table, Clock: f.Clock})
-		if err != nil {
-			t.Fatal(err)
-		}
 		type result struct {
 			r   *Report
 			err error
