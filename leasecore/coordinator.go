@@ -65,6 +65,7 @@ type Coordinator struct {
 	events   *eventQueue
 	poke     chan struct{}
 	include  func(Lease) bool // Options.Include, nil for every lease
+	latest   latestScan       // the taker's last scan, for LatestScan
 }
 
 // heldLease is a lease this worker holds. Its mutex serialises the writes on

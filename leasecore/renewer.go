@@ -3,6 +3,7 @@ package leasecore
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -31,10 +32,26 @@ func (c *Coordinator) renewLoop(ctx context.Context) {
 
 // renewAll renews the held leases in parallel (up to KCL's 20 renewal
 // threads). Retries of one lease end at roundEnd, the next round's start.
+//
+// The leases renewed longest ago go first. On a healthy table the order
+// does not matter; on a throttled one it decides which leases get the
+// capacity the table has left: a lease needs one renewal per failover time,
+// not one per round, so a lease whose renewal was throttled in one round is
+// the first to try in the next, and no lease misses three rounds while
+// others are renewed in each (the table's other writes may leave the
+// renewals less than they ask for: TestFleetUnderProvisionedLimit).
 func (c *Coordinator) renewAll(ctx context.Context, roundEnd time.Time) {
 	sem := make(chan struct{}, maxRenewalConcurrency)
 	var wg sync.WaitGroup
-	for _, hl := range c.heldSnapshot() {
+	held := c.heldSnapshot()
+	since := make(map[*heldLease]time.Time, len(held))
+	for _, hl := range held {
+		if r := hl.renewed.Load(); r != nil {
+			since[hl] = *r
+		}
+	}
+	slices.SortStableFunc(held, func(a, b *heldLease) int { return since[a].Compare(since[b]) })
+	for _, hl := range held {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
@@ -84,7 +101,7 @@ func (c *Coordinator) renewOne(ctx context.Context, hl *heldLease, roundEnd time
 			return
 		}
 		hl.unresolved(sent, err)
-		wait := c.retryBackoff(attempt)
+		wait := c.renewRetryWait(hl, attempt, c.clock.Now())
 		if c.clock.Now().Add(wait).After(roundEnd) {
 			c.stats.renewFailures.Add(1)
 			c.log.Warn("lease renewal failed; trying again next round", "lease", hl.lease.LeaseKey,
@@ -109,4 +126,20 @@ func (c *Coordinator) renewOne(ctx context.Context, hl *heldLease, roundEnd time
 func (c *Coordinator) retryBackoff(attempt int) time.Duration {
 	ri := c.cfg.RenewInterval
 	return backoff.Policy{Base: ri / 32, Max: max(ri/4, time.Millisecond), Min: time.Millisecond}.Delay(attempt-1, nil)
+}
+
+// renewRetryWait is the wait before retrying a renewal: retryBackoff, but
+// never more than an eighth of the time the lease has left before it
+// expires (jittered below that). The usual backoff grows with every
+// attempt, which on a throttled table hands the capacity to the leases that
+// have just started trying and starves the one that has tried longest,
+// the one closest to expiring; a renewal near expiry retries soon instead,
+// so it is the likeliest to get the next unit the table has.
+func (c *Coordinator) renewRetryWait(hl *heldLease, attempt int, now time.Time) time.Duration {
+	wait := c.retryBackoff(attempt)
+	urgent := max((c.cfg.FailoverTime-now.Sub(hl.renewedAt))/8, time.Millisecond)
+	if wait > urgent {
+		wait = backoff.Policy{Base: urgent, Max: urgent, Jitter: backoff.Equal}.Delay(0, nil)
+	}
+	return wait
 }

@@ -52,6 +52,7 @@ func (c *Coordinator) runTaker(ctx context.Context) time.Duration {
 		return c.cfg.ScanPacing(0, 0, 1)
 	}
 	now := c.clock.Now()
+	c.latest.set(res, now)
 	c.warnForeign(res)
 	res.Leases = c.included(res.Leases)
 	prev, prevScan := c.seen, c.sched.lastScan

@@ -33,6 +33,13 @@ type SyncOptions struct {
 	HashRangeDelay    time.Duration
 	// Retry applies to ListShards and to the lease table.
 	Retry Retry
+	// Listed, when set, is a recent read of the whole lease table (the
+	// lease taker's scan) used instead of scanning it again. It is trusted
+	// only to find that nothing is missing: when it lacks any lease the
+	// sync would create, or every lease of the stream, the table is
+	// scanned with consistent reads and the plan made again from that, so
+	// a stale list never creates a lease the table would not have.
+	Listed *leasecore.ScanResult
 }
 
 // SyncReport says what SyncShards found and did.
@@ -88,9 +95,19 @@ func SyncShards(ctx context.Context, kin KinesisAPI, ddb SyncAPI, t Table, opt S
 	if rep.Graph, err = NewGraph(shards); err != nil {
 		return rep, fmt.Errorf("shards of %s: %w", streamLabel(opt.Stream), err)
 	}
-	scan, err := scanLeases(ctx, ddb, t)
-	if err != nil {
-		return rep, fmt.Errorf("read lease table %s: %w", t.Name, err)
+	var scan leasecore.ScanResult
+	if opt.Listed != nil {
+		mine := LeasesOfStream(opt.Listed.Leases, opt.Stream)
+		if len(mine) > 0 && len(PlanNewLeases(rep.Graph, leasedShards(mine), opt.Initial.Kind)) == 0 {
+			scan = *opt.Listed
+		} else {
+			opt.Listed = nil // something to create: read the table as it is now
+		}
+	}
+	if opt.Listed == nil {
+		if scan, err = scanLeases(ctx, ddb, t); err != nil {
+			return rep, fmt.Errorf("read lease table %s: %w", t.Name, err)
+		}
 	}
 	rep.Leases = LeasesOfStream(scan.Leases, opt.Stream)
 	rep.Malformed = scan.Malformed
@@ -106,11 +123,7 @@ func SyncShards(ctx context.Context, kin KinesisAPI, ddb SyncAPI, t Table, opt S
 			return rep, err
 		}
 	} else {
-		leased := map[string]bool{}
-		for _, l := range rep.Leases {
-			leased[l.ShardIDOrKey()] = true
-		}
-		plan = PlanNewLeases(rep.Graph, leased, opt.Initial.Kind)
+		plan = PlanNewLeases(rep.Graph, leasedShards(rep.Leases), opt.Initial.Kind)
 	}
 
 	for _, p := range plan {
@@ -127,6 +140,14 @@ func SyncShards(ctx context.Context, kin KinesisAPI, ddb SyncAPI, t Table, opt S
 	}
 	rep.Orphans = FindOrphans(rep.Graph, opt.Stream, scan.Leases)
 	return rep, nil
+}
+
+func leasedShards(leases []leasecore.Lease) map[string]bool {
+	leased := make(map[string]bool, len(leases))
+	for _, l := range leases {
+		leased[l.ShardIDOrKey()] = true
+	}
+	return leased
 }
 
 // initialPlan picks the shards of a new application and checks that they

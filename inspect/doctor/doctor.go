@@ -184,6 +184,10 @@ func New(ctx context.Context, apis APIs, opt Options) (*Doctor, error) {
 // Run samples one window and reports what it found.
 func (d *Doctor) Run(ctx context.Context) (*Report, error) {
 	samples, err := d.sampleWindow(ctx)
+	var throttled *ScanThrottledError
+	if errors.As(err, &throttled) {
+		return d.throttledReport(throttled), nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -195,26 +199,37 @@ func (d *Doctor) Run(ctx context.Context) (*Report, error) {
 // ends or report returns an error.
 func (d *Doctor) Watch(ctx context.Context, report func(*Report) error) error {
 	d.watching = true
-	first, err := d.sampleWindow(ctx)
-	if err != nil {
-		return err
-	}
-	samples := first
+	samples, err := d.sampleWindow(ctx)
 	for {
-		r, err := d.diagnose(ctx, samples)
-		if err != nil {
+		// A scan throttled past ScanPatience is reported as the finding,
+		// and the watch goes on: the next read may get through.
+		var throttled *ScanThrottledError
+		switch {
+		case errors.As(err, &throttled):
+			if err := report(d.throttledReport(throttled)); err != nil {
+				return err
+			}
+		case err != nil:
 			return err
+		default:
+			r, err := d.diagnose(ctx, samples)
+			if err != nil {
+				return err
+			}
+			if err := report(r); err != nil {
+				return err
+			}
 		}
-		if err := report(r); err != nil {
-			return err
+		next := d.clock.Now().Add(d.opt.FailoverTime)
+		if len(samples) > 0 {
+			next = samples[len(samples)-1].at.Add(d.opt.FailoverTime)
 		}
-		next := samples[len(samples)-1].at.Add(d.opt.FailoverTime)
 		if err := leasecore.Sleep(ctx, d.clock, next.Sub(d.clock.Now())); err != nil {
 			return err
 		}
-		s, err := d.takeSample(ctx)
-		if err != nil {
-			return err
+		var s sample
+		if s, err = d.takeSample(ctx); err != nil {
+			continue
 		}
 		samples = append(samples, s)
 		if keep := d.samplesPerWindow(); len(samples) > keep {

@@ -2,6 +2,8 @@ package doctor
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -62,27 +64,81 @@ func (c modelMetrics) GetMetricData(_ context.Context, in *cloudwatch.GetMetricD
 // table provisioned with 85 write units per second, between what the
 // renewals need (60.5) and the fleet's total demand (plus 40 of other
 // writes), and doctor run on that table. Doctor must name the throttling as
-// the cause: a table-throttled finding with its fix. The read capacity is
-// 2 units per second, above the fleet scans' average (about 1): at 0.5
-// doctor's own scan is throttled past its retries and it stops with
-// ProvisionedThroughputExceededException (docs/scale.md).
+// the cause: a table-throttled finding with its fix. At 2 read units per
+// second, above the fleet scans' average (about 1), doctor reads the table
+// and finds the throttling in the table's metrics; at 0.5 its own scan may
+// be throttled past ScanPatience, and then that is the finding, instead of
+// doctor stopping with ProvisionedThroughputExceededException.
 func TestDoctorNamesThrottlingOnAProvisionedFleet(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ids := fleetsim.WorkerIDs("w", 4)
-		f := fleetsim.NewFleet(fleetsim.KCLTool, ddbmodel.Config{}, 200, ids, 2026)
-		defer f.Stop()
-		f.StartAll(ids)
-		f.Run(time.Minute, nil)
-		f.Model.SetCapacity(2, 85)
-		f.Model.SetOtherTraffic(0, 40)
-		f.Model.ResetStats()
-		f.Run(time.Minute, nil)
+	for _, tc := range []struct {
+		rcu          float64
+		ownScanFails bool
+	}{{2, false}, {0.5, false}, {0.02, true}} {
+		t.Run(fmt.Sprintf("%gRCU", tc.rcu), func(t *testing.T) { testDoctorOnThrottledFleet(t, tc.rcu, tc.ownScanFails) })
+	}
+}
 
-		ctx := context.Background()
-		d, err := New(ctx, APIs{DynamoDB: f.Model, CloudWatch: modelMetrics{f.Model}}, Options{Table: fleetsim.Table, Clock: f.Clock})
-		if err != nil {
-			t.Fatal(err)
+// throttledFleet starts the simulated fleet, provisions its table with rcu
+// read and 85 write units a second (plus 40 other writes a second), runs it
+// a minute, and makes a doctor for the table. Inside a synctest bubble.
+func throttledFleet(t *testing.T, rcu float64) (*fleetsim.Fleet, *Doctor) {
+	ids := fleetsim.WorkerIDs("w", 4)
+	f := fleetsim.NewFleet(fleetsim.KCLTool, ddbmodel.Config{}, 200, ids, 2026)
+	t.Cleanup(f.Stop)
+	f.StartAll(ids)
+	f.Run(time.Minute, nil)
+	f.Model.SetCapacity(rcu, 85)
+	f.Model.SetOtherTraffic(0, 40)
+	f.Model.ResetStats()
+	f.Run(time.Minute, nil)
+	d, err := New(context.Background(), APIs{DynamoDB: f.Model, CloudWatch: modelMetrics{f.Model}}, Options{Table: fleetsim.Table, Clock: f.Clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, d
+}
+
+// doctor --watch on a table whose reads it cannot complete reports the
+// throttling and goes on watching, instead of stopping with the throttle.
+func TestDoctorWatchReportsItsThrottledScan(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, d := throttledFleet(t, 0.02)
+		errEnough := errors.New("two reports")
+		var reports []*Report
+		done := make(chan error, 1)
+		go func() {
+			done <- d.Watch(context.Background(), func(r *Report) error {
+				reports = append(reports, r)
+				if len(reports) == 2 {
+					return errEnough
+				}
+				return nil
+			})
+		}()
+		var err error
+		f.Run(10*time.Minute, func() bool {
+			select {
+			case err = <-done:
+				return true
+			default:
+				return false
+			}
+		})
+		if !errors.Is(err, errEnough) {
+			t.Fatalf("watch ended with %v after %d reports, want two reports", err, len(reports))
 		}
+		for _, r := range reports {
+			if len(r.Findings) == 0 || !strings.Contains(r.Findings[0].Summary, "doctor's own scan could not complete") {
+				t.Errorf("report %+v does not name doctor's throttled scan", r.Findings)
+			}
+		}
+	})
+}
+
+func testDoctorOnThrottledFleet(t *testing.T, rcu float64, ownScanFails bool) {
+	synctest.Test(t, func(t *testing.T) {
+		f, d := throttledFleet(t, rcu)
+		ctx := context.Background()
 		type result struct {
 			r   *Report
 			err error
@@ -108,9 +164,15 @@ func TestDoctorNamesThrottlingOnAProvisionedFleet(t *testing.T) {
 		for _, fd := range res.r.Findings {
 			ids2 = append(ids2, fd.ID)
 			if fd.ID == FindTableThrottled {
-				t.Logf("%s: %s; cause: %s; fix: %s", fd.ID, fd.Summary, fd.Cause, fd.Fix)
-				if !strings.Contains(fd.Fix, "WCU") {
+				t.Logf("%s (%s): %s; cause: %s; fix: %s", fd.ID, fd.Severity, fd.Summary, fd.Cause, fd.Fix)
+				if !strings.Contains(fd.Fix, "WCU") && !strings.Contains(fd.Fix, "read capacity") {
 					t.Errorf("the throttling finding's fix does not name the capacity: %q", fd.Fix)
+				}
+				if got := strings.Contains(fd.Summary, "doctor's own scan could not complete"); got != ownScanFails {
+					t.Errorf("doctor's own scan failing: %v, want %v", got, ownScanFails)
+				}
+				if res.r.Worst() < SeverityWarn {
+					t.Errorf("worst severity %s: the check would pass", res.r.Worst())
 				}
 				return
 			}

@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -30,7 +31,11 @@ type sample struct {
 // takeSample scans the lease table once.
 func (d *Doctor) takeSample(ctx context.Context) (sample, error) {
 	at := d.clock.Now()
-	res, err := leasecore.ScanTable(ctx, d.table, d.opt.Table, leasecore.ScanOptions{Segments: d.segments, KeepItems: true})
+	res, err := d.scanPatiently(ctx)
+	var throttled *ScanThrottledError
+	if errors.As(err, &throttled) {
+		return sample{}, err
+	}
 	if err != nil {
 		return sample{}, fmt.Errorf("scan lease table %q: %w", d.opt.Table, err)
 	}

@@ -60,7 +60,8 @@ func TestBenchFleet(t *testing.T) {
 		printPoint(ours, kcl)
 	}
 	// The periodic lease-table reads beside the coordinators: kcltool's
-	// shard sync (a consistent scan per worker per minute), KCL 2.x's leader
+	// shard sync (the taker's latest scan, or a consistent scan when that
+	// is older than the sync interval: kcltool.go), KCL 2.x's leader
 	// election (a scan per worker every 5 minutes) and leader audit (one
 	// scan every 2 minutes).
 	if os.Getenv("KCLTOOL_BENCH_FLEET") == "" {

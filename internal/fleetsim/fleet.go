@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"sync/atomic"
 	"testing/synctest"
 	"time"
 
@@ -68,6 +69,9 @@ type Fleet struct {
 	seed    uint64
 	side    map[string]context.CancelFunc
 	leader  string
+	// syncScans and syncReuses count kcltool's shard syncs that scanned
+	// the table and those that used the taker's latest scan.
+	syncScans, syncReuses atomic.Int64
 }
 
 // Epoch is the simulation's start time.

@@ -31,7 +31,7 @@ func (f *Fleet) startKCLTool(id string, seed uint64) worker {
 	if f.ShardSync {
 		sctx, scancel := context.WithCancel(f.ctx)
 		f.side[id] = scancel
-		go f.shardSyncLoop(sctx)
+		go f.shardSyncLoop(sctx, c)
 	}
 	return &kcltoolWorker{c: c, cancel: cancel}
 }
@@ -40,11 +40,19 @@ func (f *Fleet) startKCLTool(id string, seed uint64) worker {
 // KCL's shardSyncIntervalMillis).
 const ShardSyncInterval = time.Minute
 
-// shardSyncLoop reads the table as reshard.SyncShards does at every shard
-// sync of the runner: one strongly consistent scan per interval per worker.
-func (f *Fleet) shardSyncLoop(ctx context.Context) {
+// shardSyncLoop reads the table as the runner's shard sync does
+// (runner/worker.go syncShards, reshard.SyncShards): every interval, the
+// taker's latest scan when it is no older than the interval, else one
+// strongly consistent scan. (A sync that finds a lease missing scans again
+// before creating it; the simulated table has every lease, so none does.)
+func (f *Fleet) shardSyncLoop(ctx context.Context, c *leasecore.Coordinator) {
 	for leasecore.Sleep(ctx, f.Clock, ShardSyncInterval) == nil {
-		_, _ = leasecore.ScanTable(ctx, f.Model, Table, leasecore.ScanOptions{ConsistentRead: true,
+		if _, ok := c.LatestScan(ShardSyncInterval); ok {
+			f.syncReuses.Add(1)
+			continue
+		}
+		f.syncScans.Add(1)
+		_, _ = leasecore.ScanTable(leasecore.WithCapacityOp(ctx, leasecore.OpShardSync), f.Model, Table, leasecore.ScanOptions{ConsistentRead: true,
 			Sleep: func(ctx context.Context, d time.Duration) error { return leasecore.Sleep(ctx, f.Clock, d) }})
 	}
 }

@@ -70,7 +70,11 @@ type Result struct {
 	JoinExtrapolated bool
 	JoinGained, Fair int
 	Throttled        int64
-	Wall             time.Duration
+	// SyncScans and SyncReuses: kcltool's shard syncs in the steady window
+	// (with Options.ShardSync) that scanned the table, and those that used
+	// the taker's latest scan instead.
+	SyncScans, SyncReuses int64
+	Wall                  time.Duration
 }
 
 // Total is read plus write units per lease per minute.
@@ -93,8 +97,10 @@ func Measure(engine Engine, p Point, o Options) Result {
 	f.Run(o.Warmup, nil)
 	moves := f.Moves()
 	f.Model.ResetStats()
+	scans, reuses := f.syncScans.Load(), f.syncReuses.Load()
 	f.Run(o.Steady, nil)
 	st := f.Model.Stats()
+	res.SyncScans, res.SyncReuses = f.syncScans.Load()-scans, f.syncReuses.Load()-reuses
 	minutes := o.Steady.Minutes() * float64(p.Leases)
 	res.ReadPerLeaseMin, res.WritePerLeaseMin = st.ReadUnits/minutes, st.WriteUnits/minutes
 	res.ReadByOp = map[string]float64{}
