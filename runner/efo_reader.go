@@ -320,16 +320,23 @@ func (f *fanOutReader) failed(err error) error {
 	if f.failures == 1 {
 		f.failingAt, f.lastWarn = now, time.Time{}
 	}
-	expected := awserr.Is(err, "ResourceInUseException") || awserr.Throttled(err) || errors.Is(err, errConsumerRenewed)
+	failingFor := now.Sub(f.failingAt)
+	// Our own ended subscription still holds the shard for a few seconds
+	// (kinesis-local about 3 s): a ResourceInUse then is the usual
+	// handover, not news. Any other failure, throttles and a previous
+	// owner's ResourceInUse included, stalls the shard with its lease
+	// kept, so it is logged at warn at once and then once per
+	// failingWarnEvery, as polling's failed reads are (fetcher.failed).
+	expected := errors.Is(err, errConsumerRenewed) ||
+		(f.subscribed && awserr.Is(err, "ResourceInUseException") && failingFor < ownHoldGrace)
 	if !errors.Is(err, errConsumerRenewed) {
 		f.r.stats.readFailed(err, f.failingAt)
 	}
-	failingFor := now.Sub(f.failingAt)
 	level, msg := slog.LevelDebug, "subscription failed; subscribing again"
 	switch {
-	case f.lastWarn.IsZero() && (!expected || failingFor >= failingWarnEvery):
+	case f.lastWarn.IsZero() && !expected:
 		level, msg = slog.LevelWarn, "subscriptions to the shard are failing; retrying (the lease is kept)"
-		if !awserr.RetryableRead(err) && !expected {
+		if !awserr.RetryableRead(err) && !awserr.Is(err, "ResourceInUseException") {
 			level = slog.LevelError
 		}
 		f.lastWarn = now
@@ -338,12 +345,16 @@ func (f *fanOutReader) failed(err error) error {
 		f.lastWarn = now
 	}
 	f.log.Log(f.ctx, level, msg, "op", "SubscribeToShard", "attempts", f.failures,
-		"failingFor", failingFor.Round(time.Millisecond).String(), "err", err)
+		"failingFor", failingFor.Round(time.Millisecond).String(), "throttled", awserr.Throttled(err), "err", err)
 	if errors.Is(err, errConsumerRenewed) {
 		return nil
 	}
 	return f.sleep(subscribeBackoff.Delay(f.failures-1, nil))
 }
+
+// ownHoldGrace: how long after our own subscription ended a ResourceInUse
+// is taken for that subscription's hold on the shard.
+const ownHoldGrace = 10 * time.Second
 
 func (f *fanOutReader) recovered() {
 	if !f.lastWarn.IsZero() {

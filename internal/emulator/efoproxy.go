@@ -31,6 +31,55 @@ type EFOProxy struct {
 	// ends holds ChildShards (JSON) to send on a shard's subscription, by
 	// consumer ARN and shard id (EndShardWith).
 	ends map[string]json.RawMessage
+	// faults holds the error codes the next SubscribeToShard calls are
+	// answered with (FailSubscriptions).
+	faults []subscribeFault
+}
+
+type subscribeFault struct{ consumer, shard, code string }
+
+// FailSubscriptions answers the next SubscribeToShard calls whose consumer
+// ARN contains consumer (a stream's name will do) and whose shard is shard
+// ("" for any) with codes, one call each, in order, without passing them
+// to kinesis-local: HTTP 400 in the shape Kinesis's JSON protocol uses for
+// errors (the x-amzn-ErrorType header, and __type and message in the
+// body; the SDK reads the code from either). E.g. LimitExceededException
+// or ResourceInUseException.
+func (p *EFOProxy) FailSubscriptions(consumer, shard string, codes ...string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range codes {
+		p.faults = append(p.faults, subscribeFault{consumer, shard, c})
+	}
+}
+
+// SubscribeFaultsLeft counts the FailSubscriptions answers not given yet.
+func (p *EFOProxy) SubscribeFaultsLeft() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.faults)
+}
+
+// faultFor takes the first fault queued for the subscription, if any.
+func (p *EFOProxy) faultFor(consumerARN, shardID string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, f := range p.faults {
+		if strings.Contains(consumerARN, f.consumer) && (f.shard == "" || f.shard == shardID) {
+			p.faults = append(p.faults[:i:i], p.faults[i+1:]...)
+			return f.code
+		}
+	}
+	return ""
+}
+
+// writeError answers as Kinesis does when it refuses a call.
+func writeError(w http.ResponseWriter, code, shardID string) {
+	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+	w.Header().Set("X-Amzn-ErrorType", code)
+	w.WriteHeader(http.StatusBadRequest)
+	b, _ := json.Marshal(map[string]string{"__type": code, "message": "injected by the test harness for shard " + shardID})
+	_, _ = w.Write(b)
 }
 
 // EndShardWith makes the next event of a subscription of the consumer to
@@ -79,6 +128,14 @@ func NewEFOProxy(target string) (*EFOProxy, error) {
 		body, err := io.ReadAll(req.Body)
 		if err != nil {
 			return
+		}
+		if req.Header.Get("X-Amz-Target") == subscribeTarget {
+			var named struct{ ConsumerARN, ShardId string }
+			_ = json.Unmarshal(body, &named)
+			if code := p.faultFor(named.ConsumerARN, named.ShardId); code != "" {
+				writeError(w, code, named.ShardId)
+				return
+			}
 		}
 		out, err := http.NewRequestWithContext(req.Context(), req.Method, target+req.URL.RequestURI(), bytes.NewReader(body))
 		if err != nil {
