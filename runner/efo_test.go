@@ -15,6 +15,7 @@ import (
 	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/kcltool/kcltool/internal/emulator"
+	"github.com/kcltool/kcltool/reshard"
 )
 
 // fanOut is a test worker's fan-out setting through the EFOProxy (the
@@ -224,5 +225,40 @@ func TestFanOutReadsOnlyAsFastAsTheHandler(t *testing.T) {
 	// batch, this grew with the backlog: 38 here.)
 	if maxAhead > 16 {
 		t.Errorf("the reader ran %d records ahead of the handler, want at most 16", maxAhead)
+	}
+}
+
+// TestFanOutStartsAtTimestamp: a lease at the AT_TIMESTAMP sentinel
+// subscribes AT_TIMESTAMP with the configured instant, so that only the
+// records put after it are handled.
+func TestFanOutStartsAtTimestamp(t *testing.T) {
+	s := newStack(t, 1)
+	s.put(t, func(k string) string { return k }, keys("before", 5)...)
+	time.Sleep(1500 * time.Millisecond)
+	ts := time.Now()
+	time.Sleep(100 * time.Millisecond)
+	s.put(t, func(k string) string { return k }, keys("after", 5)...)
+	out := outFile(t)
+	cfg := s.config(t, "A", out)
+	cfg.Initial = reshard.AtTimestamp(ts)
+	var logs *logBuffer
+	cfg.Log, logs = recordedLogger(t, "A")
+	cfg.FanOut = fanOut(t, 0)
+	r := start(t, s, cfg)
+	eventually(t, 45*time.Second, "the records put after the timestamp", func() bool { return len(readHandled(t, out)) >= 5 })
+	s.put(t, func(k string) string { return k }, "later")
+	eventually(t, 30*time.Second, "a record put while running", func() bool { return len(readHandled(t, out)) >= 6 })
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, h := range readHandled(t, out) {
+		got = append(got, h.text())
+	}
+	if want := append(keys("after", 5), "later"); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("handled %v, want only the records put after the timestamp: %v", got, want)
+	}
+	if !strings.Contains(logs.String(), "type=AT_TIMESTAMP") {
+		t.Error("the first subscription did not start AT_TIMESTAMP")
 	}
 }
