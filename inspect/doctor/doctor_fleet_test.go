@@ -70,11 +70,13 @@ func (c modelMetrics) GetMetricData(_ context.Context, in *cloudwatch.GetMetricD
 // be throttled past ScanPatience, and then that is the finding, instead of
 // doctor stopping with ProvisionedThroughputExceededException.
 func TestDoctorNamesThrottlingOnAProvisionedFleet(t *testing.T) {
+	// At 0.5 the scan races the fleet's takers for the few units there are,
+	// and either outcome is a correct report (make test saw both).
 	for _, tc := range []struct {
-		rcu          float64
-		ownScanFails bool
-	}{{2, false}, {0.5, false}, {0.02, true}} {
-		t.Run(fmt.Sprintf("%gRCU", tc.rcu), func(t *testing.T) { testDoctorOnThrottledFleet(t, tc.rcu, tc.ownScanFails) })
+		rcu     float64
+		ownScan string // "completes", "fails" or "either"
+	}{{2, "completes"}, {0.5, "either"}, {0.02, "fails"}} {
+		t.Run(fmt.Sprintf("%gRCU", tc.rcu), func(t *testing.T) { testDoctorOnThrottledFleet(t, tc.rcu, tc.ownScan) })
 	}
 }
 
@@ -135,7 +137,7 @@ func TestDoctorWatchReportsItsThrottledScan(t *testing.T) {
 	})
 }
 
-func testDoctorOnThrottledFleet(t *testing.T, rcu float64, ownScanFails bool) {
+func testDoctorOnThrottledFleet(t *testing.T, rcu float64, ownScan string) {
 	synctest.Test(t, func(t *testing.T) {
 		f, d := throttledFleet(t, rcu)
 		ctx := context.Background()
@@ -146,7 +148,9 @@ func testDoctorOnThrottledFleet(t *testing.T, rcu float64, ownScanFails bool) {
 		done := make(chan result, 1)
 		go func() { r, err := d.Run(ctx); done <- result{r, err} }()
 		var res result
-		f.Run(5*time.Minute, func() bool {
+		// doctor reads the table at the start and the end of its window,
+		// and each read may wait out up to ScanPatience of throttling.
+		f.Run(10*time.Minute, func() bool {
 			select {
 			case res = <-done:
 				return true
@@ -155,7 +159,7 @@ func testDoctorOnThrottledFleet(t *testing.T, rcu float64, ownScanFails bool) {
 			}
 		})
 		if res.r == nil && res.err == nil {
-			t.Fatal("doctor did not finish in 5 simulated minutes")
+			t.Fatal("doctor did not finish in 10 simulated minutes")
 		}
 		if res.err != nil {
 			t.Fatalf("doctor: %v", res.err)
@@ -168,8 +172,9 @@ func testDoctorOnThrottledFleet(t *testing.T, rcu float64, ownScanFails bool) {
 				if !strings.Contains(fd.Fix, "WCU") && !strings.Contains(fd.Fix, "read capacity") {
 					t.Errorf("the throttling finding's fix does not name the capacity: %q", fd.Fix)
 				}
-				if got := strings.Contains(fd.Summary, "doctor's own scan could not complete"); got != ownScanFails {
-					t.Errorf("doctor's own scan failing: %v, want %v", got, ownScanFails)
+				failed := strings.Contains(fd.Summary, "doctor's own scan could not complete")
+				if (ownScan == "completes" && failed) || (ownScan == "fails" && !failed) {
+					t.Errorf("doctor's own scan failing: %v, want it to %s", failed, ownScan)
 				}
 				if res.r.Worst() < SeverityWarn {
 					t.Errorf("worst severity %s: the check would pass", res.r.Worst())
