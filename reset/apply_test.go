@@ -110,10 +110,20 @@ func TestExecuteForceTakesTheLeaseFromALiveCoordinator(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer coord.Stop(context.Background(), false) //nolint:errcheck // the test is over
-	waitUntil(t, 5*time.Second, "the coordinator holds the lease", func() bool { return coord.IsHeld(key) })
-	mu.Lock()
-	tenure := gained[0].Tenure
-	mu.Unlock()
+	// Wait for the event, not only the held set: events are delivered
+	// after the held set changes. Reading gained[0] before it arrived
+	// panicked with mu held, and the coordinator's Stop then waited for
+	// ever on the event handler (CI hung for 10 minutes).
+	var tenure uint64
+	waitUntil(t, 5*time.Second, "the coordinator holds the lease", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(gained) == 0 || !coord.IsHeld(key) {
+			return false
+		}
+		tenure = gained[0].Tenure
+		return true
+	})
 
 	// The processor of that holding checkpoints every 10ms, forward only,
 	// except while paused.
