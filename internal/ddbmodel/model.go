@@ -35,7 +35,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/aws/smithy-go"
+	"github.com/kcltool/kcltool/leasecore"
 )
 
 // Clock is where the model reads time (leasecore.Clock's Now).
@@ -419,12 +421,12 @@ func (m *Model) PutItem(ctx context.Context, in *dynamodb.PutItemInput, _ ...fun
 		return nil, err
 	}
 	old := m.items[key]
-	wu := writeUnits(max(m.sizes[key], ItemSize(in.Item)))
+	wu := writeUnits(max(m.sizes[key], leasecore.ItemSize(in.Item)))
 	now := m.clock.Now()
 	if err := m.check(op, in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues, old); err != nil {
 		return nil, m.condErr(op, err, old, in.ReturnValuesOnConditionCheckFailure, wu, now)
 	}
-	m.store(key, old, clone(in.Item), ItemSize(in.Item))
+	m.store(key, old, clone(in.Item), leasecore.ItemSize(in.Item))
 	m.account(op, 0, wu, now)
 	out := &dynamodb.PutItemOutput{ConsumedCapacity: consumed(m.cfg.Table, 0, wu, in.ReturnConsumedCapacity)}
 	if in.ReturnValues == types.ReturnValueAllOld {
@@ -497,7 +499,7 @@ func (m *Model) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, _ 
 			next[name] = sum
 		}
 	}
-	size := ItemSize(next)
+	size := leasecore.ItemSize(next)
 	wu := writeUnits(max(m.sizes[key], size))
 	m.store(key, old, next, size)
 	m.account(op, 0, wu, now)

@@ -5,80 +5,9 @@ import (
 	"math/big"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
-
-// ItemSize is an item's size as DynamoDB bills it: for each attribute, the
-// UTF-8 length of its name plus the size of its value. A string or binary
-// is its length; a number about one byte per two significant digits plus
-// one; a boolean or null one byte; a set the sum of its members; a list or
-// map three bytes plus one per element plus its elements.
-func ItemSize(item map[string]types.AttributeValue) int {
-	n := 0
-	for name, v := range item {
-		n += len(name) + valueSize(v)
-	}
-	return n
-}
-
-func valueSize(v types.AttributeValue) int {
-	switch v := v.(type) {
-	case *types.AttributeValueMemberS:
-		return len(v.Value)
-	case *types.AttributeValueMemberN:
-		return numberSize(v.Value)
-	case *types.AttributeValueMemberB:
-		return len(v.Value)
-	case *types.AttributeValueMemberBOOL, *types.AttributeValueMemberNULL:
-		return 1
-	case *types.AttributeValueMemberSS:
-		n := 0
-		for _, s := range v.Value {
-			n += len(s)
-		}
-		return n
-	case *types.AttributeValueMemberNS:
-		n := 0
-		for _, s := range v.Value {
-			n += numberSize(s)
-		}
-		return n
-	case *types.AttributeValueMemberBS:
-		n := 0
-		for _, b := range v.Value {
-			n += len(b)
-		}
-		return n
-	case *types.AttributeValueMemberL:
-		n := 3
-		for _, e := range v.Value {
-			n += 1 + valueSize(e)
-		}
-		return n
-	case *types.AttributeValueMemberM:
-		n := 3
-		for k, e := range v.Value {
-			n += 1 + len(k) + valueSize(e)
-		}
-		return n
-	}
-	return 0
-}
-
-// numberSize: DynamoDB stores up to 38 significant digits, two per byte,
-// plus one byte (its documentation's "approximately").
-func numberSize(s string) int {
-	s = strings.TrimLeft(strings.TrimPrefix(s, "-"), "0")
-	digits := 0
-	for _, r := range s {
-		if r >= '0' && r <= '9' {
-			digits++
-		}
-	}
-	return (digits+1)/2 + 1
-}
 
 func equalAV(a, b types.AttributeValue) bool {
 	switch a := a.(type) {
