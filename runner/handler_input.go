@@ -124,8 +124,10 @@ func appendRecordJSON(b []byte, r *kinesisrec.Record) []byte {
 	return enc.appendRecordJSON(b, r)
 }
 
-// appendRecordJSON appends one JSON Lines object for r.
-func (enc *recordEncoder) appendRecordJSON(b []byte, r *kinesisrec.Record) []byte {
+// appendRecordHead opens a record's JSON object with the keys both handler
+// contracts share, in this order: data (base64), partitionKey and
+// sequenceNumber.
+func appendRecordHead(b []byte, r *kinesisrec.Record) []byte {
 	b = append(b, `{"data":"`...)
 	if w := r.Wire64(); w != "" {
 		b = append(b, w...) // base64 already, and checked by decoding it
@@ -135,7 +137,12 @@ func (enc *recordEncoder) appendRecordJSON(b []byte, r *kinesisrec.Record) []byt
 	b = append(b, `","partitionKey":`...)
 	b = appendJSONString(b, r.PartitionKey)
 	b = append(b, `,"sequenceNumber":`...)
-	b = appendJSONString(b, r.SequenceNumber)
+	return appendJSONString(b, r.SequenceNumber)
+}
+
+// appendRecordJSON appends one JSON Lines object for r.
+func (enc *recordEncoder) appendRecordJSON(b []byte, r *kinesisrec.Record) []byte {
+	b = appendRecordHead(b, r)
 	b = append(b, `,"subSequenceNumber":`...)
 	b = strconv.AppendInt(b, r.SubSequenceNumber, 10)
 	if !r.ApproximateArrivalTimestamp.IsZero() {

@@ -93,16 +93,7 @@ func (m mlProcessRecordsMsg) appendTo(b []byte) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, `{"data":"`...)
-		if w := r.Wire64(); w != "" {
-			b = append(b, w...) // base64 already, and checked by decoding it
-		} else {
-			b = base64.StdEncoding.AppendEncode(b, r.Data)
-		}
-		b = append(b, `","partitionKey":`...)
-		b = appendJSONString(b, r.PartitionKey)
-		b = append(b, `,"sequenceNumber":`...)
-		b = appendJSONString(b, r.SequenceNumber)
+		b = appendRecordHead(b, r)
 		b = append(b, `,"approximateArrivalTimestamp":`...)
 		var at int64
 		if !r.ApproximateArrivalTimestamp.IsZero() {
