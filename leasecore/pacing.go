@@ -3,8 +3,6 @@ package leasecore
 import (
 	"math"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
 // The taker's schedule, priced in the capacity units DynamoDB bills (a read
@@ -62,36 +60,7 @@ func scanReadUnits(leases []Lease, pages int) float64 {
 	}
 	size := 0
 	for _, l := range leases {
-		size += itemBytes(l)
+		size += ItemSize(EncodeLease(l))
 	}
 	return math.Max(math.Ceil(float64(size)/4096), float64(max(pages, 1))) / 2
-}
-
-// itemBytes is the size DynamoDB bills for a lease's item: the sum of the
-// attribute names' and values' lengths, a number counting about one byte per
-// two digits plus one.
-func itemBytes(l Lease) int {
-	n := 0
-	for name, v := range EncodeLease(l) {
-		n += len(name) + attrBytes(v)
-	}
-	return n
-}
-
-func attrBytes(v types.AttributeValue) int {
-	switch v := v.(type) {
-	case *types.AttributeValueMemberS:
-		return len(v.Value)
-	case *types.AttributeValueMemberN:
-		return (len(v.Value)+1)/2 + 1
-	case *types.AttributeValueMemberB:
-		return len(v.Value)
-	case *types.AttributeValueMemberSS:
-		n := 0
-		for _, s := range v.Value {
-			n += len(s)
-		}
-		return n
-	}
-	return 1
 }
