@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math/big"
 	"os"
 	"sync/atomic"
 	"testing"
@@ -107,29 +106,4 @@ func TestBenchCheckpointDiff(t *testing.T) {
 		fmt.Printf("bench checkpoint-diff: %d shards, %d leases, round trip %s, %d rounds: kcltool checkpoint diff median %s; naive shard-by-shard median %s; speed-up %.1fx (goal >= 5x at a real round trip)\n",
 			shards, shards, rtt, rounds, d.Round(time.Millisecond), n.Round(time.Millisecond), float64(n)/float64(d))
 	}
-}
-
-// putOnePerShard writes one record into every shard, by explicit hash key,
-// and returns each shard's sequence number.
-func putOnePerShard(t *testing.T, kin *kinesis.Client, stream string, n int) map[string]string {
-	t.Helper()
-	all, err := reshard.ListShards(context.Background(), kin, reshard.Stream{Name: stream}, reshard.ListOptions{})
-	if err != nil || len(all) != n {
-		t.Fatalf("list shards: %v (%d)", err, len(all))
-	}
-	var entries []kintypes.PutRecordsRequestEntry
-	for _, sh := range all {
-		start, _ := new(big.Int).SetString(*sh.HashKeyRange.StartingHashKey, 10)
-		entries = append(entries, kintypes.PutRecordsRequestEntry{PartitionKey: aws.String("k"),
-			ExplicitHashKey: aws.String(start.String()), Data: []byte("x")})
-	}
-	res, err := kin.PutRecords(context.Background(), &kinesis.PutRecordsInput{StreamName: aws.String(stream), Records: entries})
-	if err != nil || aws.ToInt32(res.FailedRecordCount) != 0 {
-		t.Fatalf("put records: %v", err)
-	}
-	seqs := map[string]string{}
-	for _, r := range res.Records {
-		seqs[*r.ShardId] = *r.SequenceNumber
-	}
-	return seqs
 }

@@ -204,7 +204,7 @@ func TestBenchScaleCheckpointDiff(t *testing.T) {
 	t.Cleanup(func() {
 		_, _ = ddb.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
 	})
-	seqs := putOnePerShardChunked(t, kin, stream, shards)
+	seqs := putOnePerShard(t, kin, stream, shards)
 	var leases []leasecore.Lease
 	for id, seq := range seqs {
 		leases = append(leases, leasecore.Lease{LeaseKey: id, LeaseOwner: "worker-a", LeaseCounter: 1,
@@ -277,9 +277,10 @@ func freeShards(t *testing.T, kin *kinesis.Client) int {
 	return 2000 - used
 }
 
-// putOnePerShardChunked is putOnePerShard over the open shards, in
-// PutRecords calls of 500, the most one call takes.
-func putOnePerShardChunked(t *testing.T, kin *kinesis.Client, stream string, n int) map[string]string {
+// putOnePerShard puts one record into each of the stream's n open shards,
+// at its starting hash key, in PutRecords calls of 500 (the most one call
+// takes), and returns each shard's sequence number.
+func putOnePerShard(t *testing.T, kin *kinesis.Client, stream string, n int) map[string]string {
 	t.Helper()
 	listed, err := reshard.ListShards(context.Background(), kin, reshard.Stream{Name: stream}, reshard.ListOptions{})
 	// The open shards are those no other shard names as its parent.

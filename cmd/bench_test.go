@@ -6,16 +6,13 @@ import (
 	"io"
 	"os"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/kcltool/kcltool/internal/emulator"
-	"github.com/kcltool/kcltool/leasecore"
 )
 
 // TestBenchLeasesLs is `make bench`'s lease-listing figure: `leases ls -o
@@ -83,30 +80,8 @@ func median(d []time.Duration) time.Duration {
 // fillLeases writes n KCL-shaped leases with BatchWriteItem.
 func fillLeases(t *testing.T, c *dynamodb.Client, table string, n int) {
 	t.Helper()
-	var batch []types.WriteRequest
-	flush := func() {
-		for len(batch) > 0 {
-			out, err := c.BatchWriteItem(context.Background(), &dynamodb.BatchWriteItemInput{
-				RequestItems: map[string][]types.WriteRequest{table: batch},
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			batch = out.UnprocessedItems[table]
-		}
+	fillLeaseRange(t, c, table, 0, n)
+	if t.Failed() {
+		t.FailNow()
 	}
-	for i := range n {
-		l := leasecore.Lease{
-			LeaseKey:        fmt.Sprintf("shardId-%012d", i),
-			LeaseOwner:      fmt.Sprintf("worker-%d", i%7),
-			LeaseCounter:    int64(1000 + i),
-			Checkpoint:      leasecore.SequenceNumber{SequenceNumber: "49590338271490256608559692538361571095921575989136" + strings.Repeat("7", 6)},
-			StartingHashKey: "0", EndingHashKey: "340282366920938463463374607431768211455",
-		}
-		batch = append(batch, types.WriteRequest{PutRequest: &types.PutRequest{Item: leasecore.EncodeLease(l)}})
-		if len(batch) == 25 {
-			flush()
-		}
-	}
-	flush()
 }
