@@ -166,12 +166,12 @@ func (c *Capacity) RecordScan(ctx context.Context, in *dynamodb.ScanInput, out *
 		c.Add(CapacityOpOf(ctx), u)
 		return
 	}
-	c.addEstimate(CapacityOpOf(ctx), Units{Read: pageReadUnits(in, out)})
+	c.addEstimate(CapacityOpOf(ctx), Units{Read: pageReadUnits(aws.ToBool(in.ConsistentRead), out)})
 }
 
 // pageReadUnits is what one Scan page cost: the answer's figure, or the
 // estimate from its items.
-func pageReadUnits(in *dynamodb.ScanInput, out *dynamodb.ScanOutput) float64 {
+func pageReadUnits(consistent bool, out *dynamodb.ScanOutput) float64 {
 	if u, ok := consumed(out.ConsumedCapacity, true); ok {
 		return u.Read
 	}
@@ -179,7 +179,7 @@ func pageReadUnits(in *dynamodb.ScanInput, out *dynamodb.ScanOutput) float64 {
 	for _, item := range out.Items {
 		size += ItemSize(item)
 	}
-	return ReadUnits(size, aws.ToBool(in.ConsistentRead))
+	return ReadUnits(size, consistent)
 }
 
 // RecordGetItem counts one GetItem.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"sync"
 	"time"
 
@@ -65,6 +64,13 @@ type ScanOptions struct {
 	PageSize int32
 	// KeepItems fills ScanResult.Items.
 	KeepItems bool
+	// Uncounted asks for no ConsumedCapacity and leaves ReadUnits zero,
+	// for a one-off read that reports no units (leases ls). DynamoDB
+	// answers the figure for free, but a local server (dynalite) sizes
+	// every item a second time for it: about a fifth more of its time on
+	// a large table (docs/benchmarks.md, leases ls at scale). The worker's
+	// capacity metrics count their scans apart from this (meteredAPI).
+	Uncounted bool
 }
 
 // SegmentsFor picks a parallel-scan segment count for a table of the given
@@ -87,7 +93,7 @@ func ScanTable(ctx context.Context, api ScanAPI, table string, opt ScanOptions) 
 	if opt.Sleep == nil {
 		opt.Sleep = sleepCtx
 	}
-	results := make([]ScanResult, segments)
+	results := make([]segmentScan, segments)
 	errs := make([]error, segments)
 	var wg sync.WaitGroup
 	for seg := range segments {
@@ -101,32 +107,86 @@ func ScanTable(ctx context.Context, api ScanAPI, table string, opt ScanOptions) 
 	if err := errors.Join(errs...); err != nil {
 		return ScanResult{}, err
 	}
+	// Each segment came back sorted (scanSegment): merging them copies
+	// every lease once, where appending and sorting the whole moved each
+	// several times (a 100,000-lease table is some 40 MB of leases).
 	var all ScanResult
-	for _, r := range results {
-		all.Leases = append(all.Leases, r.Leases...)
-		all.NonLeases = append(all.NonLeases, r.NonLeases...)
+	leases := make([]sortedRun[Lease], segments)
+	nonLeases := make([]sortedRun[NonLeaseItem], segments)
+	items := make([]sortedRun[map[string]types.AttributeValue], segments)
+	for i, r := range results {
+		leases[i], nonLeases[i], items[i] = r.leaseRun, r.nonLeaseRun, r.itemRun
 		all.Malformed = append(all.Malformed, r.Malformed...)
-		all.Items = append(all.Items, r.Items...)
 		all.Pages += r.Pages
 		all.Retries += r.Retries
 		all.ReadUnits += r.ReadUnits
 	}
-	sort.Slice(all.Leases, func(i, j int) bool { return all.Leases[i].LeaseKey < all.Leases[j].LeaseKey })
-	sort.Slice(all.NonLeases, func(i, j int) bool { return all.NonLeases[i].Key < all.NonLeases[j].Key })
-	sort.Slice(all.Items, func(i, j int) bool { return ItemKey(all.Items[i]) < ItemKey(all.Items[j]) })
+	all.Leases, all.NonLeases, all.Items = mergeRuns(leases), mergeRuns(nonLeases), mergeRuns(items)
 	return all, nil
 }
 
-func scanSegment(ctx context.Context, api ScanAPI, table string, seg, total int, opt ScanOptions) (ScanResult, error) {
-	var res ScanResult
+// segmentScan is one segment's part of a scan, with its order by key.
+type segmentScan struct {
+	ScanResult
+	leaseRun    sortedRun[Lease]
+	nonLeaseRun sortedRun[NonLeaseItem]
+	itemRun     sortedRun[map[string]types.AttributeValue]
+}
+
+func scanSegment(ctx context.Context, api ScanAPI, table string, seg, total int, opt ScanOptions) (segmentScan, error) {
+	var res segmentScan
 	in := &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(opt.ConsistentRead),
 		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal}
+	if opt.Uncounted {
+		in.ReturnConsumedCapacity = types.ReturnConsumedCapacityNone
+	}
 	if total > 1 {
 		in.Segment, in.TotalSegments = aws.Int32(int32(seg)), aws.Int32(int32(total))
 	}
 	if opt.PageSize > 0 {
 		in.Limit = aws.Int32(opt.PageSize)
 	}
+	// The next page is asked for as soon as this one's LastEvaluatedKey
+	// is known, and this one's items are decoded into leases meanwhile:
+	// a page waits for the server either way, and a large table read in
+	// one segment (DynamoDB's TableSizeBytes lags by hours; dynalite's
+	// stays 0) spent a fifth of its time decoding between the pages.
+	pages := make(chan *dynamodb.ScanOutput, 1)
+	var (
+		retries  int
+		fetchErr error
+	)
+	go func() {
+		defer close(pages)
+		retries, fetchErr = fetchPages(ctx, api, in, opt, pages)
+	}()
+	for out := range pages {
+		res.Pages++
+		if !opt.Uncounted {
+			res.ReadUnits += pageReadUnits(opt.ConsistentRead, out)
+		}
+		for _, item := range out.Items {
+			res.add(item)
+		}
+		if opt.KeepItems {
+			res.Items = append(res.Items, out.Items...)
+		}
+	}
+	res.Retries = retries // written before pages was closed
+	if fetchErr != nil {
+		return res, fetchErr
+	}
+	// Sorted here, while the other segments may still be reading.
+	res.leaseRun = sortRun(res.Leases, func(l *Lease) string { return l.LeaseKey })
+	res.nonLeaseRun = sortRun(res.NonLeases, func(n *NonLeaseItem) string { return n.Key })
+	res.itemRun = sortRun(res.Items, func(item *map[string]types.AttributeValue) string { return ItemKey(*item) })
+	return res, nil
+}
+
+// fetchPages reads in's segment page by page into pages, retrying
+// throttled and transient pages from their own key, and returns how many
+// retries it made and the error that ended it early.
+func fetchPages(ctx context.Context, api ScanAPI, in *dynamodb.ScanInput, opt ScanOptions, pages chan<- *dynamodb.ScanOutput) (retries int, err error) {
 	attempt := 0
 	for {
 		out, err := api.Scan(ctx, in, fastScan)
@@ -134,26 +194,19 @@ func scanSegment(ctx context.Context, api ScanAPI, table string, seg, total int,
 			// A page cut off by its own deadline, or by a broken
 			// connection, is retried like a throttled one: it is a read.
 			if ctx.Err() != nil || !awserr.Transient(err) || attempt >= opt.MaxRetries {
-				return res, err
+				return retries, err
 			}
 			attempt++
-			res.Retries++
+			retries++
 			if err := opt.Sleep(ctx, Backoff(attempt)); err != nil {
-				return res, err
+				return retries, err
 			}
 			continue
 		}
 		attempt = 0
-		res.Pages++
-		res.ReadUnits += pageReadUnits(in, out)
-		for _, item := range out.Items {
-			res.add(item)
-		}
-		if opt.KeepItems {
-			res.Items = append(res.Items, out.Items...)
-		}
+		pages <- out
 		if len(out.LastEvaluatedKey) == 0 {
-			return res, nil
+			return retries, nil
 		}
 		in.ExclusiveStartKey = out.LastEvaluatedKey
 	}

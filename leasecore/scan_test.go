@@ -49,18 +49,41 @@ func checkScan(t *testing.T, res ScanResult, n int) {
 }
 
 // TestScanPagesAndSegments reads every item exactly once with small pages
-// and with parallel segments.
+// and with parallel segments, each kind of item sorted by key across the
+// segments; Uncounted asks for no capacity.
 func TestScanPagesAndSegments(t *testing.T) {
 	c := emulator.DynamoDB(t)
 	table := seedScanTable(t, c, 120)
-	for _, segs := range []int{1, 4} {
-		res, err := ScanTable(context.Background(), c, table, ScanOptions{Segments: segs, PageSize: 7})
+	for _, segs := range []int{1, 4, 16} {
+		res, err := ScanTable(context.Background(), c, table, ScanOptions{Segments: segs, PageSize: 7, KeepItems: true})
 		if err != nil {
 			t.Fatal(err)
 		}
 		checkScan(t, res, 120)
 		if res.Pages < 120/7 {
 			t.Errorf("segments=%d: %d pages; PageSize not applied", segs, res.Pages)
+		}
+		if res.NonLeases[0].Key != "Leader" || res.NonLeases[1].Key != "Migration3.0" {
+			t.Errorf("segments=%d: non-leases %v, want sorted by key", segs, res.NonLeases)
+		}
+		if len(res.Items) != 123 {
+			t.Fatalf("segments=%d: %d items kept, want 123", segs, len(res.Items))
+		}
+		for i := 1; i < len(res.Items); i++ {
+			if ItemKey(res.Items[i-1]) >= ItemKey(res.Items[i]) {
+				t.Fatalf("segments=%d: items %q before %q: not sorted by key", segs, ItemKey(res.Items[i-1]), ItemKey(res.Items[i]))
+			}
+		}
+		if res.ReadUnits <= 0 {
+			t.Errorf("segments=%d: ReadUnits %v, want the pages' units", segs, res.ReadUnits)
+		}
+		res, err = ScanTable(context.Background(), c, table, ScanOptions{Segments: segs, PageSize: 7, Uncounted: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkScan(t, res, 120)
+		if res.ReadUnits != 0 || res.Items != nil {
+			t.Errorf("segments=%d, uncounted: ReadUnits %v and %d items, want 0 and none kept", segs, res.ReadUnits, len(res.Items))
 		}
 	}
 }
