@@ -63,7 +63,7 @@ func ShardLineage(ctx context.Context, kin reshard.KinesisAPI, ddb TableAPI, str
 	for i := range rows {
 		r := &rows[i]
 		if n, ok := res.Nodes[r.ShardIDOrKey()]; ok {
-			n.Lease, n.State, n.BlockedBy = &r.Lease, r.State, r.BlockedBy
+			n.Lease, n.State, n.BlockedBy = r.Lease, r.State, r.BlockedBy
 		}
 	}
 	res.Orphans = reshard.FindOrphans(g, s, leases)

@@ -379,6 +379,11 @@ func (d *itemDecoder) strSet(name string) []string {
 // false for single-stream keys and for keys whose stream identifier KCL's
 // StreamIdentifier.multiStreamInstance would reject.
 func ParseMultiStreamKey(leaseKey string) (streamID, shardID string, ok bool) {
+	// Most keys are single-stream shard ids: no split, no allocation
+	// (listings call this for every lease, several times).
+	if strings.IndexByte(leaseKey, ':') < 0 {
+		return "", "", false
+	}
 	parts := strings.SplitN(leaseKey, ":", 4)
 	if len(parts) != 4 || parts[3] == "" {
 		return "", "", false

@@ -108,7 +108,7 @@ func (g *diagnosis) checkUnassigned() {
 	var long, brief []string
 	longest := time.Duration(0)
 	for _, r := range g.rows {
-		if actualOwner(r.Lease) != "" || r.State == inspect.StateShardEnd || len(r.BlockedBy) > 0 {
+		if actualOwner(*r.Lease) != "" || r.State == inspect.StateShardEnd || len(r.BlockedBy) > 0 {
 			continue
 		}
 		span := g.unownedSpan(r.LeaseKey)
@@ -216,8 +216,11 @@ func (g *diagnosis) checkImbalance() {
 func (g *diagnosis) liveListing(s sample) *inspect.Listing {
 	rows := inspect.LeaseRows(s.leases, nil)
 	for i := range rows {
-		if o := g.view.owners[actualOwner(rows[i].Lease)]; o != nil && o.dead() {
-			rows[i].LeaseOwner, rows[i].CheckpointOwner = "", ""
+		if o := g.view.owners[actualOwner(*rows[i].Lease)]; o != nil && o.dead() {
+			// A copy: the row shares its lease with the sample.
+			l := *rows[i].Lease
+			l.LeaseOwner, l.CheckpointOwner = "", ""
+			rows[i].Lease = &l
 		}
 	}
 	return &inspect.Listing{Table: g.opt.Table, Leases: rows, NonLeases: s.nonLeases}
