@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"sort"
 	"sync"
 	"time"
@@ -30,6 +31,7 @@ const (
 	opRenewAllLeases     = "RenewAllLeases"
 	opTakeLeases         = "TakeLeases"
 	opApplicationTracker = "ApplicationTracker"
+	opLeaseTable         = "LeaseTable." // + a lease operation (leasecore.OpRenew, ...)
 
 	unitMillis = string(types.StandardUnitMilliseconds)
 	unitCount  = string(types.StandardUnitCount)
@@ -63,6 +65,7 @@ type cloudWatchPublisher struct {
 	data map[cwKey]*cwStat
 	// last lease counters published, to send differences
 	lastLost, lastTaken int64
+	lastUnits           map[string]leasecore.Units
 }
 
 func newCloudWatchPublisher(api CloudWatchAPI, namespace, worker string, clock leasecore.Clock, log *slog.Logger) *cloudWatchPublisher {
@@ -93,6 +96,28 @@ func (p *cloudWatchPublisher) leases(st leasecore.Stats) {
 	p.observe(cwKey{op: opRenewAllLeases, worker: p.worker, name: "CurrentLeases", unit: unitCount}, float64(st.Held))
 	p.observe(cwKey{op: opRenewAllLeases, worker: p.worker, name: "LostLeases", unit: unitCount}, float64(lost))
 	p.observe(cwKey{op: opTakeLeases, worker: p.worker, name: "TakenLeases", unit: unitCount}, float64(taken))
+	p.capacityUnits(st.Units)
+}
+
+// capacityUnits adds the lease-table capacity units the worker consumed in
+// this period, per lease operation (Operation "LeaseTable.renew", ...),
+// under DynamoDB's own metric names, so that a dashboard can set them
+// beside the table's ConsumedReadCapacityUnits. They are kcltool's: the
+// KCL publishes no such figures.
+func (p *cloudWatchPublisher) capacityUnits(units map[string]leasecore.Units) {
+	p.mu.Lock()
+	last := p.lastUnits
+	p.lastUnits = maps.Clone(units)
+	p.mu.Unlock()
+	for _, op := range leasecore.CapacityOps(units) {
+		d := units[op]
+		prev := last[op]
+		key := cwKey{op: opLeaseTable + op, worker: p.worker, unit: unitCount}
+		key.name = "ConsumedReadCapacityUnits"
+		p.observe(key, d.Read-prev.Read)
+		key.name = "ConsumedWriteCapacityUnits"
+		p.observe(key, d.Write-prev.Write)
+	}
 }
 
 // flush publishes what was observed since the last flush.

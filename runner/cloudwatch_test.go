@@ -25,10 +25,20 @@ func TestCloudWatchMetricsUseKCLNames(t *testing.T) {
 	cfg.CloudWatchInterval = 300 * time.Millisecond
 	r := start(t, s, cfg)
 	eventually(t, 20*time.Second, "30 records", func() bool { return len(readHandled(t, out)) >= 30 })
+	eventually(t, 20*time.Second, "renewals' units published", func() bool {
+		sum := 0.0
+		for _, d := range fake.Data() {
+			if d.Dimensions["Operation"] == "LeaseTable.renew" && d.MetricName == "ConsumedWriteCapacityUnits" {
+				sum += d.Value
+			}
+		}
+		return sum >= 2
+	})
 	if err := r.stop(t); err != nil {
 		t.Fatal(err)
 	}
 	records := map[string]float64{}
+	units := map[string]float64{}
 	seen := map[string]bool{}
 	for _, d := range fake.Data() {
 		if d.Namespace != s.table {
@@ -45,6 +55,9 @@ func TestCloudWatchMetricsUseKCLNames(t *testing.T) {
 			if d.MetricName == "RecordsProcessed" {
 				records[d.Dimensions["ShardId"]] += d.Value
 			}
+		case "LeaseTable.renew", "LeaseTable.take":
+			units[key] += d.Value
+			fallthrough
 		case "RenewAllLeases", "TakeLeases":
 			if d.Dimensions["WorkerIdentifier"] != "w1" {
 				t.Errorf("%s with WorkerIdentifier %q", key, d.Dimensions["WorkerIdentifier"])
@@ -56,6 +69,13 @@ func TestCloudWatchMetricsUseKCLNames(t *testing.T) {
 		"TakeLeases/TakenLeases", "ApplicationTracker/MillisBehindLatest", "ProcessTask/KinesisDataFetcher.getRecords.Success"} {
 		if !seen[want] {
 			t.Errorf("no %s published; got %v", want, seen)
+		}
+	}
+	// Two leases taken, then renewed every period: each a conditional
+	// write of at least one unit.
+	for _, k := range []string{"LeaseTable.take/ConsumedWriteCapacityUnits", "LeaseTable.renew/ConsumedWriteCapacityUnits"} {
+		if units[k] < 2 {
+			t.Errorf("%s sums to %v, want at least 2 (one per lease); got %v", k, units[k], units)
 		}
 	}
 	if total := records["shardId-000000000000"] + records["shardId-000000000001"]; total != 30 {
