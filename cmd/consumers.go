@@ -12,7 +12,6 @@ import (
 
 	"github.com/kcltool/kcltool/fanout"
 	"github.com/kcltool/kcltool/inspect"
-	"github.com/kcltool/kcltool/internal/awserr"
 )
 
 func newConsumersCmd(f *Factory) *cobra.Command {
@@ -186,7 +185,7 @@ func runConsumersDeregister(ctx context.Context, f *Factory, o *consumersDeregis
 		fmt.Fprintf(f.IO.ErrOut, "kcltool: nothing to do: consumer %q of stream %s is already DELETING\n", c.Name, o.Stream)
 		return nil
 	}
-	creating := fmt.Sprintf("consumer %q is CREATING: Kinesis deregisters only ACTIVE consumers; run again once it is ACTIVE (seconds after it was registered)", c.Name)
+	creating := &fanout.NotActiveError{Name: c.Name, Status: string(types.ConsumerStatusCreating)}
 	table := o.appTable()
 	ddb, err := f.DynamoDB(ctx)
 	if err != nil {
@@ -201,14 +200,14 @@ func runConsumersDeregister(ctx context.Context, f *Factory, o *consumersDeregis
 			return err
 		}
 		if c.Status == types.ConsumerStatusCreating {
-			fmt.Fprintf(f.IO.ErrOut, "kcltool: warning: %s\n", creating)
+			fmt.Fprintf(f.IO.ErrOut, "kcltool: warning: %v\n", creating)
 		}
 		warnAppActivity(f, o, act)
 		fmt.Fprintf(f.IO.ErrOut, "kcltool: dry run: would deregister consumer %q of stream %s (%s); nothing changed. Add --execute to deregister it\n", c.Name, o.Stream, c.ARN)
 		return nil
 	}
 	if c.Status == types.ConsumerStatusCreating {
-		return errors.New(creating)
+		return creating
 	}
 	if o.Sample > 0 {
 		fmt.Fprintf(f.IO.ErrOut, "kcltool: checking that the application is stopped: no lease counter of table %q may move for %s...\n", table, o.Sample)
@@ -224,26 +223,12 @@ func runConsumersDeregister(ctx context.Context, f *Factory, o *consumersDeregis
 	if err != nil {
 		return err
 	}
-	if err := fanout.DeregisterStreamConsumer(ctx, kin, c.ARN); err != nil {
-		if awserr.Is(err, "ResourceInUseException") {
-			// Not ACTIVE any more (or not yet): it changed during the sample.
-			now, derr := fanout.DescribeStreamConsumer(ctx, kin, c.ARN)
-			if derr == nil && now.Status == types.ConsumerStatusCreating {
-				return errors.New(creating)
-			}
-			status := "gone"
-			if derr == nil {
-				status = string(now.Status)
-			}
-			return fmt.Errorf("consumer %q is no longer ACTIVE (%s), so Kinesis did not deregister it: %w", c.Name, status, err)
+	after, err := fanout.Deregister(ctx, kin, c)
+	if err != nil {
+		var notActive *fanout.NotActiveError
+		if errors.As(err, &notActive) {
+			return err
 		}
-		return explainAWS(err, f.awsContext("", o.Stream))
-	}
-	after, err := fanout.DescribeStreamConsumer(ctx, kin, c.ARN)
-	switch {
-	case awserr.NotFound(err):
-		after, after.Status = c, types.ConsumerStatusDeleting // already gone
-	case err != nil:
 		return explainAWS(err, f.awsContext("", o.Stream))
 	}
 	if err := show(after); err != nil {
