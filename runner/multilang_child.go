@@ -125,6 +125,18 @@ func (c *mlChild) readLines(r *os.File) {
 // does not read; ctx or the child's exit ends the wait (the write itself
 // then fails once the group is stopped).
 func (c *mlChild) send(ctx context.Context, line []byte) error {
+	// Usually the pipe has room for the whole line: written at once, on
+	// this goroutine. A write still in flight (mu held) or a stdin being
+	// closed leaves it all to the wait below.
+	if c.mu.TryLock() {
+		if !c.closed {
+			line = line[writeNow(c.stdin, line):]
+		}
+		c.mu.Unlock()
+		if len(line) == 0 {
+			return nil
+		}
+	}
 	done := make(chan error, 1)
 	go func() {
 		c.mu.Lock()
