@@ -142,3 +142,42 @@ func childStartup(t *testing.T, path string, w benchWindow) (float64, int) {
 	}
 	return sum * w.scale, n
 }
+
+// TestBenchMultiLangAB is a developer's tool, not part of `make bench`'s
+// figures: KCLTOOL_BENCH_ML_AB=A,B (two kcltool binaries, say main's and a
+// branch's) reads TestBenchMultiLang's stream with A and B alternately, six
+// rounds each, without the other contenders, and prints each round's CPU
+// per 100k records, kcltool itself and its children (start-up taken out),
+// measured as TestBenchMultiLang measures them. The peer's figure moves with
+// the machine's load by more than a change of a tenth, and a comparison
+// of binaries in alternate rounds of one run is what shows one.
+func TestBenchMultiLangAB(t *testing.T) {
+	ab := os.Getenv("KCLTOOL_BENCH_ML_AB")
+	bins := strings.Split(ab, ",")
+	if os.Getenv("KCLTOOL_BENCH") == "" || len(bins) != 2 {
+		t.Skip("developer's benchmark: KCLTOOL_BENCH=1 KCLTOOL_BENCH_ML_AB=/path/to/kcltool-a,/path/to/kcltool-b")
+	}
+	dir := t.TempDir()
+	child := filepath.Join(dir, "mlbench")
+	if out, err := exec.Command("go", "build", "-o", child, "./testdata/mlbench").CombinedOutput(); err != nil {
+		t.Fatalf("go build mlbench: %v\n%s", err, out)
+	}
+	stream := newBenchStream(t, emulator.Kinesis(t), "bench-mlab", mlBenchShards, mlBenchRecordsByShard)
+	per100k := func(cpu float64) float64 { return cpu / float64(stream.total()) * 100000 }
+	for round := range 12 {
+		bin := bins[round%2]
+		app := fmt.Sprintf("%s-%d", stream.name, round)
+		props := filepath.Join(dir, fmt.Sprintf("app-%d.properties", round))
+		file := fmt.Sprintf("executableName = %s\napplicationName = %s\nstreamName = %s\ninitialPositionInStream = TRIM_HORIZON\n"+
+			"maxRecords = 1000\nAwsCredentialsProvider = DefaultCredentialsProvider\n", child, app, stream.name)
+		if err := os.WriteFile(props, []byte(file), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		starts := filepath.Join(dir, fmt.Sprintf("starts-%d", round))
+		t.Setenv("MLBENCH_STARTS", starts)
+		secs, cpu, window := benchKcltoolRun(t, bin, stream, app, fmt.Sprintf("%s, round %d", bin, round+1), "--properties", props)
+		late, _ := childStartup(t, starts, window)
+		fmt.Printf("bench multilang-ab: %s: %.2fs from start; CPU-seconds per 100k records: kcltool itself %.3f, its children %.3f\n",
+			bin, secs, per100k(cpu.total()-cpu.children), per100k(cpu.children-late))
+	}
+}

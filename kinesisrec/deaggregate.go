@@ -152,7 +152,7 @@ func (a kplAggregate) appendSubRecords(out []Record, r Record, hr leasecore.Hash
 			return out, i, fmt.Errorf("sub-record %d: partition key index %d is outside the table of %d", i, sr.partitionKeyIndex, len(a.partitionKeys))
 		}
 		sub := r
-		sub.Data, sub.wire64 = sr.data, ""
+		sub.Data, sub.wire64, sub.encodedLen = sr.data, "", 0
 		sub.PartitionKey = a.partitionKeys[pkIdx]
 		sub.SubSequenceNumber = int64(i)
 		sub.ExplicitHashKey = ""

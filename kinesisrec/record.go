@@ -1,6 +1,8 @@
 package kinesisrec
 
 import (
+	"encoding/base64"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
@@ -23,6 +25,51 @@ type Record struct {
 	// wire64 is Data as the base64 text GetRecords sent, when the fast
 	// decoder read it; empty otherwise. Whoever changes Data clears it.
 	wire64 string
+	// encodedLen is the length of the data of a record whose data was kept
+	// as wire64 only (SetEncoded): Data is nil then, until Payload decodes it.
+	encodedLen int
+}
+
+// SetEncoded keeps the record's data as s, the base64 text GetRecords sent
+// for n bytes, without decoding it: Data stays nil, Wire64 is s, DataLen is
+// n and Payload decodes it. For a consumer whose handler takes the data as
+// base64 (the MultiLang protocol): decoding every record's data only to
+// encode it again is most of the work of such a page. The caller has
+// checked that s is valid base64 of n bytes, n > 0. Data that may be a KPL
+// aggregate (its text begins as the aggregates' magic bytes do) is not
+// kept encoded, so that Deaggregate sees it: SetEncoded then does nothing
+// and returns false, and the caller sets Data.
+func (r *Record) SetEncoded(s string, n int) bool {
+	if n <= 0 || strings.HasPrefix(s, kplMagic64) {
+		return false
+	}
+	r.Data, r.wire64, r.encodedLen = nil, s, n
+	return true
+}
+
+// kplMagic64 is how the base64 text of every KPL aggregate begins: the
+// first three of kplMagic's bytes.
+const kplMagic64 = "84ma"
+
+// DataLen is the length of the record's data, decoded or not.
+func (r *Record) DataLen() int {
+	if r.Data == nil {
+		return r.encodedLen
+	}
+	return len(r.Data)
+}
+
+// Payload is the record's data: Data, or decoded from Wire64 when the
+// record keeps it encoded (SetEncoded).
+func (r *Record) Payload() []byte {
+	if r.Data != nil || r.encodedLen == 0 {
+		return r.Data
+	}
+	b, err := base64.StdEncoding.DecodeString(r.wire64)
+	if err != nil {
+		return nil // SetEncoded's caller checked it
+	}
+	return b
 }
 
 // Wire64 is Data as the base64 text GetRecords sent, when the consumer's

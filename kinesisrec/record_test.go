@@ -1,6 +1,8 @@
 package kinesisrec
 
 import (
+	"encoding/base64"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,5 +58,32 @@ func TestAfterCheckpoint(t *testing.T) {
 	}
 	if out := AfterCheckpoint(in, cp("1", 0)); &out[0] != &in[0] {
 		t.Error("nothing dropped, yet the slice was copied")
+	}
+}
+
+// A record kept encoded gives its data back decoded, its length, and its
+// text as Wire64; data that may be a KPL aggregate is never kept encoded,
+// so that Deaggregate sees every aggregate.
+func TestSetEncoded(t *testing.T) {
+	data := []byte("hello, kinesis")
+	text := base64.StdEncoding.EncodeToString(data)
+	var r Record
+	if !r.SetEncoded(text, len(data)) {
+		t.Fatal("SetEncoded refused plain data")
+	}
+	if r.Data != nil || r.DataLen() != len(data) || string(r.Payload()) != string(data) || r.Wire64() != text {
+		t.Fatalf("encoded record: Data %q, DataLen %d, Payload %q, Wire64 %q", r.Data, r.DataLen(), r.Payload(), r.Wire64())
+	}
+	agg := append(append([]byte(nil), kplMagic...), "rest"...)
+	var a Record
+	if a.SetEncoded(base64.StdEncoding.EncodeToString(agg), len(agg)) {
+		t.Fatal("SetEncoded kept data that may be a KPL aggregate encoded")
+	}
+	if !strings.HasPrefix(base64.StdEncoding.EncodeToString(kplMagic), kplMagic64) {
+		t.Fatalf("kplMagic64 %q is not how kplMagic encodes", kplMagic64)
+	}
+	var e Record
+	if e.SetEncoded("", 0) {
+		t.Fatal("SetEncoded kept empty data encoded (empty data is an empty Data)")
 	}
 }

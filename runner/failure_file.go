@@ -52,7 +52,7 @@ type recordJSON struct {
 
 func toRecordJSON(r kinesisrec.Record) recordJSON {
 	return recordJSON{
-		Data: r.Data, PartitionKey: r.PartitionKey,
+		Data: r.Payload(), PartitionKey: r.PartitionKey,
 		SequenceNumber: r.SequenceNumber, SubSequenceNumber: r.SubSequenceNumber,
 		ApproximateArrivalTimestamp: formatArrival(r.ApproximateArrivalTimestamp),
 		ShardID:                     r.ShardID, ExplicitHashKey: r.ExplicitHashKey,

@@ -53,6 +53,9 @@ type fetcher struct {
 	// start, which Kinesis refused as older than the trim horizon; records
 	// at or below start are still dropped (shardend.go, trimmedPosition).
 	fromTrimHorizon bool
+	// encoded: the records' data may be kept as base64 text (fastPage), for
+	// the MultiLang protocol, whose records carry it so.
+	encoded bool
 
 	iterator  *string
 	lastSeq   string    // last raw sequence number received
@@ -99,6 +102,7 @@ func newFetcher(kin KinesisAPI, stream reshard.Stream, shardID string, start lea
 		// makes a checkpoint inside a KPL aggregate resume at the right
 		// sub-record.
 		filtering: !leasecore.IsSentinel(start.SequenceNumber),
+		encoded:   cfg.MultiLang,
 	}
 }
 
@@ -123,7 +127,7 @@ func (f *fetcher) next(ctx context.Context) (page, error) {
 			}
 		}
 		f.lastCall = f.clock.Now()
-		fast := fastPage{shardID: f.shardID}
+		fast := fastPage{shardID: f.shardID, encoded: f.encoded}
 		out, err := f.kin.GetRecords(ctx, &kinesis.GetRecordsInput{
 			ShardIterator: f.iterator, Limit: aws.Int32(f.maxRecords),
 		}, noSDKRetries, fastGetRecords(&fast))
@@ -285,7 +289,7 @@ func pageRecords(all []kinesisrec.Record, hr leasecore.HashRange, start leasecor
 	}
 	var bytes int64
 	for i := range records {
-		bytes += int64(len(records[i].Data))
+		bytes += int64(records[i].DataLen())
 	}
 	return records, bytes
 }

@@ -34,7 +34,15 @@ func sameAnswer(t *testing.T, kin *kinesis.Client, it *string) *kinesis.GetRecor
 	if err != nil {
 		t.Fatal(err)
 	}
-	fast := fastPage{shardID: "shardId-000000000000"} // as the fetcher asks
+	// As the fetcher asks, and as it asks for the MultiLang protocol (the
+	// data kept as its base64 text).
+	encoded := fastPage{shardID: "shardId-000000000000", encoded: true}
+	eout, err := kin.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: it}, fastGetRecords(&encoded))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameRecords(t, encoded.shardID, sdk, eout, &encoded)
+	fast := fastPage{shardID: "shardId-000000000000"}
 	out, err := kin.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: it}, fastGetRecords(&fast))
 	if err != nil {
 		t.Fatal(err)
@@ -63,10 +71,20 @@ func sameRecords(t *testing.T, shardID string, sdk, out *kinesis.GetRecordsOutpu
 		}
 		got = slices.Clone(fast.records)
 		for i := range got {
-			if w := got[i].Wire64(); w != base64.StdEncoding.EncodeToString(got[i].Data) {
-				t.Fatalf("record %d: wire text %q for data %q", i, w, got[i].Data)
+			r := &got[i]
+			if w := r.Wire64(); w != base64.StdEncoding.EncodeToString(r.Payload()) {
+				t.Fatalf("record %d: wire text %q for data %q", i, w, r.Payload())
 			}
-			got[i].SetWire64("")
+			if kept := r.Data == nil; kept != (fast.encoded && r.DataLen() > 0 && !bytes.HasPrefix(r.Payload(), []byte{0xF3, 0x89, 0x9A, 0xC2})) {
+				t.Fatalf("record %d (data %q): kept encoded %v, in a page decoded with encoded %v", i, r.Payload(), kept, fast.encoded)
+			}
+			if r.DataLen() != len(r.Payload()) {
+				t.Fatalf("record %d: DataLen %d for %d bytes", i, r.DataLen(), len(r.Payload()))
+			}
+			// As a record decoded at once is: Data set, no wire text.
+			*r = kinesisrec.Record{Data: r.Payload(), PartitionKey: r.PartitionKey, SequenceNumber: r.SequenceNumber,
+				SubSequenceNumber: r.SubSequenceNumber, ApproximateArrivalTimestamp: r.ApproximateArrivalTimestamp,
+				ExplicitHashKey: r.ExplicitHashKey, ShardID: r.ShardID}
 		}
 	}
 	if (len(want) > 0 || len(got) > 0) && !reflect.DeepEqual(want, got) {
@@ -114,8 +132,8 @@ func TestFastGetRecordsMatchesSDK(t *testing.T) {
 	if records != len(entries) || children != 2 {
 		t.Fatalf("read %d records and %d child shards, want %d and 2", records, children, len(entries))
 	}
-	if n := sdkDecoded.Load() - before; n != 1 {
-		t.Fatalf("%d answers went to the SDK's decoder, want only the one with ChildShards", n)
+	if n := sdkDecoded.Load() - before; n != 2 {
+		t.Fatalf("%d answers went to the SDK's decoder, want only the one with ChildShards (decoded both ways: 2)", n)
 	}
 }
 
@@ -213,6 +231,34 @@ func TestWireBase64GivesTheSameHandlerInput(t *testing.T) {
 	if !strings.Contains(fast.String(), `"data":"`+base64.StdEncoding.EncodeToString([]byte("sub two"))+`"`) {
 		t.Fatalf("sub-record data missing:\n%s", fast.String())
 	}
+	// Decoded for the MultiLang protocol, the data kept as its text: the
+	// same processRecords line, and the same handler input.
+	var eout kinesis.GetRecordsOutput
+	encoded := fastPage{shardID: "shardId-000000000000", encoded: true}
+	if err := decodeGetRecords([]byte(b.String()), &eout, &encoded); err != nil {
+		t.Fatal(err)
+	}
+	ep := f.page(&eout, &encoded)
+	if kept := ep.records[0].Data == nil; !kept || ep.bytes != p.bytes || len(ep.records) != len(p.records) {
+		t.Fatalf("encoded page: first record kept encoded %v, %d bytes in %d records, want true, %d in %d", kept, ep.bytes, len(ep.records), p.bytes, len(p.records))
+	}
+	if got, want := newMLProcessRecords(ep.records, 7).appendLine(nil), newMLProcessRecords(plain, 7).appendLine(nil); !bytes.Equal(got, want) {
+		t.Fatalf("processRecords differs:\nencoded %s\ndecoded %s", got, want)
+	}
+	var exec bytes.Buffer
+	if err := writeBatch(&exec, FormatJSON, ep.records); err != nil {
+		t.Fatal(err)
+	}
+	var raw, rawPlain bytes.Buffer
+	if err := writeBatch(&raw, FormatRaw, ep.records); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeBatch(&rawPlain, FormatRaw, plain); err != nil {
+		t.Fatal(err)
+	}
+	if exec.String() != slow.String() || raw.String() != rawPlain.String() {
+		t.Fatalf("handler input of an encoded page differs:\n%s\n%s", exec.String(), raw.String())
+	}
 }
 
 // Records of every size, in any order, decode to their data whatever
@@ -257,5 +303,24 @@ func TestFastGetRecordsDataOfMixedSizes(t *testing.T) {
 	}
 	if got := dataChunk(100, 1000, 400); got != 100+300 {
 		t.Errorf("dataChunk(100, 1000, 400) = %d, want the body's bound 400", got)
+	}
+}
+
+// base64Len accepts exactly the plain padded base64 that base64's decoder
+// takes, with the length it decodes to; everything else goes to the decoder.
+func TestBase64LenAgreesWithTheDecoder(t *testing.T) {
+	cases := []string{"", "QQ==", "QUI=", "QUJD", "aGVsbG8sIGtpbmVzaXM=", "+/+/", "QQ=", "Q===", "QQ=A", "QUJD\n", "QU JD", "QU\\/D", "QUJD!!!!", "QUJDRA==QUJD", "84maAAAA"}
+	for n := range 40 {
+		cases = append(cases, base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{byte(n * 7)}, n)))
+	}
+	for _, c := range cases {
+		n, ok := base64Len([]byte(c))
+		d, err := base64.StdEncoding.DecodeString(c)
+		if ok && (err != nil || n != len(d)) {
+			t.Errorf("%q: base64Len says %d bytes; the decoder %d, %v", c, n, len(d), err)
+		}
+		if !ok && err == nil && !strings.ContainsAny(c, "\r\n") {
+			t.Errorf("%q: base64Len refused what the decoder takes", c)
+		}
 	}
 }

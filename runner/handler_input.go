@@ -64,7 +64,7 @@ func writeBatch(w io.Writer, f Format, records []kinesisrec.Record) error {
 	var enc recordEncoder
 	for i := range records {
 		if f == FormatRaw {
-			buf = append(buf, records[i].Data...)
+			buf = append(buf, records[i].Payload()...)
 			buf = append(buf, '\n')
 		} else {
 			buf = enc.appendRecordJSON(buf, &records[i])
@@ -132,7 +132,7 @@ func appendRecordHead(b []byte, r *kinesisrec.Record) []byte {
 	if w := r.Wire64(); w != "" {
 		b = append(b, w...) // base64 already, and checked by decoding it
 	} else {
-		b = base64.StdEncoding.AppendEncode(b, r.Data)
+		b = base64.StdEncoding.AppendEncode(b, r.Payload())
 	}
 	b = append(b, `","partitionKey":`...)
 	b = appendJSONString(b, r.PartitionKey)

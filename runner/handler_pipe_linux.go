@@ -19,3 +19,30 @@ func growPipe(w *os.File) {
 		})
 	}
 }
+
+// writeNow writes what of b the pipe w takes at once, without waiting: one
+// write(2) on the non-blocking descriptor. A pipe with room (growPipe's
+// buffer holds a page's line whole) takes it all, and the caller's wait
+// for the rest on another goroutine (a goroutine, a channel and the
+// scheduler's wake-ups per message) is left out.
+func writeNow(w *os.File, b []byte) int {
+	raw, err := w.SyscallConn()
+	if err != nil {
+		return 0
+	}
+	n := 0
+	_ = raw.Write(func(fd uintptr) bool {
+		for n < len(b) {
+			m, err := syscall.Write(int(fd), b[n:])
+			if err == syscall.EINTR {
+				continue
+			}
+			if err != nil || m <= 0 {
+				break
+			}
+			n += m
+		}
+		return true // never wait for room here
+	})
+	return n
+}

@@ -169,7 +169,7 @@ func (s *shardStats) handlerRun(res Result) {
 func (s *shardStats) batchDone(records []kinesisrec.Record, st ProcessStats) {
 	var bytes int64
 	for i := range records {
-		bytes += int64(len(records[i].Data))
+		bytes += int64(records[i].DataLen())
 	}
 	s.batches.Add(1)
 	s.records.Add(int64(len(records)))

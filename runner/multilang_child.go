@@ -125,9 +125,24 @@ func (c *mlChild) readLines(r *os.File) {
 // does not read; ctx or the child's exit ends the wait (the write itself
 // then fails once the group is stopped).
 func (c *mlChild) send(ctx context.Context, line []byte) error {
+	// Usually the pipe has room for the whole line: written at once, on
+	// this goroutine. A write still in flight (mu held) or a stdin being
+	// closed leaves it all to the wait below. What a full pipe leaves of
+	// the line is written below with mu still held, so that no other
+	// line (a leaseLost after a cancelled wait) can come between its parts.
+	locked := c.mu.TryLock()
+	if locked && !c.closed {
+		line = line[writeNow(c.stdin, line):]
+		if len(line) == 0 {
+			c.mu.Unlock()
+			return nil
+		}
+	}
 	done := make(chan error, 1)
 	go func() {
-		c.mu.Lock()
+		if !locked {
+			c.mu.Lock()
+		}
 		defer c.mu.Unlock()
 		if c.closed {
 			done <- os.ErrClosed

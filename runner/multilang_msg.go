@@ -114,7 +114,7 @@ func (m mlProcessRecordsMsg) size() int {
 	n := 64
 	for i := range m.Records {
 		r := &m.Records[i]
-		n += 160 + len(r.PartitionKey) + len(r.SequenceNumber) + base64.StdEncoding.EncodedLen(len(r.Data))
+		n += 160 + len(r.PartitionKey) + len(r.SequenceNumber) + base64.StdEncoding.EncodedLen(r.DataLen())
 	}
 	return n
 }

@@ -32,13 +32,15 @@ func getRecordsBody(n, size int) []byte {
 }
 
 // benchPages runs step on a 1000-record page of 100-byte records.
-func benchPages(b *testing.B, step func(out *kinesis.GetRecordsOutput, fast *fastPage) error) {
+// encoded decodes as the fetcher does for the MultiLang protocol (the data
+// kept as its base64 text).
+func benchPages(b *testing.B, encoded bool, step func(out *kinesis.GetRecordsOutput, fast *fastPage) error) {
 	body := getRecordsBody(1000, 100)
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
 		var out kinesis.GetRecordsOutput
-		fast := fastPage{shardID: "shardId-000000000000"}
+		fast := fastPage{shardID: "shardId-000000000000", encoded: encoded}
 		if err := decodeGetRecords(body, &out, &fast); err != nil {
 			b.Fatal(err)
 		}
@@ -54,14 +56,20 @@ func benchPages(b *testing.B, step func(out *kinesis.GetRecordsOutput, fast *fas
 // processes are left out; `make bench` (TestBenchRun) measures the whole.
 func BenchmarkRecordPipeline(b *testing.B) {
 	f := &fetcher{shardID: "shardId-000000000000", stats: &shardStats{}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	benchPages(b, func(out *kinesis.GetRecordsOutput, fast *fastPage) error {
+	benchPages(b, false, func(out *kinesis.GetRecordsOutput, fast *fastPage) error {
 		return writeBatch(io.Discard, FormatJSON, f.page(out, fast).records)
 	})
 }
 
 // BenchmarkDecodeGetRecords is the decoding alone.
 func BenchmarkDecodeGetRecords(b *testing.B) {
-	benchPages(b, func(*kinesis.GetRecordsOutput, *fastPage) error { return nil })
+	benchPages(b, false, func(*kinesis.GetRecordsOutput, *fastPage) error { return nil })
+}
+
+// BenchmarkDecodeGetRecordsEncoded is the decoding alone as the MultiLang
+// protocol asks for it: each record's data checked and kept as its text.
+func BenchmarkDecodeGetRecordsEncoded(b *testing.B) {
+	benchPages(b, true, func(*kinesis.GetRecordsOutput, *fastPage) error { return nil })
 }
 
 // BenchmarkHandlerRun is the per-batch cost of the handler contract: one
@@ -102,10 +110,11 @@ func rusage(b *testing.B) (self, children time.Duration) {
 
 // BenchmarkMultiLangPipeline is the same page on the MultiLang path:
 // decoded, turned into records, written as the processRecords line a child
-// reads (the pipe and the child left out).
+// reads (the pipe and the child left out), the data kept as its text as
+// the fetcher keeps it for this protocol.
 func BenchmarkMultiLangPipeline(b *testing.B) {
 	f := &fetcher{shardID: "shardId-000000000000", stats: &shardStats{}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	benchPages(b, func(out *kinesis.GetRecordsOutput, fast *fastPage) error {
+	benchPages(b, true, func(out *kinesis.GetRecordsOutput, fast *fastPage) error {
 		_, err := encodeML(newMLProcessRecords(f.page(out, fast).records, 0))
 		return err
 	})

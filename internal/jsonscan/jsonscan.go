@@ -9,6 +9,7 @@ package jsonscan
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"strconv"
@@ -208,6 +209,17 @@ func escapeLen(b []byte) int {
 // plain reports whether b holds neither a backslash nor a control
 // character, so that it is a JSON string's content as it is.
 func plain(b []byte) bool {
+	// Eight bytes a step (SWAR): a byte below 0x20, or a backslash, sets
+	// its top bit in the test; bytes of 0x80 and above never do.
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for len(b) >= 8 {
+		x := binary.LittleEndian.Uint64(b)
+		y := x ^ ('\\' * ones) // a backslash becomes zero
+		if ((x-0x20*ones)|(y-ones))&^x&highs != 0 {
+			return false
+		}
+		b = b[8:]
+	}
 	for _, c := range b {
 		if c < 0x20 || c == '\\' {
 			return false
@@ -290,12 +302,57 @@ func (s *Scanner) Int() (int64, error) {
 
 // Float reads a number as a float64.
 func (s *Scanner) Float() (float64, error) {
-	f, err := strconv.ParseFloat(string(s.Number()), 64)
+	n := s.Number()
+	if f, ok := exactDecimal(n); ok {
+		return f, nil
+	}
+	f, err := strconv.ParseFloat(string(n), 64)
 	if err != nil {
 		return 0, ErrUnhandled
 	}
 	return f, nil
 }
+
+// exactDecimal reads a number written as digits with an optional fraction
+// (an arrival time: 1764430000.123) when its digits, at most 15, make an
+// integer m that float64 holds exactly and its fraction has k digits: then
+// m / 10^k is one correctly rounded division of two exact values, which is
+// exactly what strconv.ParseFloat returns (its own fast path, without
+// reading the text twice). Anything else (an exponent, more digits) is
+// left to ParseFloat.
+func exactDecimal(b []byte) (float64, bool) {
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	var m uint64
+	digits, k := 0, -1
+	for i, c := range b {
+		switch {
+		case '0' <= c && c <= '9':
+			m = m*10 + uint64(c-'0')
+			digits++
+		case c == '.' && k < 0:
+			k = len(b) - i - 1
+		default:
+			return 0, false
+		}
+	}
+	if digits == 0 || digits > 15 {
+		return 0, false
+	}
+	f := float64(m)
+	if k > 0 {
+		f /= exactPow10[k] // k <= 15 < len(exactPow10)
+	}
+	if neg {
+		f = -f
+	}
+	return f, true
+}
+
+// exactPow10 are the powers of ten float64 holds exactly.
+var exactPow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
 
 // Bool reads true or false.
 func (s *Scanner) Bool() (bool, error) {

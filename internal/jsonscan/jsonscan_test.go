@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
+	"math/rand/v2"
 	"reflect"
+	"strconv"
 	"testing"
 	"unicode/utf8"
 	"unsafe"
@@ -299,4 +302,54 @@ func FuzzScan(f *testing.F) {
 			t.Fatalf("%q:\nscanner       %#v\nencoding/json %#v", body, got, want)
 		}
 	})
+}
+
+// exactDecimal's numbers are exactly what strconv.ParseFloat reads, and it
+// leaves every other number to ParseFloat.
+func TestExactDecimalAgreesWithParseFloat(t *testing.T) {
+	cases := []string{"0", "-0", "7", "1764430000.123", "1764430000.999", "1764430000.1", "1.7644300001234E9", "0.1", "-12.5",
+		"123456789012345", "1234567890123456", "0.00000000000001", "0.000000000000001", "99999999999999.9", "1e5", ""}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 20000 {
+		cases = append(cases, strconv.FormatFloat(float64(r.Int64N(1e15))/math.Pow10(r.IntN(16)), 'f', -1, 64),
+			fmt.Sprintf("%d.%03d", 1700000000+r.IntN(1e8), r.IntN(1000)))
+	}
+	for _, c := range cases {
+		f, ok := exactDecimal([]byte(c))
+		want, err := strconv.ParseFloat(c, 64)
+		if ok && (err != nil || math.Float64bits(f) != math.Float64bits(want)) {
+			t.Fatalf("%q: exactDecimal %v, ParseFloat %v (%v)", c, f, want, err)
+		}
+	}
+	if _, ok := exactDecimal([]byte("1764430000.123")); !ok {
+		t.Fatal("an arrival time was left to ParseFloat")
+	}
+}
+
+// plain, eight bytes a step, says what a byte-by-byte look says: no byte
+// below 0x20 and no backslash.
+func TestPlainAgreesWithBytewise(t *testing.T) {
+	bytewise := func(b []byte) bool {
+		for _, c := range b {
+			if c < 0x20 || c == '\\' {
+				return false
+			}
+		}
+		return true
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	special := []byte{0, 0x1f, 0x20, '\\', 0x5b, 0x5d, 0x7f, 0x80, 0x9c, 0xdc, 0xff, 'a', '"'}
+	for range 200000 {
+		b := make([]byte, r.IntN(40))
+		for i := range b {
+			if r.IntN(4) == 0 {
+				b[i] = special[r.IntN(len(special))]
+			} else {
+				b[i] = byte(0x20 + r.IntN(0x60))
+			}
+		}
+		if plain(b) != bytewise(b) {
+			t.Fatalf("%q: plain %v", b, plain(b))
+		}
+	}
 }
