@@ -81,7 +81,7 @@ func NewWorker(cfg Config, ddb DynamoDBAPI, kin KinesisAPI) (*Worker, error) {
 	units := &leasecore.Capacity{}
 	leaseDDB := deadlineDynamoDB{api: ddb, d: cfg.DynamoDBTimeout}
 	ddb = deadlineDynamoDB{api: ddb, d: cfg.DynamoDBTimeout, units: units}
-	kin = deadlineKinesis{api: kin, d: cfg.KinesisTimeout, reads: newReadSlots(cfg.MaxReadsInFlight)}
+	kin = deadlineKinesis{api: leanReads(kin), d: cfg.KinesisTimeout, reads: newReadSlots(cfg.MaxReadsInFlight)}
 	w := &Worker{
 		cfg: cfg, ddb: ddb, kin: kin, clock: cfg.Clock, units: units, leaseDDB: leaseDDB,
 		log:      cfg.Log.With("worker", cfg.WorkerID),
