@@ -81,4 +81,3 @@ func (r rawHTTP) GetRecords(ctx context.Context, in *kinesis.GetRecordsInput, _ 
 	_, err = buf.ReadFrom(resp.Body)
 	return &kinesis.GetRecordsOutput{}, err
 }
-
