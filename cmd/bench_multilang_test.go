@@ -47,41 +47,25 @@ func TestBenchMultiLang(t *testing.T) {
 		t.Setenv(k, v) // for the in-process peer's SDK config
 	}
 	bin := kcltoolBinary(t)
-	dir := t.TempDir()
-	child := filepath.Join(dir, "mlbench")
-	if out, err := exec.Command("go", "build", "-o", child, "./testdata/mlbench").CombinedOutput(); err != nil {
-		t.Fatalf("go build mlbench: %v\n%s", err, out)
-	}
+	ml := newMLBench(t)
 	kin := emulator.Kinesis(t)
 	stream := newBenchStream(t, kin, "bench-ml", mlBenchShards, mlBenchRecordsByShard)
 	total := stream.total()
 	const (
-		ml   = "kcltool run --properties (maxRecords = 1000, a MultiLang child per shard)"
-		cat  = "kcltool run --batch-size 1000 --exec 'cat >/dev/null'"
-		peer = "vmware-go-kcl-v2 v1.0.0 (in-process no-op, pages of 1,000)"
+		mlName = "kcltool run --properties (maxRecords = 1000, a MultiLang child per shard)"
+		cat    = "kcltool run --batch-size 1000 --exec 'cat >/dev/null'"
+		peer   = "vmware-go-kcl-v2 v1.0.0 (in-process no-op, pages of 1,000)"
 	)
 	var results []benchResult
 	var startup []float64 // the children's start-up taken out of each MultiLang round, per 100k records
 	for round := range 3 {
-		app := fmt.Sprintf("%s-ml-%d", stream.name, round)
-		props := filepath.Join(dir, fmt.Sprintf("app-%d.properties", round))
-		// As users write it for the MultiLangDaemon; endpoints and region
-		// come from the environment.
-		file := fmt.Sprintf("executableName = %s\napplicationName = %s\nstreamName = %s\ninitialPositionInStream = TRIM_HORIZON\n"+
-			"maxRecords = 1000\nAwsCredentialsProvider = DefaultCredentialsProvider\n", child, app, stream.name)
-		if err := os.WriteFile(props, []byte(file), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		starts := filepath.Join(dir, fmt.Sprintf("starts-%d", round))
-		t.Setenv("MLBENCH_STARTS", starts)
-		secs, cpu, window := benchKcltoolRun(t, bin, stream, app, fmt.Sprintf("kcltool run --properties, round %d", round+1), "--properties", props)
 		// A child starts once per lease, not per record: the start-up of
 		// the children that started inside the window comes out, as every
 		// contender's start-up does.
-		late, n := childStartup(t, starts, window)
+		secs, cpu, late, n := ml.round(t, bin, stream, fmt.Sprintf("%s-ml-%d", stream.name, round), fmt.Sprintf("kcltool run --properties, round %d", round+1))
 		cpu.children -= late
 		startup = append(startup, late/float64(total)*100000)
-		results = append(results, benchResult{ml, secs, cpu.total(), cpu.children})
+		results = append(results, benchResult{mlName, secs, cpu.total(), cpu.children})
 		t.Logf("multilang: %.2fs, %.2f CPU-s (children %.2f, after %.3f CPU-s of the start-up of %d of them)", secs, cpu.total(), cpu.children, late, n)
 		catApp := fmt.Sprintf("%s-k1000-%d", stream.name, round)
 		secs, cpu, _ = benchKcltoolRun(t, bin, stream, catApp, fmt.Sprintf("kcltool run --batch-size 1000, round %d", round+1),
@@ -99,7 +83,7 @@ func TestBenchMultiLang(t *testing.T) {
 		}
 	}
 	per100k := func(cpu float64) float64 { return cpu / float64(total) * 100000 }
-	for _, name := range []string{ml, cat, peer} {
+	for _, name := range []string{mlName, cat, peer} {
 		r := best[name]
 		split := ""
 		if name != peer {
@@ -111,7 +95,7 @@ func TestBenchMultiLang(t *testing.T) {
 	fmt.Printf("bench multilang-child-startup: taken out as start-up: %.3f, %.3f, %.3f CPU-seconds per 100k records (the children that started after the first tenth of the records)\n",
 		startup[0], startup[1], startup[2])
 	p := best[peer]
-	for _, name := range []string{ml, cat} {
+	for _, name := range []string{mlName, cat} {
 		r := best[name]
 		fmt.Printf("bench multilang-cpu-ratio: %s vs peer: %.2fx CPU per record with the handler processes (goal <= 0.50x), %.2fx for kcltool itself, %.2fx throughput\n",
 			name, r.cpu/p.cpu, (r.cpu-r.handlers)/p.cpu, p.secs/r.secs)
@@ -157,27 +141,50 @@ func TestBenchMultiLangAB(t *testing.T) {
 	if os.Getenv("KCLTOOL_BENCH") == "" || len(bins) != 2 {
 		t.Skip("developer's benchmark: KCLTOOL_BENCH=1 KCLTOOL_BENCH_ML_AB=/path/to/kcltool-a,/path/to/kcltool-b")
 	}
-	dir := t.TempDir()
-	child := filepath.Join(dir, "mlbench")
-	if out, err := exec.Command("go", "build", "-o", child, "./testdata/mlbench").CombinedOutput(); err != nil {
-		t.Fatalf("go build mlbench: %v\n%s", err, out)
-	}
+	ml := newMLBench(t)
 	stream := newBenchStream(t, emulator.Kinesis(t), "bench-mlab", mlBenchShards, mlBenchRecordsByShard)
 	per100k := func(cpu float64) float64 { return cpu / float64(stream.total()) * 100000 }
 	for round := range 12 {
 		bin := bins[round%2]
-		app := fmt.Sprintf("%s-%d", stream.name, round)
-		props := filepath.Join(dir, fmt.Sprintf("app-%d.properties", round))
-		file := fmt.Sprintf("executableName = %s\napplicationName = %s\nstreamName = %s\ninitialPositionInStream = TRIM_HORIZON\n"+
-			"maxRecords = 1000\nAwsCredentialsProvider = DefaultCredentialsProvider\n", child, app, stream.name)
-		if err := os.WriteFile(props, []byte(file), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		starts := filepath.Join(dir, fmt.Sprintf("starts-%d", round))
-		t.Setenv("MLBENCH_STARTS", starts)
-		secs, cpu, window := benchKcltoolRun(t, bin, stream, app, fmt.Sprintf("%s, round %d", bin, round+1), "--properties", props)
-		late, _ := childStartup(t, starts, window)
+		secs, cpu, late, _ := ml.round(t, bin, stream, fmt.Sprintf("%s-%d", stream.name, round), fmt.Sprintf("%s, round %d", bin, round+1))
 		fmt.Printf("bench multilang-ab: %s: %.2fs from start; CPU-seconds per 100k records: kcltool itself %.3f, its children %.3f\n",
 			bin, secs, per100k(cpu.total()-cpu.children), per100k(cpu.children-late))
 	}
+}
+
+// mlBench is the MultiLang benchmarks' child (testdata/mlbench, built once)
+// and the folder of their properties files.
+type mlBench struct {
+	dir, child string
+}
+
+func newMLBench(t *testing.T) mlBench {
+	t.Helper()
+	b := mlBench{dir: t.TempDir()}
+	b.child = filepath.Join(b.dir, "mlbench")
+	if out, err := exec.Command("go", "build", "-o", b.child, "./testdata/mlbench").CombinedOutput(); err != nil {
+		t.Fatalf("go build mlbench: %v\n%s", err, out)
+	}
+	return b
+}
+
+// round runs `bin run --properties` for application app on the stream, as
+// benchKcltoolRun measures it, and returns its figures with the start-up
+// of the children that started inside the CPU window (late, of n
+// children), which it does not take out.
+func (b mlBench) round(t *testing.T, bin string, stream benchStream, app, label string) (secs float64, cpu cpuTimes, late float64, n int) {
+	t.Helper()
+	props := filepath.Join(b.dir, app+".properties")
+	// As users write it for the MultiLangDaemon; endpoints and region
+	// come from the environment.
+	file := fmt.Sprintf("executableName = %s\napplicationName = %s\nstreamName = %s\ninitialPositionInStream = TRIM_HORIZON\n"+
+		"maxRecords = 1000\nAwsCredentialsProvider = DefaultCredentialsProvider\n", b.child, app, stream.name)
+	if err := os.WriteFile(props, []byte(file), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	starts := filepath.Join(b.dir, app+".starts")
+	t.Setenv("MLBENCH_STARTS", starts)
+	secs, cpu, window := benchKcltoolRun(t, bin, stream, app, label, "--properties", props)
+	late, n = childStartup(t, starts, window)
+	return secs, cpu, late, n
 }
