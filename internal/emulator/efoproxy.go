@@ -118,10 +118,7 @@ func NewEFOProxy(target string) (*EFOProxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.Proxy = nil
-	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 1024, 256
-	client := &http.Client{Transport: tr}
+	client := &http.Client{Transport: upstreamTransport()}
 	target = strings.TrimSuffix(target, "/")
 	p := &EFOProxy{URL: "http://" + l.Addr().String(), ends: map[string]json.RawMessage{}}
 	p.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {

@@ -165,11 +165,7 @@ func NewRecorder(target string, log *CallLog) (*Recorder, error) {
 	if err != nil {
 		return nil, err
 	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.Proxy = nil
-	// As many idle connections upstream as a kcltool worker keeps to us,
-	// so a test counting the connections a worker opens still counts its.
-	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 1024, 256
+	tr := upstreamTransport()
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(u)
@@ -313,4 +309,15 @@ func callOf(req *http.Request, body []byte) Call {
 		c.ConsumerName, c.ConsumerARN = named.ConsumerName, named.ConsumerARN
 	}
 	return c
+}
+
+// upstreamTransport is the transport of a proxy in front of a local server:
+// no HTTP proxy from the environment, and as many idle connections upstream
+// as a kcltool worker keeps to the proxy, so that a test counting the
+// connections a worker opens still counts its own.
+func upstreamTransport() *http.Transport {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.Proxy = nil
+	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 1024, 256
+	return tr
 }
