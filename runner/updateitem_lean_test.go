@@ -563,3 +563,55 @@ func TestLeanUpdateItemAccountEndpoint(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) Do(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestLeanUpdateItemClockSkew: a server whose clock is ten minutes off
+// turns the lean path off for good (the SDK corrects its signing time from
+// the answers' Date, the lean path does not), and a signature it refuses
+// for the clock is sent again by the SDK, which fails as it would alone.
+func TestLeanUpdateItemClockSkew(t *testing.T) {
+	ddbURL := emulator.DynamoDBEndpoint(t)
+	ahead := func() string { return time.Now().Add(10 * time.Minute).UTC().Format(http.TimeFormat) }
+	u, _ := url.Parse(ddbURL)
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.ModifyResponse = func(r *http.Response) error { r.Header.Set("Date", ahead()); return nil }
+	skewed := httptest.NewServer(rp)
+	t.Cleanup(skewed.Close)
+	c, w, _ := ddbThrough(skewed.URL)
+	table := emulator.Name(t, "skew")
+	emulator.CreateLeaseTable(t, c, table)
+	w.reqs = nil
+	l := leanWrites(c).(*leanDynamoDB)
+	in := &dynamodb.UpdateItemInput{TableName: aws.String(table), Key: map[string]ddbtypes.AttributeValue{"leaseKey": &ddbtypes.AttributeValueMemberS{Value: "k"}},
+		UpdateExpression: aws.String("SET leaseCounter = :one"), ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":one": &ddbtypes.AttributeValueMemberN{Value: "1"}}}
+	for i := 0; i < 2; i++ {
+		if _, err := l.UpdateItem(context.Background(), in, oneAttempt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if l.sent.Load() != 1 || !l.off.Load() || len(w.reqs) != 2 {
+		t.Fatalf("lean sent %d, off %v, %d requests: want the second call through the SDK", l.sent.Load(), l.off.Load(), len(w.reqs))
+	}
+
+	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		body := `{"__type":"com.amazon.coral.service#InvalidSignatureException","message":"Signature expired"}`
+		w.Header().Set("Date", ahead())
+		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		w.Header().Set("X-Amz-Crc32", strconv.FormatUint(uint64(crc32.ChecksumIEEE([]byte(body))), 10))
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = io.WriteString(w, body)
+	}))
+	t.Cleanup(refusing.Close)
+	sdkC, _, _ := ddbThrough(refusing.URL)
+	_, sdkErr := sdkC.UpdateItem(context.Background(), in, oneAttempt)
+	leanC, lw, _ := ddbThrough(refusing.URL)
+	ll := leanWrites(leanC).(*leanDynamoDB)
+	_, leanErr := ll.UpdateItem(context.Background(), in, oneAttempt)
+	if ll.sent.Load() != 1 || len(lw.reqs) != 2 {
+		t.Errorf("lean sent %d, %d requests: want one by each path", ll.sent.Load(), len(lw.reqs))
+	}
+	if a, b := errShape(sdkErr), errShape(leanErr); a != b {
+		t.Errorf("failed apart:\nsdk  %s\nlean %s", a, b)
+	}
+	t.Logf("refused: %s", errShape(leanErr))
+}
