@@ -124,8 +124,9 @@ func BenchmarkMultiLangPipeline(b *testing.B) {
 }
 
 // BenchmarkMultiLangLine is the processRecords line alone, of a decoded
-// 1000-record page: into the previous page's buffer (reused), and into a
-// new one each page (fresh: a child's first page).
+// 1000-record page: into the previous page's buffer (reused), into a new
+// one each page (fresh: a child's first page), and as the encoder before
+// this one wrote it (before, reused buffer; mlLineBefore).
 func BenchmarkMultiLangLine(b *testing.B) {
 	body := getRecordsBody(1000, 100)
 	var out kinesis.GetRecordsOutput
@@ -135,6 +136,14 @@ func BenchmarkMultiLangLine(b *testing.B) {
 	}
 	f := &fetcher{shardID: "shardId-000000000000", stats: &shardStats{}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	msg := newMLProcessRecords(f.page(&out, &fast).records, 0)
+	b.Run("before", func(b *testing.B) {
+		var line []byte
+		b.ReportAllocs()
+		for b.Loop() {
+			line = mlLineBefore(line, msg)
+		}
+		b.SetBytes(int64(len(line)))
+	})
 	for _, reuse := range []bool{true, false} {
 		name := map[bool]string{true: "reused", false: "fresh"}[reuse]
 		b.Run(name, func(b *testing.B) {
