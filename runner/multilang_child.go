@@ -31,6 +31,12 @@ type mlChild struct {
 	// mu guards stdin's close against a write in flight.
 	mu     sync.Mutex
 	closed bool
+	// spare is the last line's buffer once every byte of it was written
+	// (sendBuffer), for the next line (lineBuffer): a page's line is a few
+	// hundred kB, and a fresh one per page cost the consumer more than
+	// writing it (page faults on new memory; BenchmarkMultiLangLine/fresh).
+	// Only the processor's goroutine uses it.
+	spare []byte
 	// seenCPU is the most CPU time cpuSoFar has read, so that the figure
 	// never goes back (a read that fails, a child being reaped).
 	cpuMu   sync.Mutex
@@ -159,6 +165,32 @@ func (c *mlChild) send(ctx context.Context, line []byte) error {
 	case <-c.exited:
 		return fmt.Errorf("the child exited (%s)", c.exitStatus())
 	}
+}
+
+// mlLineKeepMax bounds the buffer a child keeps between lines: a page of
+// large records (up to 10 MB of data) is rare, and a worker of many
+// shards would keep its largest line for each.
+const mlLineKeepMax = 4 << 20
+
+// lineBuffer is an empty buffer to write the next line into: the last
+// line's, when sendBuffer kept it, or nil.
+func (c *mlChild) lineBuffer() []byte {
+	b := c.spare
+	c.spare = nil
+	return b[:0]
+}
+
+// sendBuffer is send for a line written into lineBuffer's buffer: once
+// every byte of it was written, the buffer is kept for the next line. A
+// send that did not finish (cancelled, failed, the child gone) may have
+// left the rest of the line to a write still in flight, which reads the
+// buffer until it ends: that buffer is dropped, never reused.
+func (c *mlChild) sendBuffer(ctx context.Context, line []byte) error {
+	err := c.send(ctx, line)
+	if err == nil && cap(line) <= mlLineKeepMax {
+		c.spare = line
+	}
+	return err
 }
 
 // closeStdin tells the child to exit: the MLD closes stdin after the last

@@ -39,3 +39,109 @@ func TestMLChildSendKeepsLinesWhole(t *testing.T) {
 		}
 	}
 }
+
+// A line's buffer is reused for the next line only once every byte of it
+// was written: a child that reads slowly gets lines longer than its pipe,
+// and echoes them back byte for byte. A send whose context ends while the
+// rest of its line is still being written leaves that buffer alone, so the
+// next line, written into whatever lineBuffer gives, cannot change the
+// bytes still going out; a send that finished lends its buffer to the
+// next line; a failed send and a line over mlLineKeepMax keep nothing.
+func TestMLChildLineBufferReusedOnlyWhenWritten(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	slowChild := func() *mlChild {
+		t.Helper()
+		// It starts reading after a while: the pipe fills, and the rest
+		// of a long line waits on a write in flight.
+		c, err := startMLChild([]string{"sh", "-c", "sleep 0.3; exec cat"}, "", nil, log, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.kill)
+		return c
+	}
+	// fill writes a line of n bytes of c into a buffer from lineBuffer.
+	fill := func(c *mlChild, n int, ch byte) []byte {
+		b := c.lineBuffer()
+		for range n - 1 {
+			b = append(b, ch)
+		}
+		return append(b, '\n')
+	}
+	expect := func(c *mlChild, what string, n int, ch byte) {
+		t.Helper()
+		select {
+		case got := <-c.lines:
+			want := append(bytes.Repeat([]byte{ch}, n-1), '\n')
+			if !bytes.Equal(got, want) {
+				i := 0
+				for i < min(len(got), len(want)) && got[i] == want[i] {
+					i++
+				}
+				t.Fatalf("%s: the child read %d bytes differing from the line sent at byte %d (%q…), want %d bytes of %q", what, len(got), i, got[i:min(len(got), i+8)], len(want), ch)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s: no line from the child", what)
+		}
+	}
+	n := 3 * pipeBuffer
+
+	// Cancelled while the rest of the line is still being written.
+	c := slowChild()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	first := fill(c, n, 'a')
+	if err := c.sendBuffer(ctx, first); err == nil {
+		t.Fatal("a send with a cancelled context into a full pipe returned no error")
+	}
+	second := fill(c, n, 'b') // what a later page writes into lineBuffer's buffer
+	if cap(second) > 0 && &second[:1][0] == &first[0] {
+		t.Error("a line whose send was cancelled lent its buffer to the next line")
+	}
+	if err := c.sendBuffer(context.Background(), second); err != nil {
+		t.Fatal(err)
+	}
+	expect(c, "the cancelled line", n, 'a')
+	expect(c, "the line after it", n, 'b')
+
+	// Written whole, by a write that waited for the slow child: the next
+	// line reuses its buffer, and both arrive as sent.
+	c = slowChild()
+	first = fill(c, n, 'c')
+	if err := c.sendBuffer(context.Background(), first); err != nil {
+		t.Fatal(err)
+	}
+	second = fill(c, n, 'd')
+	if &second[0] != &first[0] {
+		t.Error("a line written whole did not lend its buffer to the next line")
+	}
+	if err := c.sendBuffer(context.Background(), second); err != nil {
+		t.Fatal(err)
+	}
+	expect(c, "the first line written whole", n, 'c')
+	expect(c, "the line in its buffer", n, 'd')
+
+	// Over mlLineKeepMax: written, not kept.
+	big := fill(c, mlLineKeepMax+1, 'e')
+	if err := c.sendBuffer(context.Background(), big); err != nil {
+		t.Fatal(err)
+	}
+	expect(c, "a line over mlLineKeepMax", mlLineKeepMax+1, 'e')
+	if b := c.lineBuffer(); cap(b) != 0 {
+		t.Errorf("a line of %d bytes was kept (mlLineKeepMax %d)", cap(big), mlLineKeepMax)
+	}
+
+	// A child gone: the send fails, nothing is kept.
+	gone, err := startMLChild([]string{"true"}, "", nil, log, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gone.kill()
+	<-gone.exited
+	if err := gone.sendBuffer(context.Background(), fill(gone, n, 'f')); err == nil {
+		t.Fatal("a send to a child that exited returned no error")
+	}
+	if b := gone.lineBuffer(); cap(b) != 0 {
+		t.Error("a line whose send failed lent its buffer to the next line")
+	}
+}
