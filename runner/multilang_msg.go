@@ -194,9 +194,21 @@ func jsonPlainString(s string) bool {
 		ones  = 0x0101010101010101
 		highs = 0x8080808080808080
 	)
-	for len(s) >= 8 {
-		x := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
-			uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+	if len(s) < 8 {
+		for i := 0; i < len(s); i++ {
+			if !jsonPlain[s[i]] && s[i] != 0x7f {
+				return false
+			}
+		}
+		return true
+	}
+	for i := 0; ; i += 8 {
+		// The last word ends at the string's end, overlapping the one
+		// before it: no byte-by-byte tail.
+		i = min(i, len(s)-8)
+		w := s[i : i+8]
+		x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+			uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
 		// A byte's high bit marks it: a byte below 0x20, a byte equal
 		// to the quote or the backslash (v-ones & ^v finds a zero byte
 		// of v), a byte from 0x80 up. Borrows across bytes only happen
@@ -207,14 +219,10 @@ func jsonPlainString(s string) bool {
 		if bad&highs != 0 {
 			return false
 		}
-		s = s[8:]
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' {
-			return false
+		if i+8 == len(s) {
+			return true
 		}
 	}
-	return true
 }
 
 // mlCheckpointReply answers a checkpoint request; errClass "" is success.
