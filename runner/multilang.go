@@ -169,9 +169,9 @@ func (p *mlProcessor) fail(action string, err error) error {
 func (p *mlProcessor) exchange(ctx context.Context, msg any, action string, cp Checkpointer, atShardEnd bool) (int, error) {
 	var err error
 	if pr, ok := msg.(mlProcessRecordsMsg); ok {
-		// Into the last line's buffer, which the child keeps once it
-		// was written whole (lineBuffer, sendBuffer).
-		err = p.child.sendBuffer(ctx, pr.appendLine(p.child.lineBuffer()))
+		// Into a buffer an earlier line left once it was written whole
+		// (mlLineBuffer, sendBuffer).
+		err = p.child.sendBuffer(ctx, pr.appendLine(mlLineBuffer()))
 	} else {
 		var line []byte
 		if line, err = encodeML(msg); err != nil {

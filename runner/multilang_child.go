@@ -31,12 +31,6 @@ type mlChild struct {
 	// mu guards stdin's close against a write in flight.
 	mu     sync.Mutex
 	closed bool
-	// spare is the last line's buffer once every byte of it was written
-	// (sendBuffer), for the next line (lineBuffer): a page's line is a few
-	// hundred kB, and a fresh one per page cost the consumer more than
-	// writing it (page faults on new memory; BenchmarkMultiLangLine/fresh).
-	// Only the processor's goroutine uses it.
-	spare []byte
 	// seenCPU is the most CPU time cpuSoFar has read, so that the figure
 	// never goes back (a read that fails, a child being reaped).
 	cpuMu   sync.Mutex
@@ -167,28 +161,38 @@ func (c *mlChild) send(ctx context.Context, line []byte) error {
 	}
 }
 
-// mlLineKeepMax bounds the buffer a child keeps between lines: a page of
-// large records (up to 10 MB of data) is rare, and a worker of many
-// shards would keep its largest line for each.
+// mlLines holds processRecords line buffers between lines, for every
+// child of the process: a page's line is a few hundred kB, and a fresh one
+// per page cost the consumer more than writing it (page faults on new
+// memory; BenchmarkMultiLangLine/fresh). A buffer is back only while no
+// line is in it, so the children share as many as they fill at once (a
+// few, however many shards), and an idle worker's go with the next
+// collections. Only sendBuffer puts one back: once every byte of its line
+// was written.
+var mlLines sync.Pool // of *[]byte
+
+// mlLineKeepMax bounds the buffers mlLines keeps: a page of large records
+// (up to 10 MB of data) is rare, and is better not kept for every page.
 const mlLineKeepMax = 4 << 20
 
-// lineBuffer is an empty buffer to write the next line into: the last
-// line's, when sendBuffer kept it, or nil.
-func (c *mlChild) lineBuffer() []byte {
-	b := c.spare
-	c.spare = nil
-	return b[:0]
+// mlLineBuffer is an empty buffer to write a line into: one that a line
+// written whole left (sendBuffer), or nil.
+func mlLineBuffer() []byte {
+	if p, _ := mlLines.Get().(*[]byte); p != nil {
+		return (*p)[:0]
+	}
+	return nil
 }
 
-// sendBuffer is send for a line written into lineBuffer's buffer: once
-// every byte of it was written, the buffer is kept for the next line. A
+// sendBuffer is send for a line written into mlLineBuffer's buffer: once
+// every byte of it was written, the buffer goes back for the next line. A
 // send that did not finish (cancelled, failed, the child gone) may have
 // left the rest of the line to a write still in flight, which reads the
 // buffer until it ends: that buffer is dropped, never reused.
 func (c *mlChild) sendBuffer(ctx context.Context, line []byte) error {
 	err := c.send(ctx, line)
 	if err == nil && cap(line) <= mlLineKeepMax {
-		c.spare = line
+		mlLines.Put(&line)
 	}
 	return err
 }

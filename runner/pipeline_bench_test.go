@@ -112,8 +112,8 @@ func rusage(b *testing.B) (self, children time.Duration) {
 // decoded, turned into records, written as the processRecords line a child
 // reads (the pipe and the child left out), the data kept as its text as
 // the fetcher keeps it for this protocol. The line goes into the previous
-// page's buffer, as a child's lines do once its first line was written
-// (mlChild.lineBuffer).
+// page's buffer, as the children's lines do once a first line was written
+// (mlLineBuffer).
 func BenchmarkMultiLangPipeline(b *testing.B) {
 	f := &fetcher{shardID: "shardId-000000000000", stats: &shardStats{}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	var line []byte
