@@ -171,9 +171,15 @@ func (c *mlChild) send(ctx context.Context, line []byte) error {
 // was written.
 var mlLines sync.Pool // of *[]byte
 
-// mlLineKeepMax bounds the buffers mlLines keeps: a page of large records
-// (up to 10 MB of data) is rare, and is better not kept for every page.
-const mlLineKeepMax = 4 << 20
+// mlLines keeps buffers from mlLineKeepMin to mlLineKeepMax bytes: a page
+// of large records (up to 10 MB of data) is rare, and is better not kept
+// for every page; a short line (a few records, an empty page) is cheap to
+// allocate, and its buffer, handed to the next full page, would only be
+// dropped for a new one.
+const (
+	mlLineKeepMin = 16 << 10
+	mlLineKeepMax = 4 << 20
+)
 
 // mlLineBuffer is an empty buffer to write a line into: one that a line
 // written whole left (sendBuffer), or nil.
@@ -191,7 +197,7 @@ func mlLineBuffer() []byte {
 // buffer until it ends: that buffer is dropped, never reused.
 func (c *mlChild) sendBuffer(ctx context.Context, line []byte) error {
 	err := c.send(ctx, line)
-	if err == nil && cap(line) <= mlLineKeepMax {
+	if err == nil && cap(line) >= mlLineKeepMin && cap(line) <= mlLineKeepMax {
 		mlLines.Put(&line)
 	}
 	return err

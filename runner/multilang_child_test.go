@@ -46,7 +46,8 @@ func TestMLChildSendKeepsLinesWhole(t *testing.T) {
 // rest of its line is still being written leaves that buffer out of
 // mlLines, so the next line, written into whatever mlLineBuffer gives,
 // cannot change the bytes still going out; a send that finished gives its
-// buffer back; a failed send and a line over mlLineKeepMax give nothing.
+// buffer back; a failed send and a line under mlLineKeepMin or over
+// mlLineKeepMax give nothing.
 func TestMLChildLineBufferReusedOnlyWhenWritten(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	start := func(argv ...string) *mlChild {
@@ -129,11 +130,11 @@ func TestMLChildLineBufferReusedOnlyWhenWritten(t *testing.T) {
 	// reuse is asked of one line in a few.
 	for try := 0; !reused && try < 8; try++ {
 		drain()
-		line := fill(1000, 'e')
+		line := fill(mlLineKeepMin, 'e')
 		if err := c.sendBuffer(context.Background(), line); err != nil {
 			t.Fatal(err)
 		}
-		expect(c, "a short line", 1000, 'e')
+		expect(c, "a line of mlLineKeepMin", mlLineKeepMin, 'e')
 		next := mlLineBuffer()
 		reused = cap(next) > 0 && &next[:1][0] == &line[0]
 	}
@@ -141,15 +142,18 @@ func TestMLChildLineBufferReusedOnlyWhenWritten(t *testing.T) {
 		t.Error("lines written whole never gave their buffers back")
 	}
 
-	// Over mlLineKeepMax: written, not kept.
-	drain()
-	big := fill(mlLineKeepMax+1, 'f')
-	if err := c.sendBuffer(context.Background(), big); err != nil {
-		t.Fatal(err)
-	}
-	expect(c, "a line over mlLineKeepMax", mlLineKeepMax+1, 'f')
-	if mlLines.Get() != nil {
-		t.Errorf("a line of %d bytes was kept (mlLineKeepMax %d)", cap(big), mlLineKeepMax)
+	// Over mlLineKeepMax, or short: written, not kept.
+	for _, size := range []int{mlLineKeepMax + 1, 100} {
+		drain()
+		line := make([]byte, 0, size) // its capacity is what counts
+		line = append(append(line, bytes.Repeat([]byte{'f'}, size-1)...), '\n')
+		if err := c.sendBuffer(context.Background(), line); err != nil {
+			t.Fatal(err)
+		}
+		expect(c, "a line too long or too short to keep", size, 'f')
+		if mlLines.Get() != nil {
+			t.Errorf("a line of %d bytes was kept (from %d to %d)", size, mlLineKeepMin, mlLineKeepMax)
+		}
 	}
 
 	// A child gone: the send fails, nothing is kept.
