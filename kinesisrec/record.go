@@ -75,7 +75,7 @@ func (r *Record) Payload() []byte {
 // Wire64 is Data as the base64 text GetRecords sent, when the consumer's
 // fast decoder kept it, or "": the handler input is base64 too, and passing
 // the text on saves encoding it again.
-func (r Record) Wire64() string { return r.wire64 }
+func (r *Record) Wire64() string { return r.wire64 }
 
 // SetWire64 records s as Data's base64 text, as GetRecords sent it; "" forgets it.
 func (r *Record) SetWire64(s string) { r.wire64 = s }

@@ -31,11 +31,6 @@ type mlProcessor struct {
 	last      *leasecore.SequenceNumber
 	// lost: leaseLost was sent; no checkpoint is accepted after it.
 	lost bool
-	// line is the last processRecords line's buffer, reused for the next
-	// one: a page's line is a few hundred kB, and a fresh one per page was
-	// a large part of what the consumer allocated (docs/benchmarks.md).
-	// Dropped when a send did not finish: its write may still read it.
-	line []byte
 	// dead is why the child is gone, once it is.
 	dead error
 }
@@ -73,8 +68,9 @@ func (p *mlProcessor) ProcessRecords(ctx context.Context, _ <-chan struct{}, b B
 	if p.dead != nil {
 		return ProcessStats{}, fmt.Errorf("%w: %v", errChildGone, p.dead)
 	}
-	for _, rec := range b.Records {
-		p.delivered = append(p.delivered, rec.Position())
+	for i := range b.Records {
+		r := &b.Records[i] // not a copy of each record: they are large
+		p.delivered = append(p.delivered, leasecore.SequenceNumber{SequenceNumber: r.SequenceNumber, SubSequenceNumber: r.SubSequenceNumber})
 	}
 	if n := len(p.delivered); n > 0 {
 		last := p.delivered[n-1]
@@ -171,22 +167,23 @@ func (p *mlProcessor) fail(action string, err error) error {
 // cancelled ctx (lease lost, its deadline, the shutdown grace) stops the
 // child: what it was doing can no longer be checkpointed.
 func (p *mlProcessor) exchange(ctx context.Context, msg any, action string, cp Checkpointer, atShardEnd bool) (int, error) {
-	var line []byte
 	var err error
 	if pr, ok := msg.(mlProcessRecordsMsg); ok {
-		line = pr.appendLine(p.line[:0])
-		p.line = nil // until the write has finished
-	} else if line, err = encodeML(msg); err != nil {
-		return 0, p.fail(action, err)
+		// Into a buffer an earlier line left once it was written whole
+		// (mlLineBuffer, sendBuffer).
+		err = p.child.sendBuffer(ctx, pr.appendLine(mlLineBuffer()))
+	} else {
+		var line []byte
+		if line, err = encodeML(msg); err != nil {
+			return 0, p.fail(action, err)
+		}
+		err = p.child.send(ctx, line)
 	}
-	if err := p.child.send(ctx, line); err != nil {
+	if err != nil {
 		if ctx.Err() != nil {
 			return 0, p.cancelled(ctx, action)
 		}
 		return 0, p.fail(action, fmt.Errorf("write to its stdin: %w", err))
-	}
-	if action == mlProcessRecords {
-		p.line = line
 	}
 	timeout := p.r.w.cfg.MultiLangTimeout
 	written := 0

@@ -161,6 +161,48 @@ func (c *mlChild) send(ctx context.Context, line []byte) error {
 	}
 }
 
+// mlLines holds processRecords line buffers between lines, for every
+// child of the process: a page's line is a few hundred kB, and a fresh one
+// per page cost the consumer more than writing it (page faults on new
+// memory; BenchmarkMultiLangLine/fresh). A buffer is back only while no
+// line is in it, so the children share as many as they fill at once (a
+// few, however many shards), and an idle worker's go with the next
+// collections. Only sendBuffer puts one back: once every byte of its line
+// was written.
+var mlLines sync.Pool // of *[]byte
+
+// mlLines keeps buffers from mlLineKeepMin to mlLineKeepMax bytes: a page
+// of large records (up to 10 MB of data) is rare, and is better not kept
+// for every page; a short line (a few records, an empty page) is cheap to
+// allocate, and its buffer, handed to the next full page, would only be
+// dropped for a new one.
+const (
+	mlLineKeepMin = 16 << 10
+	mlLineKeepMax = 4 << 20
+)
+
+// mlLineBuffer is an empty buffer to write a line into: one that a line
+// written whole left (sendBuffer), or nil.
+func mlLineBuffer() []byte {
+	if p, _ := mlLines.Get().(*[]byte); p != nil {
+		return (*p)[:0]
+	}
+	return nil
+}
+
+// sendBuffer is send for a line written into mlLineBuffer's buffer: once
+// every byte of it was written, the buffer goes back for the next line. A
+// send that did not finish (cancelled, failed, the child gone) may have
+// left the rest of the line to a write still in flight, which reads the
+// buffer until it ends: that buffer is dropped, never reused.
+func (c *mlChild) sendBuffer(ctx context.Context, line []byte) error {
+	err := c.send(ctx, line)
+	if err == nil && cap(line) >= mlLineKeepMin && cap(line) <= mlLineKeepMax {
+		mlLines.Put(&line)
+	}
+	return err
+}
+
 // closeStdin tells the child to exit: the MLD closes stdin after the last
 // message, and clients exit at EOF.
 func (c *mlChild) closeStdin() {

@@ -39,3 +39,131 @@ func TestMLChildSendKeepsLinesWhole(t *testing.T) {
 		}
 	}
 }
+
+// A line's buffer is reused for the next line only once every byte of it
+// was written: a child that reads slowly gets lines longer than its pipe,
+// and echoes them back byte for byte. A send whose context ends while the
+// rest of its line is still being written leaves that buffer out of
+// mlLines, so the next line, written into whatever mlLineBuffer gives,
+// cannot change the bytes still going out; a send that finished gives its
+// buffer back; a failed send and a line under mlLineKeepMin or over
+// mlLineKeepMax give nothing.
+func TestMLChildLineBufferReusedOnlyWhenWritten(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	start := func(argv ...string) *mlChild {
+		t.Helper()
+		c, err := startMLChild(argv, "", nil, log, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.kill)
+		return c
+	}
+	// It starts reading after a while: the pipe fills, and the rest of a
+	// long line waits on a write in flight.
+	slowChild := func() *mlChild { return start("sh", "-c", "sleep 0.3; exec cat") }
+	drain := func() {
+		for mlLines.Get() != nil {
+		}
+	}
+	// fill writes a line of n bytes of ch into a buffer from mlLineBuffer.
+	fill := func(n int, ch byte) []byte {
+		b := mlLineBuffer()
+		for range n - 1 {
+			b = append(b, ch)
+		}
+		return append(b, '\n')
+	}
+	expect := func(c *mlChild, what string, n int, ch byte) {
+		t.Helper()
+		select {
+		case got := <-c.lines:
+			want := append(bytes.Repeat([]byte{ch}, n-1), '\n')
+			if !bytes.Equal(got, want) {
+				i := 0
+				for i < min(len(got), len(want)) && got[i] == want[i] {
+					i++
+				}
+				t.Fatalf("%s: the child read %d bytes differing from the line sent at byte %d (%q…), want %d bytes of %q", what, len(got), i, got[i:min(len(got), i+8)], len(want), ch)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s: no line from the child", what)
+		}
+	}
+	n := 3 * pipeBuffer
+
+	// Cancelled while the rest of the line is still being written.
+	c := slowChild()
+	drain()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	first := fill(n, 'a')
+	if err := c.sendBuffer(ctx, first); err == nil {
+		t.Fatal("a send with a cancelled context into a full pipe returned no error")
+	}
+	second := fill(n, 'b') // what a later page writes into mlLineBuffer's buffer
+	if &second[0] == &first[0] {
+		t.Error("a line whose send was cancelled gave its buffer to the next line")
+	}
+	if err := c.sendBuffer(context.Background(), second); err != nil {
+		t.Fatal(err)
+	}
+	expect(c, "the cancelled line", n, 'a')
+	expect(c, "the line after it", n, 'b')
+
+	// Written whole, by a write that waited for the slow child: the next
+	// line may take its buffer, and both arrive as sent.
+	c = slowChild()
+	drain()
+	first = fill(n, 'c')
+	if err := c.sendBuffer(context.Background(), first); err != nil {
+		t.Fatal(err)
+	}
+	second = fill(n, 'd')
+	reused := &second[0] == &first[0]
+	if err := c.sendBuffer(context.Background(), second); err != nil {
+		t.Fatal(err)
+	}
+	expect(c, "the first line written whole", n, 'c')
+	expect(c, "the line after it", n, 'd')
+	// sync.Pool drops a Put now and then under the race detector: the
+	// reuse is asked of one line in a few.
+	for try := 0; !reused && try < 8; try++ {
+		drain()
+		line := fill(mlLineKeepMin, 'e')
+		if err := c.sendBuffer(context.Background(), line); err != nil {
+			t.Fatal(err)
+		}
+		expect(c, "a line of mlLineKeepMin", mlLineKeepMin, 'e')
+		next := mlLineBuffer()
+		reused = cap(next) > 0 && &next[:1][0] == &line[0]
+	}
+	if !reused {
+		t.Error("lines written whole never gave their buffers back")
+	}
+
+	// Over mlLineKeepMax, or short: written, not kept.
+	for _, size := range []int{mlLineKeepMax + 1, 100} {
+		drain()
+		line := make([]byte, 0, size) // its capacity is what counts
+		line = append(append(line, bytes.Repeat([]byte{'f'}, size-1)...), '\n')
+		if err := c.sendBuffer(context.Background(), line); err != nil {
+			t.Fatal(err)
+		}
+		expect(c, "a line too long or too short to keep", size, 'f')
+		if mlLines.Get() != nil {
+			t.Errorf("a line of %d bytes was kept (from %d to %d)", size, mlLineKeepMin, mlLineKeepMax)
+		}
+	}
+
+	// A child gone: the send fails, nothing is kept.
+	gone := start("true")
+	<-gone.exited
+	drain()
+	if err := gone.sendBuffer(context.Background(), fill(n, 'g')); err == nil {
+		t.Fatal("a send to a child that exited returned no error")
+	}
+	if mlLines.Get() != nil {
+		t.Error("a line whose send failed gave its buffer back")
+	}
+}

@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -267,5 +269,136 @@ func TestMultiLangProcessRecordsLineReusesBuffer(t *testing.T) {
 	}
 	if grown, want := long.appendLine(make([]byte, 0, 10)), long.appendLine(nil); !bytes.Equal(grown, want) {
 		t.Fatalf("a buffer too small gives\n%s\nwant\n%s", grown, want)
+	}
+}
+
+// mlLineBefore is processRecords as appendTo wrote it before it was made
+// cheaper (one strconv.AppendInt per number, appendRecordHead's strings):
+// the new encoder must write exactly its bytes.
+func mlLineBefore(b []byte, m mlProcessRecordsMsg) []byte {
+	b = append(b[:0], `{"action":"processRecords","records":[`...)
+	for i := range m.Records {
+		r := &m.Records[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendRecordHead(b, r)
+		b = append(b, `,"approximateArrivalTimestamp":`...)
+		var at int64
+		if !r.ApproximateArrivalTimestamp.IsZero() {
+			at = r.ApproximateArrivalTimestamp.UnixMilli()
+		}
+		b = strconv.AppendInt(b, at, 10)
+		b = append(b, `,"subSequenceNumber":`...)
+		b = strconv.AppendInt(b, r.SubSequenceNumber, 10)
+		b = append(b, `,"action":"record"}`...)
+	}
+	b = append(b, `],"millisBehindLatest":`...)
+	b = strconv.AppendInt(b, m.MillisBehindLatest, 10)
+	return append(b, '}', '\n')
+}
+
+// The processRecords line is byte for byte what the encoder before wrote,
+// on pages that vary every field the protocol carries: keys that need
+// escapes wherever they fall in a word, unicode and invalid UTF-8, empty
+// and encoded data, KPL sub-sequence numbers, arrival times with and
+// without fractions, of none, before 1970 and across seconds, and pages
+// of one to 5,000 records; each line also reads back as valid JSON.
+func TestMultiLangProcessRecordsLineAsBefore(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 7))
+	specials := []string{`"`, `\`, "\n", "\t", "\r", "\x00", "\x1f", "\x7f", "\x80", "\xff", "é", "🐢", "\u2028", "<", "&", " ", "~"}
+	str := func(max int) string {
+		n := rng.IntN(max + 1)
+		b := make([]byte, 0, n)
+		for len(b) < n {
+			if rng.IntN(12) == 0 {
+				b = append(b, specials[rng.IntN(len(specials))]...)
+			} else {
+				b = append(b, byte('0'+rng.IntN(75)))
+			}
+		}
+		return string(b)
+	}
+	base := time.Date(2026, 12, 2, 7, 0, 59, 0, time.UTC)
+	arrival := func(i int) time.Time {
+		switch rng.IntN(10) {
+		case 0:
+			return time.Time{}
+		case 1:
+			return base.Add(time.Duration(i) * time.Second) // no fraction
+		case 2:
+			return time.UnixMilli(rng.Int64N(3000) - 1000) // around 1970
+		case 3:
+			return time.Date(1969, 7, 20, 20, 17, 40, rng.IntN(1e9), time.UTC)
+		case 4:
+			return time.UnixMilli(999_999_999_000 + rng.Int64N(2000)) // a digit more
+		default: // mostly the same few seconds, as a page's records are
+			return base.Add(time.Duration(rng.Int64N(int64(3 * time.Second))))
+		}
+	}
+	record := func(i int) kinesisrec.Record {
+		r := kinesisrec.Record{PartitionKey: str(40), SequenceNumber: fmt.Sprintf("4959%052d", rng.Int64()), ApproximateArrivalTimestamp: arrival(i)}
+		switch rng.IntN(8) {
+		case 0:
+			r.SequenceNumber = str(60) // not a sequence number: still escaped right
+		case 1:
+			r.SubSequenceNumber = rng.Int64N(20) // KPL sub-records
+		case 2:
+			r.SubSequenceNumber = rng.Int64N(1 << 40)
+		}
+		switch rng.IntN(4) {
+		case 0: // empty data
+		case 1:
+			r.Data = []byte(str(300))
+		default:
+			d := []byte(str(300))
+			if len(d) == 0 || !r.SetEncoded(base64.StdEncoding.EncodeToString(d), len(d)) {
+				r.Data = d
+			}
+		}
+		return r
+	}
+	for _, n := range []int{0, 1, 2, 9, 10, 11, 100, 1000, 5000} {
+		for round := range 3 {
+			recs := make([]kinesisrec.Record, n)
+			for i := range recs {
+				recs[i] = record(i)
+			}
+			m := newMLProcessRecords(recs, rng.Int64N(1e9))
+			want := mlLineBefore(nil, m)
+			got := m.appendLine(nil)
+			if !bytes.Equal(got, want) {
+				i := 0
+				for i < min(len(got), len(want)) && got[i] == want[i] {
+					i++
+				}
+				t.Fatalf("%d records, round %d: differs at byte %d:\n got …%q\nwant …%q", n, round, i, got[max(0, i-80):min(len(got), i+80)], want[max(0, i-80):min(len(want), i+80)])
+			}
+			if !json.Valid(got) {
+				t.Fatalf("%d records, round %d: not valid JSON", n, round)
+			}
+		}
+	}
+}
+
+// jsonPlainString agrees with the byte-by-byte rule for every byte at
+// every place of a word and of the tail after the words.
+func TestJSONPlainString(t *testing.T) {
+	plain := func(c byte) bool { return c >= 0x20 && c < 0x80 && c != '"' && c != '\\' }
+	for n := 1; n <= 19; n++ {
+		for p := range n {
+			for c := range 256 {
+				b := bytes.Repeat([]byte{'7'}, n)
+				b[p] = byte(c)
+				if got := jsonPlainString(string(b)); got != plain(byte(c)) {
+					t.Fatalf("%q: plain %v, want %v", b, got, !got)
+				}
+			}
+		}
+	}
+	for _, s := range []string{"", "shardId-000000000000", "49590338271490256608559692538361571095921575989136588898", " !#$%&'()*+,-./0123456789:;<=>?@[]^_`{|}~\x7f"} {
+		if !jsonPlainString(s) {
+			t.Errorf("%q: not plain", s)
+		}
 	}
 }

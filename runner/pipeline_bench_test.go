@@ -111,11 +111,51 @@ func rusage(b *testing.B) (self, children time.Duration) {
 // BenchmarkMultiLangPipeline is the same page on the MultiLang path:
 // decoded, turned into records, written as the processRecords line a child
 // reads (the pipe and the child left out), the data kept as its text as
-// the fetcher keeps it for this protocol.
+// the fetcher keeps it for this protocol. The line goes into the previous
+// page's buffer, as the children's lines do once a first line was written
+// (mlLineBuffer).
 func BenchmarkMultiLangPipeline(b *testing.B) {
 	f := &fetcher{shardID: "shardId-000000000000", stats: &shardStats{}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	var line []byte
 	benchPages(b, true, func(out *kinesis.GetRecordsOutput, fast *fastPage) error {
-		_, err := encodeML(newMLProcessRecords(f.page(out, fast).records, 0))
-		return err
+		line = newMLProcessRecords(f.page(out, fast).records, 0).appendLine(line)
+		return nil
 	})
+}
+
+// BenchmarkMultiLangLine is the processRecords line alone, of a decoded
+// 1000-record page: into the previous page's buffer (reused), into a new
+// one each page (fresh: a child's first page), and as the encoder before
+// this one wrote it (before, reused buffer; mlLineBefore).
+func BenchmarkMultiLangLine(b *testing.B) {
+	body := getRecordsBody(1000, 100)
+	var out kinesis.GetRecordsOutput
+	fast := fastPage{shardID: "shardId-000000000000", encoded: true}
+	if err := decodeGetRecords(body, &out, &fast); err != nil {
+		b.Fatal(err)
+	}
+	f := &fetcher{shardID: "shardId-000000000000", stats: &shardStats{}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	msg := newMLProcessRecords(f.page(&out, &fast).records, 0)
+	b.Run("before", func(b *testing.B) {
+		var line []byte
+		b.ReportAllocs()
+		for b.Loop() {
+			line = mlLineBefore(line, msg)
+		}
+		b.SetBytes(int64(len(line)))
+	})
+	for _, reuse := range []bool{true, false} {
+		name := map[bool]string{true: "reused", false: "fresh"}[reuse]
+		b.Run(name, func(b *testing.B) {
+			var line []byte
+			b.ReportAllocs()
+			for b.Loop() {
+				if !reuse {
+					line = nil
+				}
+				line = msg.appendLine(line)
+			}
+			b.SetBytes(int64(len(line)))
+		})
+	}
 }
