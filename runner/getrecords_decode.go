@@ -215,7 +215,9 @@ func (d *pageDecoder) recordData(r *kinesisrec.Record, k int) error {
 // buffer. base64's decoder takes what a JSON string may not hold as it is,
 // line breaks, which it skips: then it decodes fewer bytes than text of
 // that length without them holds, so a length that differs is left to
-// the SDK, with every other text the decoder refuses.
+// the SDK, with every other text the decoder refuses, and text that is
+// not the data's own encoding (jsonscan.Canonical64), which the handler
+// would be given as it is.
 func (d *pageDecoder) decodeData(r *kinesisrec.Record, k int, raw []byte, text string) error {
 	need := base64.StdEncoding.DecodedLen(len(raw))
 	if cap(d.data)-len(d.data) < need {
@@ -223,7 +225,7 @@ func (d *pageDecoder) decodeData(r *kinesisrec.Record, k int, raw []byte, text s
 	}
 	at := len(d.data)
 	m, err := base64.StdEncoding.Decode(d.data[at:cap(d.data)], raw)
-	if err != nil || len(raw)%4 != 0 || m != need-padding(raw) {
+	if err != nil || len(raw)%4 != 0 || m != need-padding(raw) || !jsonscan.Canonical64(raw) {
 		return jsonscan.ErrUnhandled
 	}
 	d.data = d.data[:at+m]

@@ -256,11 +256,41 @@ stop:
 	for j < len(b) && b[j] == '=' && j-end < 2 {
 		j++
 	}
-	if j >= len(b) || b[j] != '"' || (j-start)%4 != 0 {
+	if j >= len(b) || b[j] != '"' || (j-start)%4 != 0 || !Canonical64(b[start:j]) {
 		return nil, "", 0, ErrUnhandled
 	}
 	s.i = j + 1
 	return b[start:j], s.text[start:j], (j-start)/4*3 - (j - end), nil
+}
+
+// Canonical64 reports whether padded base64 text, such as Base64 reads,
+// is the one text that encodes its data: before padding, the bits that
+// encode nothing are zero ("AB==" decodes as "AA==" does). base64's
+// decoder takes either; the text is passed on as it is, so only the
+// canonical one is the text the SDK's decoded data would be encoded to.
+func Canonical64(b []byte) bool {
+	if len(b) < 4 || b[len(b)-1] != '=' {
+		return true
+	}
+	unused := byte(0x3) // one '=': two bits
+	c := b[len(b)-2]
+	if c == '=' {
+		unused, c = 0xf, b[len(b)-3] // two: four bits
+	}
+	var v byte
+	switch {
+	case 'A' <= c && c <= 'Z':
+		v = c - 'A'
+	case 'a' <= c && c <= 'z':
+		v = c - 'a' + 26
+	case '0' <= c && c <= '9':
+		v = c - '0' + 52
+	case c == '+':
+		v = 62
+	default:
+		v = 63
+	}
+	return v&unused == 0
 }
 
 // load8 is the eight bytes from b[i] on, the first in the low bits (as
