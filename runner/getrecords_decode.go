@@ -103,9 +103,11 @@ func decodeGetRecords(body []byte, o *kinesis.GetRecordsOutput, fast *fastPage) 
 }
 
 // pageDecoder reads the records of one page.
+// The scanner is passed apart: in the struct, it would leak with the data
+// buffer (escape analysis does not tell fields apart) and cost an
+// allocation per page.
 type pageDecoder struct {
-	s    *jsonscan.Scanner
-	fast *fastPage
+	encoded bool // fastPage.encoded
 	// data holds the decoded data of records that are not kept encoded;
 	// n is the bound on the page's records that sized recs.
 	data []byte
@@ -120,7 +122,7 @@ func records(s *jsonscan.Scanner, fast *fastPage) error {
 	// Every record is an object, so there are at most as many records as
 	// '{' left in the body; counting one byte is many times faster than
 	// counting a key.
-	d := pageDecoder{s: s, fast: fast, n: bytes.Count(s.Rest(), []byte{'{'})}
+	d := pageDecoder{encoded: fast.encoded, n: bytes.Count(s.Rest(), []byte{'{'})}
 	recs := make([]kinesisrec.Record, 0, d.n)
 	// The data buffer is sized at the first record as if every record were
 	// that size, and another one is begun when one does not fit: sized for
@@ -138,15 +140,14 @@ func records(s *jsonscan.Scanner, fast *fastPage) error {
 		// and building it aside to append it copies it through the
 		// garbage collector's write barriers.
 		recs = append(recs, kinesisrec.Record{ShardID: fast.shardID})
-		err = d.record(&recs[len(recs)-1], len(recs))
+		err = d.record(s, &recs[len(recs)-1], len(recs))
 	}
 	fast.records = recs
 	return err
 }
 
 // record reads the k-th record of the page into r.
-func (d *pageDecoder) record(r *kinesisrec.Record, k int) error {
-	s := d.s
+func (d *pageDecoder) record(s *jsonscan.Scanner, r *kinesisrec.Record, k int) error {
 	if err := s.ObjectStart(); err != nil {
 		return err
 	}
@@ -157,7 +158,7 @@ func (d *pageDecoder) record(r *kinesisrec.Record, k int) error {
 		}
 		switch string(key) {
 		case "Data":
-			err = d.recordData(r, k)
+			err = d.recordData(s, r, k)
 		case "PartitionKey":
 			// null is what an absent key is: empty (kinesisrec.FromKinesis).
 			if !s.Null() {
@@ -190,25 +191,25 @@ func (d *pageDecoder) record(r *kinesisrec.Record, k int) error {
 // the page is decoded so (fastPage.encoded), decoded otherwise. Text that
 // is not plain padded base64 is left to the SDK: no such JSON string is
 // both base64 and without escapes.
-func (d *pageDecoder) recordData(r *kinesisrec.Record, k int) error {
-	if d.fast.encoded {
+func (d *pageDecoder) recordData(s *jsonscan.Scanner, r *kinesisrec.Record, k int) error {
+	if d.encoded {
 		// One pass checks the text and finds its end.
-		raw, text, n, err := d.s.Base64()
+		raw, text, n, err := s.Base64()
 		if err != nil {
 			return err
 		}
 		if r.SetEncoded(text, n) {
 			return nil
 		}
-		return d.decodeData(r, k, raw, text)
+		return d.decodeData(r, k, raw, text, len(s.Rest()))
 	}
 	// Decoded anyway: the decoder checks the text, and decodeData its
 	// length, so that the string's end is all there is to find first.
-	raw, text, err := d.s.Unchecked()
+	raw, text, err := s.Unchecked()
 	if err != nil {
 		return err
 	}
-	return d.decodeData(r, k, raw, text)
+	return d.decodeData(r, k, raw, text, len(s.Rest()))
 }
 
 // decodeData decodes raw, the k-th record's data, into the page's data
@@ -218,10 +219,10 @@ func (d *pageDecoder) recordData(r *kinesisrec.Record, k int) error {
 // the SDK, with every other text the decoder refuses, and text that is
 // not the data's own encoding (jsonscan.Canonical64), which the handler
 // would be given as it is.
-func (d *pageDecoder) decodeData(r *kinesisrec.Record, k int, raw []byte, text string) error {
+func (d *pageDecoder) decodeData(r *kinesisrec.Record, k int, raw []byte, text string, rest int) error {
 	need := base64.StdEncoding.DecodedLen(len(raw))
 	if cap(d.data)-len(d.data) < need {
-		d.data = make([]byte, 0, dataChunk(need, d.n-k+1, len(d.s.Rest())))
+		d.data = make([]byte, 0, dataChunk(need, d.n-k+1, rest))
 	}
 	at := len(d.data)
 	m, err := base64.StdEncoding.Decode(d.data[at:cap(d.data)], raw)
