@@ -146,33 +146,44 @@ func records(s *jsonscan.Scanner, fast *fastPage) error {
 	return err
 }
 
+// recordKeys are the keys of a record, in the order of their key* indexes.
+var recordKeys = jsonscan.NewKeys("Data", "PartitionKey", "SequenceNumber", "ApproximateArrivalTimestamp", "EncryptionType")
+
+const (
+	keyData = iota
+	keyPartitionKey
+	keySequenceNumber
+	keyArrival
+	keyEncryptionType
+)
+
 // record reads the k-th record of the page into r.
 func (d *pageDecoder) record(s *jsonscan.Scanner, r *kinesisrec.Record, k int) error {
 	if err := s.ObjectStart(); err != nil {
 		return err
 	}
 	for first := true; ; first = false {
-		key, more, err := s.NextKey(first)
+		key, more, err := s.NextKeyOf(first, recordKeys)
 		if err != nil || !more {
 			return err
 		}
-		switch string(key) {
-		case "Data":
+		switch key {
+		case keyData:
 			err = d.recordData(s, r, k)
-		case "PartitionKey":
+		case keyPartitionKey:
 			// null is what an absent key is: empty (kinesisrec.FromKinesis).
 			if !s.Null() {
 				r.PartitionKey, err = s.String()
 			}
-		case "SequenceNumber":
+		case keySequenceNumber:
 			if !s.Null() {
 				r.SequenceNumber, err = s.String()
 			}
-		case "ApproximateArrivalTimestamp":
+		case keyArrival:
 			if !s.Null() {
 				r.ApproximateArrivalTimestamp, err = arrivalTime(s)
 			}
-		case "EncryptionType":
+		case keyEncryptionType:
 			// Records carry no encryption type; the SDK's decoder would
 			// take only a string.
 			if !s.Null() {

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"math/bits"
 	"strconv"
+	"strings"
 	"unsafe"
 )
 
@@ -147,6 +148,77 @@ func (s *Scanner) NextKey(first bool) (key []byte, more bool, err error) {
 	}
 	s.i = i + 1
 	return key, true, nil
+}
+
+// Keys is a set of member names with distinct first bytes, for NextKeyOf.
+type Keys struct {
+	names []string
+	// follow[c] is 1 + the index of the name that begins with c, whose
+	// form as an answer writes it, `name":`, is tails[index].
+	follow [256]uint8
+	tails  []string
+}
+
+// NewKeys prepares names, which must begin with distinct bytes and need
+// no escapes.
+func NewKeys(names ...string) *Keys {
+	k := &Keys{names: names}
+	for i, n := range names {
+		if n == "" || k.follow[n[0]] != 0 || i >= 255 || strings.ContainsFunc(n, func(r rune) bool { return r < 0x20 || r == '"' || r == '\\' }) {
+			panic("jsonscan.NewKeys: names must be non-empty, at most 255, need no escapes, and begin with distinct bytes")
+		}
+		k.follow[n[0]] = uint8(i + 1)
+		k.tails = append(k.tails, n+`":`)
+	}
+	return k
+}
+
+// NextKeyOf is NextKey for an object whose members are mostly among keys:
+// it returns the index in keys of the key read instead of the key, -1 for
+// any other key. A key written as answers write it (a quote, the name, a quote and
+// the colon) is matched by one comparison, without scanning it for its end:
+// most of the work of reading a record's five keys.
+func (s *Scanner) NextKeyOf(first bool, keys *Keys) (idx int, more bool, err error) {
+	b := s.b
+	i := skipWS(b, s.i)
+	if i >= len(b) {
+		return -1, false, ErrUnhandled
+	}
+	switch c := b[i]; {
+	case c == '}':
+		s.i = i + 1
+		return -1, false, nil
+	case first:
+	case c == ',':
+		i = skipWS(b, i+1)
+	default:
+		return -1, false, ErrUnhandled
+	}
+	if i+1 >= len(b) || b[i] != '"' {
+		return -1, false, ErrUnhandled
+	}
+	if k := int(keys.follow[b[i+1]]) - 1; k >= 0 {
+		if t := keys.tails[k]; len(b)-(i+1) >= len(t) && string(b[i+1:i+1+len(t)]) == t {
+			s.i = i + 1 + len(t)
+			return k, true, nil
+		}
+	}
+	end, esc, ok := stringEnd(b, i+1)
+	if !ok || esc {
+		return -1, false, ErrUnhandled
+	}
+	key := b[i+1 : end]
+	i = skipWS(b, end+1)
+	if i >= len(b) || b[i] != ':' {
+		return -1, false, ErrUnhandled
+	}
+	s.i = i + 1
+	for k, n := range keys.names {
+		if string(key) == n {
+			return k, true, nil
+		}
+	}
+	return -1, true, nil
 }
 
 // Array calls elem for each element, positioned at it.

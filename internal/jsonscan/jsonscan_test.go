@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -448,6 +449,43 @@ func TestRawStringAgreesWithBytewise(t *testing.T) {
 		}
 		if (err == nil) != ok || err == nil && (!bytes.Equal(raw, want) || esc != wantEsc) {
 			t.Fatalf("%q: %q %v %v, want %q %v %v", b, raw, esc, err, want, wantEsc, ok)
+		}
+	}
+}
+
+// NextKeyOf reads every object as NextKey does, with the index of each
+// key among its keys: keys written plainly or with white space, escaped,
+// unknown, sharing a first byte or a prefix with one of the keys, broken.
+func TestNextKeyOfAgreesWithNextKey(t *testing.T) {
+	names := []string{"Data", "PartitionKey", "SequenceNumber", "ApproximateArrivalTimestamp"}
+	keys := NewKeys(names...)
+	pieces := []string{`"Data"`, `"PartitionKey"`, `"SequenceNumber"`, `"ApproximateArrivalTimestamp"`, `"Dat"`, `"DataX"`, `"D"`, `"Other"`,
+		`"D\u0061ta"`, `"P"`, `"SequenceNumbe`, `""`, `"é"`, ":", ": ", " :", "1", `"v"`, "{}", ",", " , ", "}", " ", "\n", `"`, "x"}
+	r := rand.New(rand.NewPCG(9, 10))
+	for range 100000 {
+		var b strings.Builder
+		b.WriteString("{")
+		for range r.IntN(8) {
+			b.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		body := []byte(b.String())
+		s1, s2 := New(body), New(body)
+		if s1.ObjectStart() != nil || s2.ObjectStart() != nil {
+			t.Fatal("no object")
+		}
+		for first := true; ; first = false {
+			key, more, err := s1.NextKey(first)
+			idx, more2, err2 := s2.NextKeyOf(first, keys)
+			want := -1
+			if err == nil && more {
+				want = slices.Index(names, string(key))
+			}
+			if (err == nil) != (err2 == nil) || err == nil && (more != more2 || idx != want || s1.i != s2.i) {
+				t.Fatalf("%q: NextKey %q %v %v at %d; NextKeyOf %d %v %v at %d", body, key, more, err, s1.i, idx, more2, err2, s2.i)
+			}
+			if err != nil || !more || s1.Skip() != nil || s2.Skip() != nil {
+				break
+			}
 		}
 	}
 }
