@@ -311,7 +311,7 @@ func (s *Scanner) Base64() (raw []byte, text string, n int, err error) {
 		return nil, "", 0, ErrUnhandled
 	}
 	start := q + 1
-	j := start + base64Span(b[start:])
+	j := start
 	for ; j+8 <= len(b); j += 8 {
 		if m := base64Stops(load8(b, j)); m != 0 {
 			j += bits.TrailingZeros64(m) >> 3
