@@ -102,14 +102,16 @@ func decodeGetRecords(body []byte, o *kinesis.GetRecordsOutput, fast *fastPage) 
 	return nil
 }
 
-// dataChunk is the size of a new data buffer when a record's need bytes do
-// not fit: room for need bytes for each of the left records (this one
-// included), as far as this record and the rest of the body (rest bytes)
-// can hold them, which was the old size. A buffer is left only for a record
-// that does not fit it, so what buffers leave unused is less than what the
-// records that begin the next ones hold.
-func dataChunk(need, left, rest int) int {
-	return min(need*max(left, 1), need+base64.StdEncoding.DecodedLen(rest))
+// pageDecoder reads the records of one page.
+// The scanner is passed apart: in the struct, it would leak with the data
+// buffer (escape analysis does not tell fields apart) and cost an
+// allocation per page.
+type pageDecoder struct {
+	encoded bool // fastPage.encoded
+	// data holds the decoded data of records that are not kept encoded;
+	// n is the bound on the page's records that sized recs.
+	data []byte
+	n    int
 }
 
 func records(s *jsonscan.Scanner, fast *fastPage) error {
@@ -120,120 +122,158 @@ func records(s *jsonscan.Scanner, fast *fastPage) error {
 	// Every record is an object, so there are at most as many records as
 	// '{' left in the body; counting one byte is many times faster than
 	// counting a key.
-	n := bytes.Count(s.Rest(), []byte{'{'})
-	recs := make([]kinesisrec.Record, 0, n)
+	d := pageDecoder{encoded: fast.encoded, n: bytes.Count(s.Rest(), []byte{'{'})}
+	recs := make([]kinesisrec.Record, 0, d.n)
 	// The data buffer is sized at the first record as if every record were
 	// that size, and another one is begun when one does not fit: sized for
 	// the whole rest of the body, it was twice what a page of small
 	// records holds, a large allocation per page for nothing. Not nil, so
 	// that empty data is empty, not absent, as the SDK decodes it.
-	data := []byte{}
-	err := s.Array(func() error {
-		r := kinesisrec.Record{ShardID: fast.shardID}
-		err := s.Object(func(key []byte) error {
-			switch string(key) {
-			case "Data":
-				raw, text, err := s.Base64String()
-				if err != nil {
-					return jsonscan.ErrUnhandled
-				}
-				if fast.encoded {
-					if n, ok := base64Len(raw); ok && r.SetEncoded(text, n) {
-						return nil
-					}
-				}
-				need := base64.StdEncoding.DecodedLen(len(raw))
-				if cap(data)-len(data) < need {
-					data = make([]byte, 0, dataChunk(need, n-len(recs), len(s.Rest())))
-				}
-				at := len(data)
-				m, err := base64.StdEncoding.Decode(data[at:cap(data)], raw)
-				if err != nil {
-					return jsonscan.ErrUnhandled
-				}
-				data = data[:at+m]
-				r.Data = data[at : at+m : at+m]
-				r.SetWire64(text)
-			case "PartitionKey", "SequenceNumber":
-				// null is what an absent key is: empty (kinesisrec.FromKinesis).
-				if s.Null() {
-					return nil
-				}
-				v, err := s.String()
-				if err != nil {
-					return err
-				}
-				if key[0] == 'P' {
-					r.PartitionKey = v
-				} else {
-					r.SequenceNumber = v
-				}
-			case "ApproximateArrivalTimestamp":
-				if s.Null() {
-					return nil
-				}
-				f, err := s.Float()
-				if err != nil {
-					return jsonscan.ErrUnhandled
-				}
-				// As the SDK's smithytime.ParseEpochSeconds: milliseconds,
-				// truncated; float64 multiplication rounds exactly as its
-				// 53-bit big.Float does.
-				r.ApproximateArrivalTimestamp = time.Unix(0, int64(f*1000)*1e6).UTC()
-			case "EncryptionType":
-				// Records carry no encryption type; the SDK's decoder would
-				// take only a string.
-				if s.Null() {
-					return nil
-				}
-				_, err := s.String()
-				return err
-			default:
-				return s.Skip()
-			}
-			return nil
-		})
-		recs = append(recs, r)
-		return err
-	})
+	d.data = []byte{}
+	err := s.ArrayStart()
+	for first := true; err == nil; first = false {
+		var more bool
+		if more, err = s.NextElem(first); !more || err != nil {
+			break
+		}
+		// Each record is written where it stays: a Record is 144 bytes,
+		// and building it aside to append it copies it through the
+		// garbage collector's write barriers.
+		recs = append(recs, kinesisrec.Record{ShardID: fast.shardID})
+		err = d.record(s, &recs[len(recs)-1], len(recs))
+	}
 	fast.records = recs
 	return err
 }
 
-// base64Len is the length of the data b encodes, when b is plain padded
-// base64 (the standard alphabet, no line breaks or escapes), which is how
-// Kinesis sends every record's data; ok is false otherwise, and the text
-// goes to base64's decoder, which says what is wrong with it. Checking is
-// cheaper than decoding, and writes nothing.
-func base64Len(b []byte) (int, bool) {
-	if len(b)%4 != 0 {
-		return 0, false
+// recordKeys are the keys of a record, in the order of their key* indexes.
+var recordKeys = jsonscan.NewKeys("Data", "PartitionKey", "SequenceNumber", "ApproximateArrivalTimestamp", "EncryptionType")
+
+const (
+	keyData = iota
+	keyPartitionKey
+	keySequenceNumber
+	keyArrival
+	keyEncryptionType
+)
+
+// record reads the k-th record of the page into r.
+func (d *pageDecoder) record(s *jsonscan.Scanner, r *kinesisrec.Record, k int) error {
+	if err := s.ObjectStart(); err != nil {
+		return err
 	}
-	pad := 0
-	if len(b) > 0 && b[len(b)-1] == '=' {
-		pad = 1
-		if b[len(b)-2] == '=' {
-			pad = 2
+	for first := true; ; first = false {
+		key, more, err := s.NextKeyOf(first, recordKeys)
+		if err != nil || !more {
+			return err
+		}
+		switch key {
+		case keyData:
+			err = d.recordData(s, r, k)
+		case keyPartitionKey:
+			// null is what an absent key is: empty (kinesisrec.FromKinesis).
+			if !s.Null() {
+				r.PartitionKey, err = s.String()
+			}
+		case keySequenceNumber:
+			if !s.Null() {
+				r.SequenceNumber, err = s.String()
+			}
+		case keyArrival:
+			if !s.Null() {
+				r.ApproximateArrivalTimestamp, err = arrivalTime(s)
+			}
+		case keyEncryptionType:
+			// Records carry no encryption type; the SDK's decoder would
+			// take only a string.
+			if !s.Null() {
+				_, _, err = s.RawString()
+			}
+		default:
+			err = s.Skip()
+		}
+		if err != nil {
+			return err
 		}
 	}
-	t := b[:len(b)-pad]
-	// Eight bytes a step: one test of the table's bits per step.
-	ok := byte(1)
-	for len(t) >= 8 {
-		a := &base64Alphabet
-		ok &= a[t[0]] & a[t[1]] & a[t[2]] & a[t[3]] & a[t[4]] & a[t[5]] & a[t[6]] & a[t[7]]
-		t = t[8:]
-	}
-	for _, c := range t {
-		ok &= base64Alphabet[c]
-	}
-	return len(b)/4*3 - pad, ok == 1
 }
 
-// base64Alphabet is 1 for the standard base64 alphabet's bytes, 0 for others.
-var base64Alphabet = func() (t [256]byte) {
-	for _, c := range []byte("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/") {
-		t[c] = 1
+// recordData reads the k-th record's data: kept as its base64 text when
+// the page is decoded so (fastPage.encoded), decoded otherwise. Text that
+// is not plain padded base64 is left to the SDK: no such JSON string is
+// both base64 and without escapes.
+func (d *pageDecoder) recordData(s *jsonscan.Scanner, r *kinesisrec.Record, k int) error {
+	if d.encoded {
+		// One pass checks the text and finds its end.
+		raw, text, n, err := s.Base64()
+		if err != nil {
+			return err
+		}
+		if r.SetEncoded(text, n) {
+			return nil
+		}
+		return d.decodeData(r, k, raw, text, len(s.Rest()))
 	}
-	return t
-}()
+	// Decoded anyway: the decoder checks the text, and decodeData its
+	// length, so that the string's end is all there is to find first.
+	raw, text, err := s.Unchecked()
+	if err != nil {
+		return err
+	}
+	return d.decodeData(r, k, raw, text, len(s.Rest()))
+}
+
+// decodeData decodes raw, the k-th record's data, into the page's data
+// buffer. base64's decoder takes what a JSON string may not hold as it is,
+// line breaks, which it skips: then it decodes fewer bytes than text of
+// that length without them holds, so a length that differs is left to
+// the SDK, with every other text the decoder refuses, and text that is
+// not the data's own encoding (jsonscan.Canonical64), which the handler
+// would be given as it is.
+func (d *pageDecoder) decodeData(r *kinesisrec.Record, k int, raw []byte, text string, rest int) error {
+	need := base64.StdEncoding.DecodedLen(len(raw))
+	if cap(d.data)-len(d.data) < need {
+		d.data = make([]byte, 0, dataChunk(need, d.n-k+1, rest))
+	}
+	at := len(d.data)
+	m, err := base64.StdEncoding.Decode(d.data[at:cap(d.data)], raw)
+	if err != nil || len(raw)%4 != 0 || m != need-padding(raw) || !jsonscan.Canonical64(raw) {
+		return jsonscan.ErrUnhandled
+	}
+	d.data = d.data[:at+m]
+	r.Data = d.data[at : at+m : at+m]
+	r.SetWire64(text)
+	return nil
+}
+
+// padding is the number of '=' that end raw, at most two.
+func padding(raw []byte) int {
+	n := 0
+	for n < 2 && n < len(raw) && raw[len(raw)-1-n] == '=' {
+		n++
+	}
+	return n
+}
+
+// arrivalTime reads an arrival time as the SDK's smithytime.ParseEpochSeconds
+// does: milliseconds, truncated; float64 multiplication rounds exactly as its
+// 53-bit big.Float does. Beyond what int64 milliseconds hold, where the two
+// would part, it is left to the SDK.
+func arrivalTime(s *jsonscan.Scanner) (time.Time, error) {
+	f, err := s.Float()
+	ms := f * 1000
+	if err != nil || !(ms > -(1<<63) && ms < 1<<63) {
+		return time.Time{}, jsonscan.ErrUnhandled
+	}
+	return time.Unix(0, int64(ms)*1e6).UTC(), nil
+}
+
+// dataChunk is the size of a new data buffer when a record's need bytes do
+// not fit: room for need bytes for each of the left records (this one
+// included), as far as this record and the rest of the body (rest bytes)
+// can hold them, which was the old size. A buffer is left only for a record
+// that does not fit it, so what buffers leave unused is less than what the
+// records that begin the next ones hold.
+func dataChunk(need, left, rest int) int {
+	return min(need*max(left, 1), need+base64.StdEncoding.DecodedLen(rest))
+}

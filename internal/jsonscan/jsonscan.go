@@ -9,10 +9,11 @@ package jsonscan
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"math/bits"
 	"strconv"
+	"strings"
 	"unsafe"
 )
 
@@ -21,6 +22,9 @@ import (
 var ErrUnhandled = errors.New("json answer: left to the SDK's decoder")
 
 // Scanner reads one JSON document. Every method skips leading white space.
+// The methods read the body and their position into locals and store the
+// position once: they are called a dozen times for every record of a page,
+// and going through the pointer for every byte was a third of the work.
 type Scanner struct {
 	b    []byte
 	text string // b as a string
@@ -39,24 +43,30 @@ func (s *Scanner) Rest() []byte { return s.b[s.i:] }
 
 // End reports whether only white space is left.
 func (s *Scanner) End() bool {
-	s.ws()
+	s.i = skipWS(s.b, s.i)
 	return s.i == len(s.b)
 }
 
-func (s *Scanner) ws() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
+// skipWS is the index of the first byte at or after i that is not white
+// space.
+func skipWS(b []byte, i int) int {
+	// AWS answers hold no white space between tokens: one test passes.
+	if i < len(b) && b[i] > ' ' {
+		return i
+	}
+	for ; i < len(b); i++ {
+		switch b[i] {
 		case ' ', '\t', '\n', '\r':
-			s.i++
 		default:
-			return
+			return i
 		}
 	}
+	return i
 }
 
 // Peek returns the next byte that is not white space, or 0 at the end.
 func (s *Scanner) Peek() byte {
-	s.ws()
+	s.i = skipWS(s.b, s.i)
 	if s.i < len(s.b) {
 		return s.b[s.i]
 	}
@@ -65,8 +75,10 @@ func (s *Scanner) Peek() byte {
 
 // Null consumes a null if one comes next.
 func (s *Scanner) Null() bool {
-	if s.Peek() == 'n' && bytes.HasPrefix(s.b[s.i:], []byte("null")) {
-		s.i += 4
+	b := s.b
+	i := skipWS(b, s.i)
+	if i+4 <= len(b) && string(b[i:i+4]) == "null" {
+		s.i = i + 4
 		return true
 	}
 	return false
@@ -75,112 +87,393 @@ func (s *Scanner) Null() bool {
 // Object calls member for each key, positioned at its value. Keys that
 // hold escapes are left to the SDK.
 func (s *Scanner) Object(member func(key []byte) error) error {
-	if s.Peek() != '{' {
-		return ErrUnhandled
+	if err := s.ObjectStart(); err != nil {
+		return err
 	}
-	s.i++
-	if s.Peek() == '}' {
-		s.i++
-		return nil
-	}
-	for {
-		key, esc, err := s.RawString()
-		if err != nil || esc {
-			return ErrUnhandled
+	for first := true; ; first = false {
+		key, more, err := s.NextKey(first)
+		if err != nil || !more {
+			return err
 		}
-		if s.Peek() != ':' {
-			return ErrUnhandled
-		}
-		s.i++
 		if err := member(key); err != nil {
 			return err
 		}
-		switch s.Peek() {
-		case ',':
-			s.i++
-		case '}':
-			s.i++
-			return nil
-		default:
-			return ErrUnhandled
+	}
+}
+
+// ObjectStart consumes the brace that opens an object, whose members
+// NextKey then reads: the hot loops read them so, without a call through
+// a closure for every member.
+func (s *Scanner) ObjectStart() error {
+	i := skipWS(s.b, s.i)
+	if i >= len(s.b) || s.b[i] != '{' {
+		return ErrUnhandled
+	}
+	s.i = i + 1
+	return nil
+}
+
+// NextKey reads the key of the next member of an object begun with
+// ObjectStart, and the colon after it, leaving the scanner at the value;
+// first says that no member has been read yet. At the closing brace it
+// consumes it and returns more false. Keys that hold escapes are left to
+// the SDK.
+func (s *Scanner) NextKey(first bool) (key []byte, more bool, err error) {
+	b := s.b
+	i := skipWS(b, s.i)
+	if i >= len(b) {
+		return nil, false, ErrUnhandled
+	}
+	switch c := b[i]; {
+	case c == '}':
+		s.i = i + 1
+		return nil, false, nil
+	case first:
+	case c == ',':
+		i = skipWS(b, i+1)
+	default:
+		return nil, false, ErrUnhandled
+	}
+	if i >= len(b) || b[i] != '"' {
+		return nil, false, ErrUnhandled
+	}
+	end, esc, ok := stringEnd(b, i+1)
+	if !ok || esc {
+		return nil, false, ErrUnhandled
+	}
+	key = b[i+1 : end]
+	i = skipWS(b, end+1)
+	if i >= len(b) || b[i] != ':' {
+		return nil, false, ErrUnhandled
+	}
+	s.i = i + 1
+	return key, true, nil
+}
+
+// Keys is a set of member names with distinct first bytes, for NextKeyOf.
+type Keys struct {
+	names []string
+	// follow[c] is 1 + the index of the name that begins with c, whose
+	// form as an answer writes it, `name":`, is tails[index].
+	follow [256]uint8
+	tails  []string
+}
+
+// NewKeys prepares names, which must begin with distinct bytes and need
+// no escapes.
+func NewKeys(names ...string) *Keys {
+	k := &Keys{names: names}
+	for i, n := range names {
+		if n == "" || k.follow[n[0]] != 0 || i >= 255 || strings.ContainsFunc(n, func(r rune) bool { return r < 0x20 || r == '"' || r == '\\' }) {
+			panic("jsonscan.NewKeys: names must be non-empty, at most 255, need no escapes, and begin with distinct bytes")
+		}
+		k.follow[n[0]] = uint8(i + 1)
+		k.tails = append(k.tails, n+`":`)
+	}
+	return k
+}
+
+// NextKeyOf is NextKey for an object whose members are mostly among keys:
+// it returns the index in keys of the key read instead of the key, -1 for
+// any other key. A key written as answers write it (a quote, the name, a quote and
+// the colon) is matched by one comparison, without scanning it for its end:
+// most of the work of reading a record's five keys.
+func (s *Scanner) NextKeyOf(first bool, keys *Keys) (idx int, more bool, err error) {
+	b := s.b
+	i := skipWS(b, s.i)
+	if i >= len(b) {
+		return -1, false, ErrUnhandled
+	}
+	switch c := b[i]; {
+	case c == '}':
+		s.i = i + 1
+		return -1, false, nil
+	case first:
+	case c == ',':
+		i = skipWS(b, i+1)
+	default:
+		return -1, false, ErrUnhandled
+	}
+	if i+1 >= len(b) || b[i] != '"' {
+		return -1, false, ErrUnhandled
+	}
+	if k := int(keys.follow[b[i+1]]) - 1; k >= 0 {
+		if t := keys.tails[k]; len(b)-(i+1) >= len(t) && string(b[i+1:i+1+len(t)]) == t {
+			s.i = i + 1 + len(t)
+			return k, true, nil
 		}
 	}
+	end, esc, ok := stringEnd(b, i+1)
+	if !ok || esc {
+		return -1, false, ErrUnhandled
+	}
+	key := b[i+1 : end]
+	i = skipWS(b, end+1)
+	if i >= len(b) || b[i] != ':' {
+		return -1, false, ErrUnhandled
+	}
+	s.i = i + 1
+	for k, n := range keys.names {
+		if string(key) == n {
+			return k, true, nil
+		}
+	}
+	return -1, true, nil
 }
 
 // Array calls elem for each element, positioned at it.
 func (s *Scanner) Array(elem func() error) error {
-	if s.Peek() != '[' {
-		return ErrUnhandled
+	if err := s.ArrayStart(); err != nil {
+		return err
 	}
-	s.i++
-	if s.Peek() == ']' {
-		s.i++
-		return nil
-	}
-	for {
-		if err := elem(); err != nil {
+	for first := true; ; first = false {
+		more, err := s.NextElem(first)
+		if err != nil || !more {
 			return err
 		}
-		switch s.Peek() {
-		case ',':
-			s.i++
-		case ']':
-			s.i++
-			return nil
-		default:
-			return ErrUnhandled
+		if err := elem(); err != nil {
+			return err
 		}
 	}
 }
 
-// Base64String returns the content of a string that may only hold base64,
-// such as record data, most of an answer's bytes: as bytes, and as a
-// substring of the body. It stops at the first quote without looking at
-// what comes before: an escape or a control character is no base64, so the
-// caller's base64 decoder rejects the value.
+// ArrayStart consumes the bracket that opens an array, whose elements
+// NextElem then steps to.
+func (s *Scanner) ArrayStart() error {
+	i := skipWS(s.b, s.i)
+	if i >= len(s.b) || s.b[i] != '[' {
+		return ErrUnhandled
+	}
+	s.i = i + 1
+	return nil
+}
+
+// NextElem moves to the next element of an array begun with ArrayStart;
+// first says that none has been read yet. At the closing bracket it
+// consumes it and returns more false.
+func (s *Scanner) NextElem(first bool) (more bool, err error) {
+	b := s.b
+	i := skipWS(b, s.i)
+	if i >= len(b) {
+		return false, ErrUnhandled
+	}
+	switch c := b[i]; {
+	case c == ']':
+		s.i = i + 1
+		return false, nil
+	case first:
+		s.i = i
+	case c == ',':
+		s.i = i + 1
+	default:
+		return false, ErrUnhandled
+	}
+	return true, nil
+}
+
+// Base64String returns the content of a string that holds plain padded
+// base64, such as record data, most of an answer's bytes: as bytes, and as
+// a substring of the body. Anything else (other bytes, an escape, a line
+// break, missing padding) is ErrUnhandled: a JSON string that holds such
+// text is no base64 the SDK's decoder takes, or means what only the SDK
+// may say.
 func (s *Scanner) Base64String() (raw []byte, text string, err error) {
-	if s.Peek() != '"' {
+	raw, text, _, err = s.Base64()
+	return raw, text, err
+}
+
+// Unchecked returns the content of a string up to the first quote, as
+// bytes and as a substring of the body, found with bytes.IndexByte and
+// not checked at all: only for a caller whose own check of the content
+// refuses a backslash and control characters, such as a base64 decoder
+// followed by a check of the length it decoded (runner's record data).
+func (s *Scanner) Unchecked() (raw []byte, text string, err error) {
+	b := s.b
+	q := skipWS(b, s.i)
+	if q >= len(b) || b[q] != '"' {
 		return nil, "", ErrUnhandled
 	}
-	start := s.i + 1
-	end := bytes.IndexByte(s.b[start:], '"')
-	if end < 0 {
+	n := bytes.IndexByte(b[q+1:], '"')
+	if n < 0 {
 		return nil, "", ErrUnhandled
 	}
-	s.i = start + end + 1
-	return s.b[start : start+end], s.text[start : start+end], nil
+	s.i = q + 1 + n + 1
+	return b[q+1 : q+1+n], s.text[q+1 : q+1+n], nil
+}
+
+// Base64 is Base64String that also returns the length of the data the
+// text encodes. It checks the alphabet and finds the closing quote in one
+// pass of eight bytes a step, so that record data is read once.
+func (s *Scanner) Base64() (raw []byte, text string, n int, err error) {
+	b := s.b
+	q := skipWS(b, s.i)
+	if q >= len(b) || b[q] != '"' {
+		return nil, "", 0, ErrUnhandled
+	}
+	start := q + 1
+	j := start
+	for ; j+8 <= len(b); j += 8 {
+		if m := base64Stops(load8(b, j)); m != 0 {
+			j += bits.TrailingZeros64(m) >> 3
+			goto stop
+		}
+	}
+	for j < len(b) && base64Alphabet[b[j]] {
+		j++
+	}
+stop:
+	// j is at the first byte out of the alphabet: up to two '=' of
+	// padding, then the closing quote, after a multiple of four bytes.
+	end := j
+	for j < len(b) && b[j] == '=' && j-end < 2 {
+		j++
+	}
+	if j >= len(b) || b[j] != '"' || (j-start)%4 != 0 || !Canonical64(b[start:j]) {
+		return nil, "", 0, ErrUnhandled
+	}
+	s.i = j + 1
+	return b[start:j], s.text[start:j], (j-start)/4*3 - (j - end), nil
+}
+
+// Canonical64 reports whether padded base64 text, such as Base64 reads,
+// is the one text that encodes its data: before padding, the bits that
+// encode nothing are zero ("AB==" decodes as "AA==" does). base64's
+// decoder takes either; the text is passed on as it is, so only the
+// canonical one is the text the SDK's decoded data would be encoded to.
+func Canonical64(b []byte) bool {
+	if len(b) < 4 || b[len(b)-1] != '=' {
+		return true
+	}
+	unused := byte(0x3) // one '=': two bits
+	c := b[len(b)-2]
+	if c == '=' {
+		unused, c = 0xf, b[len(b)-3] // two: four bits
+	}
+	var v byte
+	switch {
+	case 'A' <= c && c <= 'Z':
+		v = c - 'A'
+	case 'a' <= c && c <= 'z':
+		v = c - 'a' + 26
+	case '0' <= c && c <= '9':
+		v = c - '0' + 52
+	case c == '+':
+		v = 62
+	default:
+		v = 63
+	}
+	return v&unused == 0
+}
+
+// load8 is the eight bytes from b[i] on, the first in the low bits (as
+// binary.LittleEndian reads them); the caller has checked that i+8 <=
+// len(b). Read through a pointer: a slice of b for each step costs more
+// instructions than the step's own test.
+func load8(b []byte, i int) uint64 {
+	x := *(*uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(b)), i))
+	if bigEndian {
+		x = bits.ReverseBytes64(x)
+	}
+	return x
+}
+
+// Eight bytes a step (SWAR): each test sets the top bit of a byte's lane
+// in its result. Every byte is first cut to seven bits (t), so that no sum
+// carries into the next lane, and bytes of 0x80 and above are told apart
+// by their own top bit.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+	lows  = 0x7f7f7f7f7f7f7f7f
+)
+
+// stringStops marks the bytes that end a plain run of a JSON string: a
+// quote, a backslash and control characters (below 0x20).
+func stringStops(x uint64) uint64 {
+	t := x & lows
+	quote := (t ^ '"'*ones) + lows  // top bit clear: a quote
+	slash := (t ^ '\\'*ones) + lows // top bit clear: a backslash
+	ctl := t + (0x80-0x20)*ones     // top bit clear: below 0x20
+	return ^(quote&slash&ctl | x) & highs
+}
+
+// base64Stops marks the bytes out of the standard base64 alphabet.
+func base64Stops(x uint64) uint64 {
+	t := x & lows
+	y := t | 0x20*ones                                       // upper case to lower case
+	letter := (y + (0x80-'a')*ones) &^ (y + (0x7f-'z')*ones) // 'a' <= y <= 'z'
+	digit := (t + (0x80-'/')*ones) &^ (t + (0x7f-'9')*ones)  // '/' <= t <= '9': a slash or a digit
+	plus := ^((t ^ '+'*ones) + lows)                         // t == '+'
+	return (^(letter | digit | plus) | x) & highs
+}
+
+// base64Alphabet is true for the standard base64 alphabet's bytes.
+var base64Alphabet = func() (t [256]bool) {
+	for _, c := range []byte("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/") {
+		t[c] = true
+	}
+	return t
+}()
+
+// stringEnd is the index of the quote that closes the string whose
+// content begins at i, and whether it holds escapes; ok is false when the
+// string is not valid JSON. Most strings hold neither escapes nor control
+// characters: one pass to the first byte that is a quote, a backslash or
+// a control character, and if it is the quote, the string is read.
+func stringEnd(b []byte, i int) (end int, escaped, ok bool) {
+	for ; i+8 <= len(b); i += 8 {
+		if m := stringStops(load8(b, i)); m != 0 {
+			i += bits.TrailingZeros64(m) >> 3
+			if b[i] == '"' {
+				return i, false, true
+			}
+			return escapedEnd(b, i)
+		}
+	}
+	for ; i < len(b); i++ {
+		if c := b[i]; c == '"' {
+			return i, false, true
+		} else if c == '\\' || c < 0x20 {
+			return escapedEnd(b, i)
+		}
+	}
+	return 0, false, false
+}
+
+// escapedEnd is stringEnd from a backslash or a control character on.
+func escapedEnd(b []byte, i int) (end int, escaped, ok bool) {
+	for ; i < len(b); i++ {
+		switch c := b[i]; {
+		case c == '"':
+			return i, escaped, true
+		case c == '\\':
+			escaped = true
+			n := escapeLen(b[i+1:])
+			if n == 0 {
+				return 0, false, false
+			}
+			i += n
+		case c < 0x20:
+			return 0, false, false
+		}
+	}
+	return 0, false, false
 }
 
 // RawString returns a string's bytes between the quotes, and whether it
 // holds escapes.
 func (s *Scanner) RawString() (raw []byte, escaped bool, err error) {
-	if s.Peek() != '"' {
+	b := s.b
+	i := skipWS(b, s.i)
+	if i >= len(b) || b[i] != '"' {
 		return nil, false, ErrUnhandled
 	}
-	start := s.i + 1
-	// Most strings hold neither escapes nor control characters: find the
-	// closing quote with IndexByte and check the bytes before it once.
-	if end := bytes.IndexByte(s.b[start:], '"'); end >= 0 && plain(s.b[start:start+end]) {
-		s.i = start + end + 1
-		return s.b[start : start+end], false, nil
+	end, esc, ok := stringEnd(b, i+1)
+	if !ok {
+		return nil, false, ErrUnhandled
 	}
-	for j := start; j < len(s.b); j++ {
-		switch c := s.b[j]; {
-		case c == '"':
-			s.i = j + 1
-			return s.b[start:j], escaped, nil
-		case c == '\\':
-			escaped = true
-			n := escapeLen(s.b[j+1:])
-			if n == 0 {
-				return nil, false, ErrUnhandled
-			}
-			j += n
-		case c < 0x20:
-			return nil, false, ErrUnhandled
-		}
-	}
-	return nil, false, ErrUnhandled
+	s.i = end + 1
+	return b[i+1 : end], esc, nil
 }
 
 // escapeLen is the length of a valid escape after its backslash (1, or 5
@@ -206,41 +499,24 @@ func escapeLen(b []byte) int {
 	return 0
 }
 
-// plain reports whether b holds neither a backslash nor a control
-// character, so that it is a JSON string's content as it is.
-func plain(b []byte) bool {
-	// Eight bytes a step (SWAR): a byte below 0x20, or a backslash, sets
-	// its top bit in the test; bytes of 0x80 and above never do.
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	for len(b) >= 8 {
-		x := binary.LittleEndian.Uint64(b)
-		y := x ^ ('\\' * ones) // a backslash becomes zero
-		if ((x-0x20*ones)|(y-ones))&^x&highs != 0 {
-			return false
-		}
-		b = b[8:]
-	}
-	for _, c := range b {
-		if c < 0x20 || c == '\\' {
-			return false
-		}
-	}
-	return true
-}
-
 // String returns a string value: a substring of the body, or decoded by
 // encoding/json when it holds escapes.
 func (s *Scanner) String() (string, error) {
-	raw, esc, err := s.RawString()
-	if err != nil {
-		return "", err
+	b := s.b
+	i := skipWS(b, s.i)
+	if i >= len(b) || b[i] != '"' {
+		return "", ErrUnhandled
 	}
-	from := s.i - 1 - len(raw)
+	end, esc, ok := stringEnd(b, i+1)
+	if !ok {
+		return "", ErrUnhandled
+	}
+	s.i = end + 1
 	if !esc {
-		return s.text[from : s.i-1], nil
+		return s.text[i+1 : end], nil
 	}
 	var v string
-	if err := json.Unmarshal(s.b[from-1:s.i], &v); err != nil {
+	if err := json.Unmarshal(b[i:end+1], &v); err != nil {
 		return "", ErrUnhandled
 	}
 	return v, nil
@@ -249,8 +525,9 @@ func (s *Scanner) String() (string, error) {
 // Number returns the bytes of a number, or nil when what comes next is
 // not a JSON number (01, .5, +1 and 1e are not).
 func (s *Scanner) Number() []byte {
-	s.ws()
-	b, i := s.b, s.i
+	b := s.b
+	start := skipWS(b, s.i)
+	i := start
 	if i < len(b) && b[i] == '-' {
 		i++
 	}
@@ -278,7 +555,6 @@ func (s *Scanner) Number() []byte {
 		}
 		i = j
 	}
-	start := s.i
 	s.i = i
 	return b[start:i]
 }
@@ -300,55 +576,79 @@ func (s *Scanner) Int() (int64, error) {
 	return n, nil
 }
 
-// Float reads a number as a float64.
+// Float reads a number as a float64. A number of at most 15 digits (an
+// arrival time: 1764430000.123, or 1.764430000123E9 as AWS writes it) is
+// an integer m that float64 holds exactly times 10^p, and when 10^p is
+// exact too (|p| <= 22), m * 10^p or m / 10^-p is one correctly rounded
+// operation on two exact values: exactly what strconv.ParseFloat returns
+// (its own fast path), without reading the text twice. Any other number
+// is left to ParseFloat.
 func (s *Scanner) Float() (float64, error) {
-	n := s.Number()
-	if f, ok := exactDecimal(n); ok {
+	b := s.b
+	start := skipWS(b, s.i)
+	i := start
+	neg := i < len(b) && b[i] == '-'
+	if neg {
+		i++
+	}
+	var m uint64 // overflows beyond 19 digits, and is then not used
+	from := i
+	for ; i < len(b) && b[i]-'0' < 10; i++ {
+		m = m*10 + uint64(b[i]-'0')
+	}
+	digits := i - from
+	if digits == 0 || b[from] == '0' && digits > 1 {
+		return 0, ErrUnhandled // not a number, or a leading zero
+	}
+	k := 0 // digits after the point
+	if i < len(b) && b[i] == '.' {
+		i++
+		from = i
+		for ; i < len(b) && b[i]-'0' < 10; i++ {
+			m = m*10 + uint64(b[i]-'0')
+		}
+		if k = i - from; k == 0 {
+			return 0, ErrUnhandled
+		}
+	}
+	e := 0
+	if i < len(b) && b[i]|0x20 == 'e' {
+		i++
+		eneg := i < len(b) && b[i] == '-'
+		if i < len(b) && (b[i] == '+' || eneg) {
+			i++
+		}
+		from = i
+		for ; i < len(b) && b[i]-'0' < 10; i++ {
+			if e < 1e6 { // far beyond float64, and far from overflowing
+				e = e*10 + int(b[i]-'0')
+			}
+		}
+		if i == from {
+			return 0, ErrUnhandled
+		}
+		if eneg {
+			e = -e
+		}
+	}
+	s.i = i
+	if p := e - k; digits+k <= 15 && -22 <= p && p <= 22 {
+		f := float64(m)
+		if p < 0 {
+			f /= exactPow10[-p]
+		} else {
+			f *= exactPow10[p]
+		}
+		if neg {
+			f = -f
+		}
 		return f, nil
 	}
-	f, err := strconv.ParseFloat(string(n), 64)
+	f, err := strconv.ParseFloat(string(b[start:i]), 64)
 	if err != nil {
 		return 0, ErrUnhandled
 	}
 	return f, nil
-}
-
-// exactDecimal reads a number written as digits with an optional fraction
-// (an arrival time: 1764430000.123) when its digits, at most 15, make an
-// integer m that float64 holds exactly and its fraction has k digits: then
-// m / 10^k is one correctly rounded division of two exact values, which is
-// exactly what strconv.ParseFloat returns (its own fast path, without
-// reading the text twice). Anything else (an exponent, more digits) is
-// left to ParseFloat.
-func exactDecimal(b []byte) (float64, bool) {
-	neg := len(b) > 0 && b[0] == '-'
-	if neg {
-		b = b[1:]
-	}
-	var m uint64
-	digits, k := 0, -1
-	for i, c := range b {
-		switch {
-		case '0' <= c && c <= '9':
-			m = m*10 + uint64(c-'0')
-			digits++
-		case c == '.' && k < 0:
-			k = len(b) - i - 1
-		default:
-			return 0, false
-		}
-	}
-	if digits == 0 || digits > 15 {
-		return 0, false
-	}
-	f := float64(m)
-	if k > 0 {
-		f /= exactPow10[k] // k <= 15 < len(exactPow10)
-	}
-	if neg {
-		f = -f
-	}
-	return f, true
 }
 
 // exactPow10 are the powers of ten float64 holds exactly.

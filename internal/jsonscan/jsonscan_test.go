@@ -2,13 +2,16 @@ package jsonscan
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"unicode/utf8"
 	"unsafe"
@@ -304,52 +307,185 @@ func FuzzScan(f *testing.F) {
 	})
 }
 
-// exactDecimal's numbers are exactly what strconv.ParseFloat reads, and it
-// leaves every other number to ParseFloat.
-func TestExactDecimalAgreesWithParseFloat(t *testing.T) {
-	cases := []string{"0", "-0", "7", "1764430000.123", "1764430000.999", "1764430000.1", "1.7644300001234E9", "0.1", "-12.5",
-		"123456789012345", "1234567890123456", "0.00000000000001", "0.000000000000001", "99999999999999.9", "1e5", ""}
+// Float reads every JSON number as strconv.ParseFloat reads it, to the
+// bit, whichever way it takes (one exact operation or ParseFloat), and
+// refuses what is no JSON number.
+func TestFloatAgreesWithParseFloat(t *testing.T) {
+	cases := []string{"0", "-0", "7", "1764430000.123", "1764430000.999", "1764430000.1", "1.7644300001234E9", "1.441215410867E9", "0.1", "-12.5",
+		"123456789012345", "1234567890123456", "0.00000000000001", "0.000000000000001", "99999999999999.9", "1e5", "1E+22", "1e23", "1e-22",
+		"1e-23", "123456789012345e22", "123456789012345e-22", "9007199254740993", "1.5e0000000000000000000003", "1e400", "-1e400", "1e-400",
+		"4.9e-324", "1.7976931348623157e308", "0e0", "-0.0e-0", "10.25E-1", "0.1e1"}
 	r := rand.New(rand.NewPCG(1, 2))
 	for range 20000 {
 		cases = append(cases, strconv.FormatFloat(float64(r.Int64N(1e15))/math.Pow10(r.IntN(16)), 'f', -1, 64),
-			fmt.Sprintf("%d.%03d", 1700000000+r.IntN(1e8), r.IntN(1000)))
+			fmt.Sprintf("%d.%03d", 1700000000+r.IntN(1e8), r.IntN(1000)),
+			fmt.Sprintf("%d.%dE%d", r.IntN(10), r.Int64N(1e15), r.IntN(50)-25),
+			strconv.FormatFloat(math.Float64frombits(r.Uint64()), "eEfg"[r.IntN(4)], -1, 64))
 	}
 	for _, c := range cases {
-		f, ok := exactDecimal([]byte(c))
-		want, err := strconv.ParseFloat(c, 64)
-		if ok && (err != nil || math.Float64bits(f) != math.Float64bits(want)) {
-			t.Fatalf("%q: exactDecimal %v, ParseFloat %v (%v)", c, f, want, err)
+		want, werr := strconv.ParseFloat(c, 64)
+		sc := New([]byte(c + " ,"))
+		f, err := sc.Float()
+		if err == nil && sc.Peek() != ',' {
+			err = ErrUnhandled // a number, then something else
+		}
+		if json.Valid([]byte(c)) && werr == nil {
+			if err != nil || math.Float64bits(f) != math.Float64bits(want) {
+				t.Fatalf("%q: Float %v (%v), ParseFloat %v", c, f, err, want)
+			}
+		} else if err == nil {
+			t.Fatalf("%q: Float %v; ParseFloat %v, JSON %v", c, f, werr, json.Valid([]byte(c)))
 		}
 	}
-	if _, ok := exactDecimal([]byte("1764430000.123")); !ok {
-		t.Fatal("an arrival time was left to ParseFloat")
+	for _, bad := range []string{"01", "-01", ".5", "+1", "1.", "1e", "1e+", "-", "--1", "0x10", "", "NaN", "Infinity"} {
+		if sc := New([]byte(bad)); func() bool { _, err := sc.Float(); return err == nil }() && sc.End() {
+			t.Errorf("%q: read as a number", bad)
+		}
 	}
 }
 
-// plain, eight bytes a step, says what a byte-by-byte look says: no byte
-// below 0x20 and no backslash.
-func TestPlainAgreesWithBytewise(t *testing.T) {
-	bytewise := func(b []byte) bool {
-		for _, c := range b {
-			if c < 0x20 || c == '\\' {
-				return false
+// stringStops and base64Stops, eight bytes a step, mark exactly the bytes
+// a byte-by-byte look marks: every byte value in every lane, beside
+// neighbours of every kind (a carry or borrow between lanes would show).
+func TestStopsAgreeWithBytewise(t *testing.T) {
+	stringStop := func(c byte) bool { return c < 0x20 || c == '"' || c == '\\' }
+	base64Stop := func(c byte) bool { return !base64Alphabet[c] }
+	check := func(x uint64) {
+		t.Helper()
+		s, b := stringStops(x), base64Stops(x)
+		for lane := range 8 {
+			c := byte(x >> (8 * lane))
+			bit := uint64(0x80) << (8 * lane)
+			if (s&bit != 0) != stringStop(c) || (b&bit != 0) != base64Stop(c) {
+				t.Fatalf("%#016x lane %d (%#02x): stringStops %#016x, base64Stops %#016x", x, lane, c, s, b)
 			}
 		}
-		return true
 	}
 	r := rand.New(rand.NewPCG(3, 4))
-	special := []byte{0, 0x1f, 0x20, '\\', 0x5b, 0x5d, 0x7f, 0x80, 0x9c, 0xdc, 0xff, 'a', '"'}
-	for range 200000 {
-		b := make([]byte, r.IntN(40))
+	for v := range 256 {
+		for lane := range 8 {
+			for _, fill := range []uint64{0, ones * 0xff, ones * 0x7f, ones * 0x80, ones * 'A', ones * '"', ones * 0x1f, r.Uint64(), r.Uint64()} {
+				check(fill&^(0xff<<(8*lane)) | uint64(v)<<(8*lane))
+			}
+		}
+	}
+	for range 1000000 {
+		check(r.Uint64())
+	}
+}
+
+// Base64 takes exactly the strings whose content base64's decoder takes
+// and a JSON string may hold as it is (no escapes, no control bytes), with
+// the length it decodes to, at every offset of the eight-byte steps.
+func TestBase64AgreesWithTheDecoder(t *testing.T) {
+	cases := []string{"", "QQ==", "QUI=", "QUJD", "aGVsbG8sIGtpbmVzaXM=", "+/+/", "QQ=", "Q===", "QQ=A", "QUJD\n", "QUJD\r\nQUJD", "QU JD",
+		`QU\/D`, "QUJD!!!!", "QUJDRA==QUJD", "84maAAAA", "====", "QUJDRA=", "QUJDRA===", "QUJD\x80", "\xc3\xa9AA", "QUJD-_==", "QUJD.,==", "QU@D", "QU[D", "QU`D", "QU{D", "QU:D", "AB==", "AAB=", "AA==", "QR==", "QUJ/", "QUI+"}
+	r := rand.New(rand.NewPCG(5, 6))
+	for n := range 80 {
+		cases = append(cases, base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{byte(n * 7)}, n)))
+		b := make([]byte, n)
 		for i := range b {
+			b[i] = byte(r.Uint32())
+		}
+		enc := []byte(base64.StdEncoding.EncodeToString(b))
+		if len(enc) > 0 {
+			if c := byte(r.IntN(128)); c != '"' { // a quote would end the string
+				enc[r.IntN(len(enc))] = c // mostly breaks it
+			}
+		}
+		cases = append(cases, string(enc))
+	}
+	for _, c := range cases {
+		for lead := range 9 {
+			body := []byte(strings.Repeat(" ", lead) + `"` + c + `",`)
+			raw, text, n, err := New(body).Base64()
+			d, derr := base64.StdEncoding.DecodeString(c)
+			jsonPlain := !strings.ContainsAny(c, "\\\"") && !strings.ContainsFunc(c, func(r rune) bool { return r < 0x20 })
+			canonical := base64.StdEncoding.EncodeToString(d) == c // "AB==" is not
+			if want := derr == nil && jsonPlain && canonical; (err == nil) != want {
+				t.Fatalf("%q: Base64 error %v; the decoder %v", c, err, derr)
+			}
+			if err == nil && (string(raw) != c || text != c || n != len(d)) {
+				t.Fatalf("%q: Base64 %q %q %d, want %d bytes", c, raw, text, n, len(d))
+			}
+		}
+	}
+}
+
+// RawString, eight bytes a step, ends a string where a byte-by-byte look
+// does, at every offset, and refuses what holds a control byte.
+func TestRawStringAgreesWithBytewise(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	special := []byte{0, 0x1f, 0x20, '\\', '"', 0x5b, 0x5d, 0x7f, 0x80, 0x9c, 0xa2, 0xdc, 0xff, 'a', 'u', 'n', '0'}
+	for range 200000 {
+		b := make([]byte, 1+r.IntN(40))
+		b[0] = '"'
+		for i := 1; i < len(b); i++ {
 			if r.IntN(4) == 0 {
 				b[i] = special[r.IntN(len(special))]
 			} else {
 				b[i] = byte(0x20 + r.IntN(0x60))
 			}
 		}
-		if plain(b) != bytewise(b) {
-			t.Fatalf("%q: plain %v", b, plain(b))
+		raw, esc, err := New(b).RawString()
+		var want []byte
+		wantEsc, ok := false, false
+	scan:
+		for j := 1; j < len(b); j++ {
+			switch c := b[j]; {
+			case c == '"':
+				want, ok = b[1:j], true
+				break scan
+			case c == '\\':
+				n := escapeLen(b[j+1:])
+				if n == 0 {
+					break scan
+				}
+				wantEsc = true
+				j += n
+			case c < 0x20:
+				break scan
+			}
+		}
+		if (err == nil) != ok || err == nil && (!bytes.Equal(raw, want) || esc != wantEsc) {
+			t.Fatalf("%q: %q %v %v, want %q %v %v", b, raw, esc, err, want, wantEsc, ok)
+		}
+	}
+}
+
+// NextKeyOf reads every object as NextKey does, with the index of each
+// key among its keys: keys written plainly or with white space, escaped,
+// unknown, sharing a first byte or a prefix with one of the keys, broken.
+func TestNextKeyOfAgreesWithNextKey(t *testing.T) {
+	names := []string{"Data", "PartitionKey", "SequenceNumber", "ApproximateArrivalTimestamp"}
+	keys := NewKeys(names...)
+	pieces := []string{`"Data"`, `"PartitionKey"`, `"SequenceNumber"`, `"ApproximateArrivalTimestamp"`, `"Dat"`, `"DataX"`, `"D"`, `"Other"`,
+		`"D\u0061ta"`, `"P"`, `"SequenceNumbe`, `""`, `"é"`, ":", ": ", " :", "1", `"v"`, "{}", ",", " , ", "}", " ", "\n", `"`, "x"}
+	r := rand.New(rand.NewPCG(9, 10))
+	for range 100000 {
+		var b strings.Builder
+		b.WriteString("{")
+		for range r.IntN(8) {
+			b.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		body := []byte(b.String())
+		s1, s2 := New(body), New(body)
+		if s1.ObjectStart() != nil || s2.ObjectStart() != nil {
+			t.Fatal("no object")
+		}
+		for first := true; ; first = false {
+			key, more, err := s1.NextKey(first)
+			idx, more2, err2 := s2.NextKeyOf(first, keys)
+			want := -1
+			if err == nil && more {
+				want = slices.Index(names, string(key))
+			}
+			if (err == nil) != (err2 == nil) || err == nil && (more != more2 || idx != want || s1.i != s2.i) {
+				t.Fatalf("%q: NextKey %q %v %v at %d; NextKeyOf %d %v %v at %d", body, key, more, err, s1.i, idx, more2, err2, s2.i)
+			}
+			if err != nil || !more || s1.Skip() != nil || s2.Skip() != nil {
+				break
+			}
 		}
 	}
 }
