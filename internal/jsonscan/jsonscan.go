@@ -104,14 +104,7 @@ func (s *Scanner) Object(member func(key []byte) error) error {
 // ObjectStart consumes the brace that opens an object, whose members
 // NextKey then reads: the hot loops read them so, without a call through
 // a closure for every member.
-func (s *Scanner) ObjectStart() error {
-	i := skipWS(s.b, s.i)
-	if i >= len(s.b) || s.b[i] != '{' {
-		return ErrUnhandled
-	}
-	s.i = i + 1
-	return nil
-}
+func (s *Scanner) ObjectStart() error { return s.open('{') }
 
 // NextKey reads the key of the next member of an object begun with
 // ObjectStart, and the colon after it, leaving the scanner at the value;
@@ -239,9 +232,12 @@ func (s *Scanner) Array(elem func() error) error {
 
 // ArrayStart consumes the bracket that opens an array, whose elements
 // NextElem then steps to.
-func (s *Scanner) ArrayStart() error {
+func (s *Scanner) ArrayStart() error { return s.open('[') }
+
+// open consumes the byte c after any white space.
+func (s *Scanner) open(c byte) error {
 	i := skipWS(s.b, s.i)
-	if i >= len(s.b) || s.b[i] != '[' {
+	if i >= len(s.b) || s.b[i] != c {
 		return ErrUnhandled
 	}
 	s.i = i + 1
