@@ -12,7 +12,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/schemas"
 	"github.com/aws/smithy-go"
@@ -108,12 +107,7 @@ func (l *leanKinesis) call(ctx context.Context, o *kinesis.Options, in *kinesis.
 	}
 	resp, err := o.HTTPClient.Do(req)
 	if err != nil {
-		// As the SDK's transport handler (smithyhttp.ClientHandler).
-		err = &smithyhttp.RequestSendError{Err: err}
-		if ctx.Err() != nil {
-			err = &smithy.CanceledError{Err: ctx.Err()}
-		}
-		return err
+		return sendError(ctx, err)
 	}
 	sresp := &smithyhttp.Response{Response: resp}
 	defer func() {
@@ -121,12 +115,7 @@ func (l *leanKinesis) call(ctx context.Context, o *kinesis.Options, in *kinesis.
 		_ = resp.Body.Close()
 	}()
 	if err := o.Protocol.DeserializeResponse(ctx, getRecordsSchema, kinesis.TypeRegistry, sresp, out); err != nil {
-		// As the SDK's ResponseErrorWrapper: the status code and request ID
-		// go with the error.
-		return &awshttp.ResponseError{
-			ResponseError: &smithyhttp.ResponseError{Response: sresp, Err: err},
-			RequestID:     resp.Header.Get("X-Amzn-Requestid"),
-		}
+		return wrapResponseError(resp, err)
 	}
 	return nil
 }
@@ -155,4 +144,13 @@ func getRecordsRequest(in *kinesis.GetRecordsInput) []byte {
 	b = append(b, `"ShardIterator":`...)
 	b = strconv.AppendQuote(b, *in.ShardIterator)
 	return append(b, '}')
+}
+
+// sendError wraps a failure to send a request (or to read its answer's
+// head) as the SDK's transport handler (smithyhttp.ClientHandler) does.
+func sendError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return &smithy.CanceledError{Err: ctx.Err()}
+	}
+	return &smithyhttp.RequestSendError{Err: err}
 }

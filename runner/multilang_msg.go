@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/kcltool/kcltool/internal/jsonscan"
 	"github.com/kcltool/kcltool/kinesisrec"
 	"github.com/kcltool/kcltool/leasecore"
 )
@@ -103,7 +104,7 @@ func (m mlProcessRecordsMsg) appendTo(b []byte) []byte {
 		} else {
 			b = base64.StdEncoding.AppendEncode(b, r.Payload())
 		}
-		if jsonPlainString(r.PartitionKey) {
+		if jsonscan.Plain(r.PartitionKey) {
 			b = append(b, `","partitionKey":"`...)
 			b = append(b, r.PartitionKey...)
 		} else {
@@ -111,7 +112,7 @@ func (m mlProcessRecordsMsg) appendTo(b []byte) []byte {
 			b = appendJSONString(b, r.PartitionKey)
 			b = b[:len(b)-1] // its closing quote; the next key writes one
 		}
-		if jsonPlainString(r.SequenceNumber) {
+		if jsonscan.Plain(r.SequenceNumber) {
 			b = append(b, `","sequenceNumber":"`...)
 			b = append(b, r.SequenceNumber...)
 			b = append(b, `","approximateArrivalTimestamp":`...)
@@ -182,47 +183,6 @@ func (a *mlArrival) append(b []byte, t time.Time) []byte {
 	}
 	b = append(b, a.digits[:a.n]...)
 	return append(b, byte('0'+frac/100), byte('0'+frac/10%10), byte('0'+frac%10))
-}
-
-// jsonPlainString reports whether s goes into a JSON string as it is:
-// ASCII from the space up, without the quote and the backslash (0x7f
-// included: appendJSONString writes it as it is too). Eight bytes at a
-// time, as bit tricks on a word: a byte-by-byte table look-up over every
-// sequence number was a fifth of the line's cost.
-func jsonPlainString(s string) bool {
-	const (
-		ones  = 0x0101010101010101
-		highs = 0x8080808080808080
-	)
-	if len(s) < 8 {
-		for i := 0; i < len(s); i++ {
-			if !jsonPlain[s[i]] && s[i] != 0x7f {
-				return false
-			}
-		}
-		return true
-	}
-	for i := 0; ; i += 8 {
-		// The last word ends at the string's end, overlapping the one
-		// before it: no byte-by-byte tail.
-		i = min(i, len(s)-8)
-		w := s[i : i+8]
-		x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
-			uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
-		// A byte's high bit marks it: a byte below 0x20, a byte equal
-		// to the quote or the backslash (v-ones & ^v finds a zero byte
-		// of v), a byte from 0x80 up. Borrows across bytes only happen
-		// above a byte already found, so no byte is marked wrongly when
-		// none is bad.
-		q, bs := x^(ones*'"'), x^(ones*'\\')
-		bad := (x-ones*0x20)&^x | (q-ones)&^q | (bs-ones)&^bs | x
-		if bad&highs != 0 {
-			return false
-		}
-		if i+8 == len(s) {
-			return true
-		}
-	}
 }
 
 // mlCheckpointReply answers a checkpoint request; errClass "" is success.

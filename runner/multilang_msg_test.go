@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kcltool/kcltool/internal/jsonscan"
 	"github.com/kcltool/kcltool/kinesisrec"
 	"github.com/kcltool/kcltool/leasecore"
 )
@@ -381,7 +382,8 @@ func TestMultiLangProcessRecordsLineAsBefore(t *testing.T) {
 	}
 }
 
-// jsonPlainString agrees with the byte-by-byte rule for every byte at
+// jsonscan.Plain, which the line's encoder relies on to copy a string
+// without appendJSONString, agrees with the byte-by-byte rule for every byte at
 // every place of a word and of the tail after the words.
 func TestJSONPlainString(t *testing.T) {
 	plain := func(c byte) bool { return c >= 0x20 && c < 0x80 && c != '"' && c != '\\' }
@@ -390,14 +392,14 @@ func TestJSONPlainString(t *testing.T) {
 			for c := range 256 {
 				b := bytes.Repeat([]byte{'7'}, n)
 				b[p] = byte(c)
-				if got := jsonPlainString(string(b)); got != plain(byte(c)) {
+				if got := jsonscan.Plain(string(b)); got != plain(byte(c)) {
 					t.Fatalf("%q: plain %v, want %v", b, got, !got)
 				}
 			}
 		}
 	}
 	for _, s := range []string{"", "shardId-000000000000", "49590338271490256608559692538361571095921575989136588898", " !#$%&'()*+,-./0123456789:;<=>?@[]^_`{|}~\x7f"} {
-		if !jsonPlainString(s) {
+		if !jsonscan.Plain(s) {
 			t.Errorf("%q: not plain", s)
 		}
 	}

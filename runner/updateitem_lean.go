@@ -345,12 +345,8 @@ func (l *leanDynamoDB) send(ctx context.Context, o *dynamodb.Options, req *http.
 	}
 	if err != nil {
 		// smithyhttp.ClientHandler: an empty response goes with the error.
-		err = &smithyhttp.RequestSendError{Err: err}
-		if ctx.Err() != nil {
-			err = &smithy.CanceledError{Err: ctx.Err()}
-		}
 		resp = &http.Response{Header: http.Header{}, Body: http.NoBody}
-		return nil, false, wrapResponseError(resp, err)
+		return nil, false, wrapResponseError(resp, sendError(ctx, err))
 	}
 	answered := time.Now()
 	sresp := &smithyhttp.Response{Response: resp}
@@ -384,7 +380,8 @@ func (l *leanDynamoDB) send(ctx context.Context, o *dynamodb.Options, req *http.
 	return out, false, nil
 }
 
-// wrapResponseError wraps err as the SDK's ResponseErrorWrapper does.
+// wrapResponseError wraps err as the SDK's ResponseErrorWrapper does: the
+// status code and request ID go with the error.
 func wrapResponseError(resp *http.Response, err error) error {
 	return &awshttp.ResponseError{
 		ResponseError: &smithyhttp.ResponseError{Response: &smithyhttp.Response{Response: resp}, Err: err},

@@ -393,6 +393,26 @@ func stringStops(x uint64) uint64 {
 	return ^(quote&slash&ctl | x) & highs
 }
 
+// Plain reports whether s goes into a JSON string as it is, with nothing
+// to escape: ASCII from the space up (0x7f included), without the quote
+// and the backslash. Eight bytes a step: the encoders ask it of every
+// sequence number and partition key they write.
+func Plain(s string) bool {
+	b := unsafe.Slice(unsafe.StringData(s), len(s))
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		if x := load8(b, i); stringStops(x)|x&highs != 0 {
+			return false
+		}
+	}
+	for ; i < len(b); i++ {
+		if c := b[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
 // base64Stops marks the bytes out of the standard base64 alphabet.
 func base64Stops(x uint64) uint64 {
 	t := x & lows
