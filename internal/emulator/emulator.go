@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -165,6 +166,24 @@ func launch(name string) (*server, error) {
 		return nil, err
 	}
 	defer unlock()
+	// A port freePort gave can still be taken before node binds it, as the
+	// local end of any outgoing connection on the machine (the lock only
+	// keeps other emulators off it): node then fails with EADDRINUSE, and
+	// another pair of ports is tried.
+	for attempt := 1; ; attempt++ {
+		s, err := launchOnce(root, name)
+		if err == nil || attempt == 3 || !errors.Is(err, errPortTaken) {
+			return s, err
+		}
+	}
+}
+
+// errPortTaken is a server that could not bind a port freePort gave.
+var errPortTaken = errors.New("a port it was given was taken meanwhile")
+
+// launchOnce starts name on ports freePort gives, and waits until it
+// listens on every one of them.
+func launchOnce(root, name string) (*server, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -207,7 +226,10 @@ func launch(name string) (*server, error) {
 		if err := waitPort(p, 30*time.Second); err != nil {
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
-			return nil, fmt.Errorf("emulator: %s did not start: %v\n%s", name, err, log.String())
+			if strings.Contains(log.String(), "EADDRINUSE") {
+				err = fmt.Errorf("%w: %v", errPortTaken, err)
+			}
+			return nil, fmt.Errorf("emulator: %s did not start: %w\n%s", name, err, log.String())
 		}
 	}
 	s := &server{name: name, endpoint: "http://127.0.0.1:" + strconv.Itoa(port), cmd: cmd, log: log, exited: make(chan struct{})}
