@@ -57,3 +57,29 @@ func TestRenewalsSurviveThrottling(t *testing.T) {
 	t.Logf("throttled %d of %d calls; a: %d renewals, %d retries, %d failed rounds; b: %d renewals, %d retries, %d failed rounds",
 		throttled, proxy.Total()-requestsBefore, sa.Renewals, sa.Retries, sa.RenewFailures, sb.Renewals, sb.Retries, sb.RenewFailures)
 }
+
+// TestRenewalRetryWaitFollowsTimeLeft pins the rule that keeps a throttled
+// table's units for the leases nearest expiry (renewRetryWait): a retry
+// waits a sixteenth to an eighth of the time its lease has left, so a lease
+// renewed a moment ago retries least often. The earlier rule, the usual
+// backoff capped at an eighth of the time left, let a fresh lease retry
+// within about 100 ms of its first throttle, and fails here.
+func TestRenewalRetryWaitFollowsTimeLeft(t *testing.T) {
+	c := &Coordinator{cfg: Config{FailoverTime: 10 * time.Second}.WithDefaults()}
+	now := time.Unix(1_800_000_000, 0)
+	for _, left := range []time.Duration{9 * time.Second, 6 * time.Second, time.Second, 80 * time.Millisecond} {
+		hl := &heldLease{renewedAt: now.Add(left - 10*time.Second)}
+		lo, hi := left/16, left/8
+		for range 500 {
+			if w := c.renewRetryWait(hl, now); w < lo || w > hi {
+				t.Fatalf("with %s left a renewal retry waits %s, want between %s and %s", left, w, lo, hi)
+			}
+		}
+	}
+	// At or past the deadline the renewer drops the lease rather than
+	// retrying; the wait only has to stay positive.
+	hl := &heldLease{renewedAt: now.Add(-11 * time.Second)}
+	if w := c.renewRetryWait(hl, now); w <= 0 || w > time.Millisecond {
+		t.Fatalf("past the deadline a retry waits %s, want (0, 1ms]", w)
+	}
+}

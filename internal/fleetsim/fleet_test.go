@@ -80,10 +80,16 @@ func TestFleetGoalsWithShardSync(t *testing.T) {
 // same table, loses leases (logged for comparison). At 65 units the other
 // writes leave the renewals about 25 a second if they took only what is
 // left: enough only because a lease needs one renewal per failover time,
-// not three, and the renewer gives the oldest leases the first tries.
+// not three, and the renewer gives the oldest leases the first tries. 45
+// units is below the renewals' nominal need; it stays because it is where
+// a renewer that lets fresh leases retry as often as those near expiry
+// loses leases (about half the runs did), while the renewer that spaces
+// retries by the time left lost none in 65 runs. Runs differ only in
+// goroutine order, and the renewer lost nothing at any of these points in
+// dozens of runs each: a loss here is worth a look, not a rerun.
 func TestFleetUnderProvisionedLimit(t *testing.T) {
 	p := Point{200, 4}
-	for _, wcu := range []float64{55, 65, 75, 85} {
+	for _, wcu := range []float64{45, 55, 65, 75, 85} {
 		t.Run(fmt.Sprintf("%.0fWCU", wcu), func(t *testing.T) {
 			lim := Limits{ReadCapacity: 0.5, WriteCapacity: wcu, OtherWrites: 40}
 			run := func(e Engine) ThrottleResult {
