@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/kcltool/kcltool/internal/jsonscan"
 	"github.com/kcltool/kcltool/kinesisrec"
 )
 
@@ -164,26 +165,13 @@ func (enc *recordEncoder) appendRecordJSON(b []byte, r *kinesisrec.Record) []byt
 
 const hexDigits = "0123456789abcdef"
 
-// jsonPlain marks the bytes a JSON string holds as they are: printable
-// ASCII other than the quote and the backslash.
-var jsonPlain = func() (t [256]bool) {
-	for c := 0x20; c < 0x7f; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
-
 // appendJSONString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD,
 // as encoding/json does, so the output is always valid JSON.
 func appendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
 	// Sequence numbers, shard ids and most partition keys are plain: one
-	// table lookup a byte, then one copy.
-	plain := 0
-	for plain < len(s) && jsonPlain[s[plain]] {
-		plain++
-	}
-	if plain == len(s) {
+	// check eight bytes a step, then one copy.
+	if jsonscan.Plain(s) {
 		b = append(b, s...)
 		return append(b, '"')
 	}
