@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sort"
 	"strings"
 	"time"
 
@@ -23,12 +22,14 @@ import (
 type mlProcessor struct {
 	r     *shardRun
 	child *mlChild
-	// cur is the lease's checkpoint as this holding knows it.
+	// cur is the lease's checkpoint as this holding knows it (the KCL
+	// checkpointer's lastCheckpointValue).
 	cur leasecore.SequenceNumber
-	// delivered are the positions handed to the child and not yet
-	// checkpointed, in order; last is the newest position handed over.
-	delivered []leasecore.SequenceNumber
-	last      *leasecore.SequenceNumber
+	// last is the newest position handed to the child, nil before the
+	// first record: the largest a checkpoint may name (the KCL's
+	// largestPermittedCheckpointValue). A page's records are in order, so
+	// its last record is its largest.
+	last *leasecore.SequenceNumber
 	// lost: leaseLost was sent; no checkpoint is accepted after it.
 	lost bool
 	// dead is why the child is gone, once it is.
@@ -68,13 +69,8 @@ func (p *mlProcessor) ProcessRecords(ctx context.Context, _ <-chan struct{}, b B
 	if p.dead != nil {
 		return ProcessStats{}, fmt.Errorf("%w: %v", errChildGone, p.dead)
 	}
-	for i := range b.Records {
-		r := &b.Records[i] // not a copy of each record: they are large
-		p.delivered = append(p.delivered, leasecore.SequenceNumber{SequenceNumber: r.SequenceNumber, SubSequenceNumber: r.SubSequenceNumber})
-	}
-	if n := len(p.delivered); n > 0 {
-		last := p.delivered[n-1]
-		p.last = &last
+	if n := len(b.Records); n > 0 {
+		p.last = &leasecore.SequenceNumber{SequenceNumber: b.Records[n-1].SequenceNumber, SubSequenceNumber: b.Records[n-1].SubSequenceNumber}
 	}
 	start := time.Now()
 	// A graceful stop lets the batch finish, as the MLD does: the reading
@@ -302,6 +298,13 @@ func (p *mlProcessor) checkpoint(ctx context.Context, req mlCheckpointReq, cp Ch
 			p.r.log.Warn("refused the MultiLang child's checkpoint", "sequenceNumber", at.SequenceNumber, "subSequenceNumber", at.SubSequenceNumber, "why", why)
 			return "IllegalArgumentException", false
 		}
+		if atShardEnd && leasecore.Compare(at, p.largest()) == 0 {
+			// The shard's last position, named: SHARD_END, as the KCL's
+			// checkpointer writes it (sequenceNumberAtShardEnd). Written
+			// even when that position is the checkpoint already, where the
+			// KCL writes nothing and so never finishes the shard.
+			at = leasecore.SequenceNumber{SequenceNumber: leasecore.SHARD_END}
+		}
 	}
 	if leasecore.Compare(at, p.cur) == 0 && !at.IsShardEnd() {
 		return "", false
@@ -314,30 +317,36 @@ func (p *mlProcessor) checkpoint(ctx context.Context, req mlCheckpointReq, cp Ch
 		return "KinesisClientLibDependencyException", false
 	}
 	p.cur = at
-	i := sort.Search(len(p.delivered), func(i int) bool { return leasecore.Compare(p.delivered[i], at) > 0 })
-	// Moved down rather than resliced, so that the next pages' positions
-	// reuse the array (usually nothing is left to move).
-	n := copy(p.delivered, p.delivered[i:])
-	clear(p.delivered[n:]) // their strings hold old answers' memory
-	p.delivered = p.delivered[:n]
 	return "", true
 }
 
-// invalid says why a checkpoint the child named is refused, or "".
+// largest is the largest position a checkpoint may name: the newest
+// handed to the child, or before any the lease's checkpoint.
+func (p *mlProcessor) largest() leasecore.SequenceNumber {
+	if p.last != nil {
+		return *p.last
+	}
+	return p.cur
+}
+
+// invalid says why a checkpoint the child named is refused, or "". As the
+// KCL's checkpointer, any position from the lease's checkpoint to the
+// newest delivered is accepted, whether or not a record has it. At the
+// shard end the KCL accepts any sequence number above the checkpoint (its
+// upper bound is then SHARD_END); kcltool still refuses one past the
+// shard's last record, which no reading could start after.
 func (p *mlProcessor) invalid(at leasecore.SequenceNumber, atShardEnd bool) string {
 	switch {
 	case at.IsShardEnd() && atShardEnd:
 		return ""
 	case !leasecore.ValidCheckpoint(at.SequenceNumber) || leasecore.IsSentinel(at.SequenceNumber):
 		return "not a sequence number"
+	case at.SubSequenceNumber < 0:
+		return "a negative sub-sequence number"
 	case leasecore.Compare(at, p.cur) < 0:
 		return "before the lease's checkpoint " + p.cur.SequenceNumber
-	case leasecore.Compare(at, p.cur) == 0:
-		return ""
-	}
-	i := sort.Search(len(p.delivered), func(i int) bool { return leasecore.Compare(p.delivered[i], at) >= 0 })
-	if i == len(p.delivered) || leasecore.Compare(p.delivered[i], at) != 0 {
-		return "never delivered to the child"
+	case leasecore.Compare(at, p.largest()) > 0:
+		return "past the last record delivered to the child, " + p.largest().SequenceNumber
 	}
 	return ""
 }

@@ -142,16 +142,35 @@ func TestMultiLangCheckpointValidation(t *testing.T) {
 		writeFails error
 		// noCheckpointer: the exchange gives none (the MLD's null).
 		noCheckpointer bool
+		// cur replaces the lease's checkpoint 100; none: no record was
+		// delivered yet.
+		cur  *leasecore.SequenceNumber
+		none bool
 	}{
 		{name: "null: the last record delivered", req: mlCheckpointReq{}, written: &leasecore.SequenceNumber{SequenceNumber: "300", SubSequenceNumber: 1}},
 		{name: "null at the shard end: SHARD_END", req: mlCheckpointReq{}, shardEnd: true, written: &leasecore.SequenceNumber{SequenceNumber: leasecore.SHARD_END}},
 		{name: "sequence only: sub-sequence 0", req: mlCheckpointReq{seq: str("200")}, written: &leasecore.SequenceNumber{SequenceNumber: "200"}},
 		{name: "sequence and sub-sequence", req: mlCheckpointReq{seq: str("300"), sub: n(1)}, written: &leasecore.SequenceNumber{SequenceNumber: "300", SubSequenceNumber: 1}},
 		{name: "the current checkpoint again: nothing written", req: mlCheckpointReq{seq: str("100")}},
-		{name: "never delivered", req: mlCheckpointReq{seq: str("250")}, want: "IllegalArgumentException"},
+		// The KCL accepts any position from the checkpoint to the newest
+		// delivered, whether a record has it or not.
+		{name: "between two records delivered", req: mlCheckpointReq{seq: str("250")}, written: &leasecore.SequenceNumber{SequenceNumber: "250"}},
+		{name: "between the checkpoint and the first record", req: mlCheckpointReq{seq: str("100"), sub: n(4)}, written: &leasecore.SequenceNumber{SequenceNumber: "100", SubSequenceNumber: 4}},
 		{name: "after the last delivered", req: mlCheckpointReq{seq: str("400")}, want: "IllegalArgumentException"},
-		{name: "sub-sequence never delivered", req: mlCheckpointReq{seq: str("300"), sub: n(7)}, want: "IllegalArgumentException"},
+		{name: "sub-sequence past the last delivered", req: mlCheckpointReq{seq: str("300"), sub: n(7)}, want: "IllegalArgumentException"},
+		{name: "negative sub-sequence", req: mlCheckpointReq{seq: str("250"), sub: n(-1)}, want: "IllegalArgumentException"},
 		{name: "before the checkpoint", req: mlCheckpointReq{seq: str("50")}, want: "IllegalArgumentException"},
+		{name: "before the checkpoint by its sub-sequence", req: mlCheckpointReq{seq: str("100"), sub: n(0)}, cur: &leasecore.SequenceNumber{SequenceNumber: "100", SubSequenceNumber: 2}, want: "IllegalArgumentException"},
+		// At the shard end the last position delivered, named, is
+		// SHARD_END (the KCL checkpointer's sequenceNumberAtShardEnd);
+		// any other is the sequence number it names.
+		{name: "the last record named at the shard end: SHARD_END", req: mlCheckpointReq{seq: str("300"), sub: n(1)}, shardEnd: true, written: &leasecore.SequenceNumber{SequenceNumber: leasecore.SHARD_END}},
+		{name: "an earlier record named at the shard end", req: mlCheckpointReq{seq: str("300")}, shardEnd: true, written: &leasecore.SequenceNumber{SequenceNumber: "300"}},
+		{name: "past the last record at the shard end", req: mlCheckpointReq{seq: str("400")}, shardEnd: true, want: "IllegalArgumentException"},
+		{name: "SHARD_END at the shard end", req: mlCheckpointReq{seq: str("SHARD_END")}, shardEnd: true, written: &leasecore.SequenceNumber{SequenceNumber: leasecore.SHARD_END}},
+		{name: "nothing delivered, the checkpoint named at the shard end: SHARD_END", req: mlCheckpointReq{seq: str("100")}, shardEnd: true, none: true, written: &leasecore.SequenceNumber{SequenceNumber: leasecore.SHARD_END}},
+		{name: "nothing delivered: nothing past the checkpoint", req: mlCheckpointReq{seq: str("150")}, none: true, want: "IllegalArgumentException"},
+		{name: "nothing delivered, null: nothing written", req: mlCheckpointReq{}, none: true},
 		{name: "not a number", req: mlCheckpointReq{seq: str("abc")}, want: "IllegalArgumentException"},
 		{name: "a sentinel", req: mlCheckpointReq{seq: str("TRIM_HORIZON")}, want: "IllegalArgumentException"},
 		{name: "SHARD_END before the shard end", req: mlCheckpointReq{seq: str("SHARD_END")}, want: "IllegalArgumentException"},
@@ -161,9 +180,16 @@ func TestMultiLangCheckpointValidation(t *testing.T) {
 		{name: "lease table failing", req: mlCheckpointReq{}, want: "KinesisClientLibDependencyException", writeFails: errors.New("throttled")},
 	}
 	for _, c := range cases {
-		p := &mlProcessor{r: &shardRun{log: slog.New(slog.DiscardHandler)}, cur: pos("100", 0), lost: c.lost,
-			delivered: []leasecore.SequenceNumber{pos("200", 0), pos("300", 0), pos("300", 1)}}
-		p.last = &p.delivered[2]
+		// The records 200, 300 and 300/1 were delivered after the
+		// checkpoint 100.
+		p := &mlProcessor{r: &shardRun{log: slog.New(slog.DiscardHandler)}, cur: pos("100", 0), lost: c.lost}
+		if c.cur != nil {
+			p.cur = *c.cur
+		}
+		if !c.none {
+			last := pos("300", 1)
+			p.last = &last
+		}
 		var wrote *leasecore.SequenceNumber
 		cp := CheckpointFunc(func(_ context.Context, at leasecore.SequenceNumber) error {
 			if c.writeFails != nil {
