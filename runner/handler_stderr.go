@@ -1,9 +1,7 @@
 package runner
 
 import (
-	"bytes"
 	"log/slog"
-	"strconv"
 )
 
 // Bounds on the handler's stderr lines logged per run. A handler that
@@ -36,46 +34,20 @@ type stderrLines struct {
 	log       StderrLog
 	headBytes int
 	tailBytes int
-	tailed    bool   // a line has gone to the tail: the head is closed
-	partial   []byte // the line being written, at most StderrLineMax bytes
-	cut       bool   // the line being written was longer than StderrLineMax
+	tailed    bool // a line has gone to the tail: the head is closed
+	split     stderrSplitter
 }
 
 func (s *stderrLines) Write(p []byte) (int, error) {
-	n := len(p)
-	for len(p) > 0 {
-		i := bytes.IndexByte(p, '\n')
-		chunk := p
-		if i >= 0 {
-			chunk = p[:i]
-		}
-		if room := StderrLineMax - len(s.partial); room < len(chunk) {
-			s.log.DroppedBytes += int64(len(chunk) - max(room, 0))
-			chunk = chunk[:max(room, 0)]
-			s.cut = true
-		}
-		s.partial = append(s.partial, chunk...)
-		if i < 0 {
-			break
-		}
-		s.endLine()
-		p = p[i+1:]
+	if s.split.file == nil {
+		s.split.file = s.keep
 	}
-	return n, nil
+	return s.split.Write(p)
 }
 
-// endLine files the line being written. Blank lines are not logged.
-func (s *stderrLines) endLine() {
-	raw := bytes.TrimRight(s.partial, "\r")
-	if len(bytes.TrimSpace(raw)) == 0 {
-		s.partial, s.cut = s.partial[:0], false
-		return
-	}
-	line := string(raw)
-	if s.cut {
-		line += " [line cut at " + strconv.Itoa(StderrLineMax) + " bytes]"
-	}
-	s.partial, s.cut = s.partial[:0], false
+// keep files one line (stderrSplitter), counting what was cut from it.
+func (s *stderrLines) keep(line string, dropped int) {
+	s.log.DroppedBytes += int64(dropped)
 	const half, halfBytes = StderrLogLines / 2, StderrLogBytes / 2
 	if !s.tailed && len(s.log.Head) < half && s.headBytes+len(line) <= halfBytes {
 		s.log.Head = append(s.log.Head, line)
@@ -95,8 +67,8 @@ func (s *stderrLines) endLine() {
 
 // result is what was kept, the last unended line included.
 func (s *stderrLines) result() StderrLog {
-	if len(s.partial) > 0 || s.cut {
-		s.endLine()
+	if s.split.file != nil {
+		s.split.end()
 	}
 	return s.log
 }

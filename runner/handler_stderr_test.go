@@ -56,7 +56,7 @@ func TestStderrLinesBoundsBytes(t *testing.T) {
 	got := s.result()
 	total := 0
 	for _, l := range append(append([]string{}, got.Head...), got.Tail...) {
-		if !strings.HasSuffix(l, "[line cut at 2048 bytes]") {
+		if !strings.HasSuffix(l, "[line cut at 2048 bytes, 500 more dropped]") {
 			t.Fatalf("line of %d bytes not marked as cut", len(l))
 		}
 		total += len(l)

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -47,7 +46,8 @@ func startMLChild(argv []string, dir string, env []string, log *slog.Logger, rea
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir, cmd.Env = dir, env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Stderr = &stderrLogger{log: log}
+	stderr := newStderrLogger(log)
+	cmd.Stderr = stderr
 	cmd.WaitDelay = pipeGrace
 	stdinR, stdin, err := os.Pipe()
 	if err != nil {
@@ -73,6 +73,9 @@ func startMLChild(argv []string, dir string, env []string, log *slog.Logger, rea
 	go c.readLines(stdoutR)
 	go func() {
 		c.waitErr = cmd.Wait()
+		// Wait has copied all of stderr: its last line, if it had no
+		// newline, is logged now, before the child counts as exited.
+		stderr.end()
 		if ps := cmd.ProcessState; ps != nil && reaped != nil {
 			reaped(ps.UserTime() + ps.SystemTime())
 		}
@@ -254,37 +257,33 @@ func (c *mlChild) exitStatus() string {
 }
 
 // stderrLogger logs a child's stderr line by line, at info, with the
-// shard (its logger's attributes).
+// shard (its logger's attributes). Its lines are stderrSplitter's: a cut
+// one says how much was dropped, and end logs a last line without a
+// newline once the child has exited.
 type stderrLogger struct {
-	log     *slog.Logger
-	partial []byte
+	// mu: exec's copying goroutine writes, the reaper ends.
+	mu    sync.Mutex
+	split stderrSplitter
+}
+
+func newStderrLogger(log *slog.Logger) *stderrLogger {
+	s := &stderrLogger{}
+	s.split.file = func(line string, _ int) { log.Info("child stderr", "line", line) }
+	return s
 }
 
 func (s *stderrLogger) Write(p []byte) (int, error) {
-	n := len(p)
-	for len(p) > 0 {
-		i := bytes.IndexByte(p, '\n')
-		if i < 0 {
-			if room := StderrLineMax - len(s.partial); room > 0 {
-				s.partial = append(s.partial, p[:min(room, len(p))]...)
-			}
-			break
-		}
-		if room := StderrLineMax - len(s.partial); room > 0 {
-			s.partial = append(s.partial, p[:min(room, i)]...)
-		}
-		s.flush()
-		p = p[i+1:]
-	}
-	return n, nil
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.split.Write(p)
 }
 
-func (s *stderrLogger) flush() {
-	line := bytes.TrimRight(s.partial, "\r")
-	if len(bytes.TrimSpace(line)) > 0 {
-		s.log.Info("child stderr", "line", string(line))
-	}
-	s.partial = s.partial[:0]
+// end logs the last line if it had no newline; call it once the child's
+// stderr is closed (cmd.Wait has returned).
+func (s *stderrLogger) end() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.split.end()
 }
 
 var _ io.Writer = (*stderrLogger)(nil)

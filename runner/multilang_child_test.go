@@ -3,8 +3,10 @@ package runner
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 )
@@ -168,5 +170,66 @@ func TestMLChildLineBufferReusedOnlyWhenWritten(t *testing.T) {
 	}
 	if mlLines.Get() != nil {
 		t.Error("a line whose send failed gave its buffer back")
+	}
+}
+
+// A MultiLang child's stderr is logged as --exec's is split: a line over
+// StderrLineMax is logged cut, marked with the bytes dropped, and a last
+// line without a newline (as the KCL's sample processors write theirs) is
+// logged once the child has exited.
+func TestMLChildStderrCutAndUnendedLines(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+		if a.Key == slog.TimeKey {
+			return slog.Attr{}
+		}
+		return a
+	}}))
+	script := `head -c 5000 /dev/zero | tr '\0' x >&2; printf '\nfirst\n' >&2; printf 'record k1 done. ' >&2; printf 'record k2 done.' >&2`
+	c, err := startMLChild([]string{"sh", "-c", script}, "", nil, log, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-c.exited:
+	case <-time.After(10 * time.Second):
+		c.kill()
+		t.Fatal("the child did not exit")
+	}
+	want := `level=INFO msg="child stderr" line="` + strings.Repeat("x", StderrLineMax) + ` [line cut at 2048 bytes, 2952 more dropped]"
+level=INFO msg="child stderr" line=first
+level=INFO msg="child stderr" line="record k1 done. record k2 done."
+`
+	if buf.String() != want {
+		t.Fatalf("logged:\n%s\nwant:\n%s", buf.String(), want)
+	}
+}
+
+// The splitter both protocols share, written to in pieces that split
+// lines anywhere: cut lines say how much was dropped, each counted once,
+// blank lines are skipped, and end files an unended last line (cut too).
+func TestStderrSplitterPieces(t *testing.T) {
+	type filed struct {
+		line    string
+		dropped int
+	}
+	var got []filed
+	s := stderrSplitter{file: func(l string, d int) { got = append(got, filed{l, d}) }}
+	long := strings.Repeat("y", StderrLineMax+10)
+	in := "a\r\n\n   \n" + long + "\nb\n" + long
+	for len(in) > 0 {
+		n := min(len(in), 7)
+		_, _ = s.Write([]byte(in[:n]))
+		in = in[n:]
+	}
+	s.end()
+	cut := strings.Repeat("y", StderrLineMax) + " [line cut at 2048 bytes, 10 more dropped]"
+	want := []filed{{"a", 0}, {cut, 10}, {"b", 0}, {cut, 10}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("filed %v\nwant %v", got, want)
+	}
+	s.end() // nothing left
+	if len(got) != 4 {
+		t.Fatalf("end filed again: %v", got[4:])
 	}
 }
