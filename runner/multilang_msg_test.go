@@ -47,6 +47,12 @@ func TestMultiLangMessagesGolden(t *testing.T) {
 				`{"data":"aGVsbG8=","partitionKey":"k1","sequenceNumber":"4959","approximateArrivalTimestamp":1700000000123,"subSequenceNumber":0,"action":"record"},` +
 				`{"data":"//4=","partitionKey":"k2","sequenceNumber":"4960","approximateArrivalTimestamp":1700000000123,"subSequenceNumber":2,"action":"record"}` +
 				`],"millisBehindLatest":1500}`},
+		{"processRecords, a record without an arrival time", newMLProcessRecords([]kinesisrec.Record{
+			{Data: []byte("hi"), PartitionKey: "k1", SequenceNumber: "4961"},
+		}, 0),
+			`{"action":"processRecords","records":[` +
+				`{"data":"aGk=","partitionKey":"k1","sequenceNumber":"4961","approximateArrivalTimestamp":null,"subSequenceNumber":0,"action":"record"}` +
+				`],"millisBehindLatest":0}`},
 		{"processRecords, empty", newMLProcessRecords(nil, 0), `{"action":"processRecords","records":[],"millisBehindLatest":0}`},
 		{"leaseLost", mlBareMsg{Action: mlLeaseLost}, `{"action":"leaseLost"}`},
 		{"shardEnded", mlBareMsg{Action: mlShardEnded}, `{"action":"shardEnded"}`},
@@ -220,7 +226,7 @@ func TestMultiLangProcessRecordsEncoder(t *testing.T) {
 		Data                        string `json:"data"`
 		PartitionKey                string `json:"partitionKey"`
 		SequenceNumber              string `json:"sequenceNumber"`
-		ApproximateArrivalTimestamp int64  `json:"approximateArrivalTimestamp"`
+		ApproximateArrivalTimestamp *int64 `json:"approximateArrivalTimestamp"`
 		SubSequenceNumber           int64  `json:"subSequenceNumber"`
 		Action                      string `json:"action"`
 	}
@@ -243,9 +249,10 @@ func TestMultiLangProcessRecordsEncoder(t *testing.T) {
 	for _, rs := range [][]kinesisrec.Record{recs, nil} {
 		want := message{Action: "processRecords", Records: []record{}, MillisBehindLatest: 42}
 		for _, r := range rs {
-			var ms int64
+			var ms *int64 // null for none
 			if !r.ApproximateArrivalTimestamp.IsZero() {
-				ms = r.ApproximateArrivalTimestamp.UnixMilli()
+				v := r.ApproximateArrivalTimestamp.UnixMilli()
+				ms = &v
 			}
 			want.Records = append(want.Records, record{base64.StdEncoding.EncodeToString(r.Data), strings.ToValidUTF8(r.PartitionKey, "\ufffd"), r.SequenceNumber, ms, r.SubSequenceNumber, "record"})
 		}
@@ -311,11 +318,13 @@ func mlLineBefore(b []byte, m mlProcessRecordsMsg) []byte {
 		}
 		b = appendRecordHead(b, r)
 		b = append(b, `,"approximateArrivalTimestamp":`...)
-		var at int64
-		if !r.ApproximateArrivalTimestamp.IsZero() {
-			at = r.ApproximateArrivalTimestamp.UnixMilli()
+		// No arrival time is null, as the KCL writes it (it was 0 before;
+		// changed on purpose with the encoder).
+		if r.ApproximateArrivalTimestamp.IsZero() {
+			b = append(b, "null"...)
+		} else {
+			b = strconv.AppendInt(b, r.ApproximateArrivalTimestamp.UnixMilli(), 10)
 		}
-		b = strconv.AppendInt(b, at, 10)
 		b = append(b, `,"subSequenceNumber":`...)
 		b = strconv.AppendInt(b, r.SubSequenceNumber, 10)
 		b = append(b, `,"action":"record"}`...)
