@@ -41,6 +41,13 @@ var errChildGone = errors.New("the MultiLang child was stopped")
 
 func (r *shardRun) newMultiLang() *mlProcessor { return &mlProcessor{r: r} }
 
+// initAtStart: the child is started and initialized as the reading starts,
+// as the MLD starts it in the record processor's initialize when it takes
+// the lease: a shard without new records has its child too, and it gets
+// shutdownRequested at a graceful stop. One child per held lease, as the
+// MLD runs one per shard; --max-leases-for-worker bounds them.
+func (p *mlProcessor) initAtStart() bool { return true }
+
 func (p *mlProcessor) Initialize(ctx context.Context, in InitializeInput) error {
 	cfg := p.r.w.cfg
 	h := cfg.Handler

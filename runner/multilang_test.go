@@ -415,3 +415,74 @@ func TestMultiLangChildStoppedAtLeaseDeadline(t *testing.T) {
 		t.Error("the lease was lost")
 	}
 }
+
+// The child is started and initialized when the lease is taken, as the MLD
+// does in its record processor's initialize, not at the first record: the
+// shards of a stream nobody writes to have their children, and a graceful
+// stop sends each one shutdownRequested before its stdin closes.
+func TestMultiLangChildStartsWithTheLease(t *testing.T) {
+	s := newStack(t, 2)
+	cfg, su := mlConfig(t, s, "w1")
+	r := start(t, s, cfg)
+	shards := []string{"shardId-000000000000", "shardId-000000000001"}
+	eventually(t, 30*time.Second, "both shards' children initialized", func() bool {
+		ev := eventLines(t, su.events)
+		return countEvents(ev, shards[0], "initialize") == 1 && countEvents(ev, shards[1], "initialize") == 1
+	})
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	ev := eventLines(t, su.events)
+	for _, shard := range shards {
+		if countEvents(ev, shard, "processRecords") != 0 || countEvents(ev, shard, "shutdownRequested") != 1 || countEvents(ev, shard, "eof") != 1 {
+			t.Errorf("%s: want initialize, shutdownRequested, EOF and no records:\n%s", shard, strings.Join(ev, "\n"))
+		}
+	}
+}
+
+// A child that names the last record it was given, by its sequence and
+// sub-sequence numbers, at shardEnded finishes the shard: that is
+// SHARD_END, as the KCL's checkpointer writes it, even though the child
+// had checkpointed that record already. The shard is not read again.
+func TestMultiLangShardEndNamedLastRecord(t *testing.T) {
+	s := newStack(t, 1)
+	cfg, su := mlConfig(t, s, "w1", "MLCHILD_SHARDEND=named")
+	start(t, s, cfg)
+	s.put(t, func(k string) string { return k + ":0" }, keys("k", 10)...)
+	emulator.SplitShard(t, s.kin, s.stream, "shardId-000000000000", new(big.Int).Lsh(big.NewInt(1), 127))
+	s.put(t, func(k string) string { return k + ":1" }, keys("k", 10)...)
+	eventually(t, 60*time.Second, "20 records handled", func() bool { return len(readHandled(t, su.out)) >= 20 })
+	eventually(t, 20*time.Second, "parent at SHARD_END", func() bool {
+		l, ok := leases(t, s)["shardId-000000000000"]
+		return !ok || l.Checkpoint.IsShardEnd()
+	})
+	ev := eventLines(t, su.events)
+	if n := countEvents(ev, "shardId-000000000000", "shardEnded"); n != 1 {
+		t.Errorf("%d shardEnded, want 1 (the first checkpoint was SHARD_END):\n%s", n, strings.Join(ev, "\n"))
+	}
+	if n := countEvents(ev, "shardId-000000000000", "initialize"); n != 1 {
+		t.Errorf("%d children of the parent, want 1:\n%s", n, strings.Join(ev, "\n"))
+	}
+	if strings.Contains(su.logs.String(), "without checkpointing SHARD_END") {
+		t.Error("the named last record was not taken as SHARD_END")
+	}
+	checkExactlyOnceInOrder(t, readHandled(t, su.out), 10, 2)
+}
+
+// A child that logs without newlines, as AWS's sample processors do, has
+// its stderr logged: lines run together until it exits, and then the last
+// one is logged too.
+func TestMultiLangChildStderrWithoutNewlines(t *testing.T) {
+	s := newStack(t, 1)
+	cfg, su := mlConfig(t, s, "w1", "MLCHILD_STDERR=nonewline")
+	r := start(t, s, cfg)
+	s.put(t, func(k string) string { return k + ":0" }, keys("k", 3)...)
+	eventually(t, 30*time.Second, "3 records handled", func() bool { return len(readHandled(t, su.out)) >= 3 })
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	want := `msg="child stderr" test_worker=w1 worker=w1 shard=shardId-000000000000 line="mlchild: record k000 mlchild: record k001 mlchild: record k002 mlchild: shardId-000000000000 exits"`
+	if !strings.Contains(su.logs.String(), want) {
+		t.Errorf("the log lacks %s:\n%s", want, su.logs.String())
+	}
+}

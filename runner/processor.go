@@ -37,6 +37,9 @@ type RecordProcessor interface {
 	// ShutdownRequested: the worker is stopping gracefully; the processor
 	// may checkpoint through cp before the lease is released.
 	ShutdownRequested(ctx context.Context, cp Checkpointer) error
+	// initAtStart: Initialize is called as the reading starts (once the
+	// lease is held and its parents are done), not at the first batch.
+	initAtStart() bool
 }
 
 // InitializeInput is what a processor learns about its shard.
@@ -80,6 +83,10 @@ func (batchProcessor) ShardEnded(ctx context.Context, cp Checkpointer) error {
 
 func (batchProcessor) ShutdownRequested(context.Context, Checkpointer) error { return nil }
 
+// initAtStart: nothing to start, so a stolen lease's wait stays with the
+// first batch, and a shard end without one does not wait.
+func (batchProcessor) initAtStart() bool { return false }
+
 // errNoShardEndCheckpoint: the processor did not checkpoint SHARD_END at
 // the shard end, so the shard is not finished; the run reads it again, as
 // the KCL does.
@@ -93,9 +100,10 @@ func (r *shardRun) newProcessor() RecordProcessor {
 	return batchProcessor{policy: r.policy()}
 }
 
-// initProcessor calls Initialize once per processor. waitSteal applies a
-// stolen lease's wait first; the shard end of a holding that handled no
-// batch does not wait, as before the processor existed.
+// initProcessor calls Initialize once per processor: as the reading starts
+// (initAtStart), else before the first batch or the shard end. waitSteal
+// applies a stolen lease's wait first; the shard end of a holding that
+// handled no batch does not wait, as before the processor existed.
 func (r *shardRun) initProcessor(waitSteal bool) error {
 	if r.procReady {
 		return nil

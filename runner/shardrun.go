@@ -217,6 +217,12 @@ func (r *shardRun) read(start leasecore.SequenceNumber) (err error) {
 	rd := r.newReader(start, hr)
 	defer rd.Close()
 	pages := rd.Pages()
+	if r.proc.initAtStart() {
+		// While the reader reads ahead.
+		if err := r.initProcessor(true); err != nil {
+			return err
+		}
+	}
 
 	b := &batcher{size: cfg.BatchSize, window: cfg.BatchWindow, perPage: cfg.MultiLang, emptyPages: cfg.MultiLang && cfg.MultiLangEmptyPages}
 	fetching := true

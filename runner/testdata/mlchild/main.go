@@ -4,6 +4,10 @@
 // shard end, and logs every message it gets to $EVENTS. $MLCHILD_MODE makes
 // the child of shard $MLCHILD_SHARD misbehave once (a marker file in
 // $MLCHILD_MARKS remembers it did), so that its next child behaves.
+// $MLCHILD_SHARDEND=named checkpoints the last record it was given, by its
+// sequence and sub-sequence numbers, at the shard end instead of null.
+// $MLCHILD_STDERR=nonewline logs a line per record to stderr without a
+// newline, as AWS's sample processors do, and one more as it exits.
 package main
 
 import (
@@ -37,6 +41,8 @@ type record struct {
 var (
 	in    = bufio.NewScanner(os.Stdin)
 	shard string
+	// last is the last record given, for MLCHILD_SHARDEND=named.
+	last *record
 )
 
 func main() {
@@ -60,6 +66,10 @@ func main() {
 				status(m.Action)
 				continue
 			}
+			if os.Getenv("MLCHILD_SHARDEND") == "named" && last != nil {
+				checkpointAt(&last.SequenceNumber, &last.SubSequence)
+				break
+			}
 			checkpoint(nil)
 		case "shutdownRequested":
 			checkpoint(nil)
@@ -67,6 +77,9 @@ func main() {
 		status(m.Action)
 	}
 	event("eof")
+	if os.Getenv("MLCHILD_STDERR") == "nonewline" {
+		fmt.Fprintf(os.Stderr, "mlchild: %s exits", shard)
+	}
 }
 
 func processRecords(m msg) {
@@ -106,8 +119,14 @@ func processRecords(m msg) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
+	if len(recs) > 0 {
+		last = &recs[len(recs)-1]
+	}
 	var buf []byte
 	for _, r := range recs {
+		if os.Getenv("MLCHILD_STDERR") == "nonewline" {
+			fmt.Fprintf(os.Stderr, "mlchild: record %s ", r.PartitionKey)
+		}
 		r.ShardID = shard
 		b, _ := json.Marshal(r)
 		buf = append(append(buf, b...), '\n')
@@ -121,8 +140,11 @@ func processRecords(m msg) {
 
 // checkpoint asks for a checkpoint (nil: the last record delivered) and
 // reads the reply, logging an error reply as an event.
-func checkpoint(seq *string) {
-	b, _ := json.Marshal(map[string]any{"action": "checkpoint", "sequenceNumber": seq, "subSequenceNumber": nil})
+func checkpoint(seq *string) { checkpointAt(seq, nil) }
+
+// checkpointAt is checkpoint with a sub-sequence number (nil: none).
+func checkpointAt(seq *string, sub *int64) {
+	b, _ := json.Marshal(map[string]any{"action": "checkpoint", "sequenceNumber": seq, "subSequenceNumber": sub})
 	fmt.Println(string(b))
 	if !in.Scan() {
 		os.Exit(4)
