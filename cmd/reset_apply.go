@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kcltool/kcltool/internal/shellquote"
 	"github.com/kcltool/kcltool/reset"
 )
 
@@ -191,11 +192,6 @@ func safeName(s string) string {
 	}, s)
 }
 
-func shellQuote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=+@", r))
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
+// shellQuote quotes a word of a printed command for a POSIX shell; the one
+// implementation is shared with doctor's repair commands.
+var shellQuote = shellquote.Quote
