@@ -273,6 +273,8 @@ var jsonSchemas = []jsonCommand{
 			{"target", tString, "the target, in words"},
 			{"readAt", tString, "when the table was read, RFC 3339 UTC"},
 			{"warnings", tStrings, "`[]` when none"},
+			{"writes", tStrings, "the keys of the leases `--execute` is about to write (the plan's writes less any lease that changed since the plan); `[]` when none"},
+			{"undo", tStringOrNull, "the command that undoes exactly those writes: an import of the backup with `--shard` naming them (and `--prune` when some are created); null when nothing is written"},
 			{"changes", tObjects, "the plan rows, as `checkpoint reset` prints them"},
 		}, prefixed("changes[].", planRowKeys)...),
 	},
