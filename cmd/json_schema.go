@@ -292,8 +292,11 @@ var jsonSchemas = []jsonCommand{
 			{"malformed", tNumber, "malformed items, from the header"},
 			{"sizeBytes", tNumber, "the file's size"},
 			{"plan", tStringOrNull, "the `.plan.json` saved with it; null when absent"},
+			{"writes", tStrings, "the leases the command was about to write, from the plan file: what the backup is the undo of; `[]` when nothing was written, or the plan file is absent or older than this key"},
+			{"undo", tStringOrNull, "the command that restores exactly those leases, from the plan file; null when it is absent, older than this key, or nothing was written"},
 		},
-		CSV: backupCSVColumns,
+		CSV:     backupCSVColumns,
+		CSVNote: "`writes` is joined with `;`.",
 	},
 	{
 		Name:  "run --print-config",

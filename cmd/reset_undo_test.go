@@ -80,9 +80,9 @@ func TestResetUndoRestoresOnlyTheResetShards(t *testing.T) {
 	// the wait (the worker is stopped: no counter moves).
 	sh := exec.Command("sh", "-c", undo+" --sample 500ms")
 	sh.Env = append(append(os.Environ(), emulator.Env(t)...), "XDG_STATE_HOME="+t.TempDir())
-	out, err := sh.CombinedOutput()
+	shOut, err := sh.CombinedOutput()
 	if err != nil {
-		t.Fatalf("the undo failed: %v\n%s", err, out)
+		t.Fatalf("the undo failed: %v\n%s", err, shOut)
 	}
 	after := s.leases(t)
 	for shard, l := range left {
@@ -98,8 +98,8 @@ func TestResetUndoRestoresOnlyTheResetShards(t *testing.T) {
 				shard, got.Checkpoint.SequenceNumber, got.LeaseCounter, got.LeaseOwner, l.Checkpoint.SequenceNumber, l.LeaseCounter, l.LeaseOwner)
 		}
 	}
-	if !strings.Contains(string(out), "1 restore") && !strings.Contains(string(out), "applied 1,") {
-		t.Errorf("the undo's output:\n%s", out)
+	if !strings.Contains(string(shOut), "applied 1,") {
+		t.Errorf("the undo's output:\n%s", shOut)
 	}
 	if !strings.HasSuffix(undo, " --shard "+resetShard+" --execute") {
 		t.Errorf("undo %q does not name --shard %s alone", undo, resetShard)
@@ -122,6 +122,15 @@ func TestResetUndoRestoresOnlyTheResetShards(t *testing.T) {
 	}
 	if len(plan.Writes) != 1 || plan.Writes[0] != resetShard || plan.Undo != undo {
 		t.Errorf("plan file: writes %v, undo %q; want [%s] and the printed undo %q", plan.Writes, plan.Undo, resetShard, undo)
+	}
+	// backups ls says what the reset's backup is the undo of.
+	out, errOut, code := sc.kcltool("checkpoint", "backups", "ls", "--backup-dir", dir, "-o", "json")
+	rows := jsonRows(t, out)
+	if code != 0 || len(rows) != 1 {
+		t.Fatalf("backups ls: exit %d, %s\n%s", code, out, errOut)
+	}
+	if w, _ := rows[0]["writes"].([]any); len(w) != 1 || w[0] != resetShard || rows[0]["undo"] != undo {
+		t.Errorf("backups ls: writes %v, undo %v; want [%s] and %q", rows[0]["writes"], rows[0]["undo"], resetShard, undo)
 	}
 }
 
