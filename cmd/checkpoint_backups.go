@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -90,9 +91,11 @@ func newCheckpointBackupsLsCmd(f *Factory) *cobra.Command {
 		Long: `List the backups that checkpoint reset and checkpoint import --execute saved
 before their first write, oldest first: the file, the lease table, the time of
 the read, the number of leases and the size. Each is a complete export of the
-table; restore one with the command the reset printed:
+table. UNDOES names the leases the command was about to write (from its plan
+file, which also holds the undo command); restore those with the command it
+printed, which limits the import to them:
 
-  kcltool checkpoint import --app APP --file FILE [--prune] --execute
+  kcltool checkpoint import --app APP --file FILE --shard LEASES [--prune] --execute
 
 The folder is --backup-dir, by default $XDG_STATE_HOME/kcltool/backups, or
 ~/.local/state/kcltool/backups when XDG_STATE_HOME is unset. --app or --table
@@ -115,7 +118,8 @@ lists only the backups of that table. Only the header of each file is read.`,
 }
 
 // backupJSON is the documented JSON shape of one backup (docs/json.md).
-// Every key is always present; plan is null when the plan file is missing.
+// Every key is always present; plan is null when the plan file is missing;
+// writes is [] and undo null also when the plan file is older than them.
 type backupJSON struct {
 	File       string  `json:"file"`
 	Path       string  `json:"path"`
@@ -127,6 +131,11 @@ type backupJSON struct {
 	Malformed  int     `json:"malformed"`
 	SizeBytes  int64   `json:"sizeBytes"`
 	Plan       *string `json:"plan"`
+	// Writes are the leases the command was about to write, and Undo the
+	// import that restores exactly them, from the plan file: what this
+	// backup is the undo of.
+	Writes []string  `json:"writes"`
+	Undo   optString `json:"undo"`
 }
 
 const backupSuffix = ".backup.json"
@@ -182,9 +191,14 @@ func readBackups(f *Factory, dir, table string) ([]backupJSON, error) {
 		}
 		r := backupJSON{File: name, Path: path, Kind: backupKind(name), Table: s.Table,
 			ExportedAt: s.ExportedAt.UTC().Format(time.RFC3339Nano), Leases: s.Leases, NonLeases: s.NonLeases,
-			Malformed: s.Malformed, SizeBytes: size}
+			Malformed: s.Malformed, SizeBytes: size, Writes: []string{}}
 		if plan := strings.TrimSuffix(path, backupSuffix) + ".plan.json"; regularFileExists(plan) {
 			r.Plan = &plan
+			if w, undo, err := readPlanUndo(plan); err != nil {
+				fmt.Fprintf(f.IO.ErrOut, "kcltool: warning: %s: %v\n", plan, err)
+			} else {
+				r.Writes, r.Undo = orEmpty(w), optString(undo)
+			}
 		}
 		times[name] = s.ExportedAt
 		rows = append(rows, r)
@@ -213,6 +227,40 @@ func summarise(path string) (reset.ExportSummary, int64, error) {
 	return s, st.Size(), err
 }
 
+// readPlanUndo reads writes and undo from a plan file, stopping where the
+// changes begin (they come last, and may be thousands of rows). Both are
+// absent from plan files older than these keys.
+func readPlanUndo(path string) (writes []string, undo string, err error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, "", err
+	}
+	defer fh.Close()
+	dec := json.NewDecoder(fh)
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, "", errors.New("not a kcltool plan file: not a JSON object")
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, "", fmt.Errorf("not a kcltool plan file: %w", err)
+		}
+		var dst any = new(json.RawMessage)
+		switch t {
+		case "changes":
+			return writes, undo, nil
+		case "writes":
+			dst = &writes
+		case "undo":
+			dst = &undo
+		}
+		if err := dec.Decode(dst); err != nil {
+			return nil, "", fmt.Errorf("not a kcltool plan file: %v: %w", t, err)
+		}
+	}
+	return writes, undo, nil
+}
+
 // backupKind is the command that saved the backup, from its name
 // (kcltool-KIND-TABLE-TIME.backup.json).
 func backupKind(name string) string {
@@ -225,7 +273,7 @@ func regularFileExists(path string) bool {
 	return err == nil && !st.IsDir()
 }
 
-var backupCSVColumns = []string{"file", "path", "kind", "table", "exportedAt", "leases", "nonLeases", "malformed", "sizeBytes", "plan"}
+var backupCSVColumns = []string{"file", "path", "kind", "table", "exportedAt", "leases", "nonLeases", "malformed", "sizeBytes", "plan", "writes", "undo"}
 
 func renderBackups(io *IOStreams, format string, rows []backupJSON) error {
 	return newPrinter(io, format).Print(output{
@@ -239,7 +287,7 @@ func renderBackups(io *IOStreams, format string, rows []backupJSON) error {
 					plan = *r.Plan
 				}
 				out = append(out, []string{r.File, r.Path, r.Kind, r.Table, r.ExportedAt, strconv.Itoa(r.Leases), strconv.Itoa(r.NonLeases),
-					strconv.Itoa(r.Malformed), strconv.FormatInt(r.SizeBytes, 10), plan})
+					strconv.Itoa(r.Malformed), strconv.FormatInt(r.SizeBytes, 10), plan, strings.Join(r.Writes, ";"), string(r.Undo)})
 			}
 			return out
 		},
@@ -248,9 +296,9 @@ func renderBackups(io *IOStreams, format string, rows []backupJSON) error {
 }
 
 func backupsTable(p *Printer, rows []backupJSON) error {
-	header := []string{"FILE", "TABLE", "TIME", "LEASES", "SIZE"}
+	header := []string{"FILE", "TABLE", "TIME", "LEASES", "SIZE", "UNDOES"}
 	if p.Wide() {
-		header = []string{"PATH", "KIND", "TABLE", "TIME", "LEASES", "NON-LEASES", "MALFORMED", "SIZE", "PLAN"}
+		header = []string{"PATH", "KIND", "TABLE", "TIME", "LEASES", "NON-LEASES", "MALFORMED", "SIZE", "PLAN", "UNDOES"}
 	}
 	var out [][]string
 	for _, r := range rows {
@@ -258,17 +306,29 @@ func backupsTable(p *Printer, rows []backupJSON) error {
 		if t, err := time.Parse(time.RFC3339Nano, at); err == nil {
 			at = t.UTC().Format("2006-01-02T15:04:05Z")
 		}
-		row := []string{r.File, r.Table, at, strconv.Itoa(r.Leases), humanBytes(r.SizeBytes)}
+		row := []string{r.File, r.Table, at, strconv.Itoa(r.Leases), humanBytes(r.SizeBytes), undoesText(r.Writes)}
 		if p.Wide() {
 			plan := "-"
 			if r.Plan != nil {
 				plan = filepath.Base(*r.Plan)
 			}
-			row = []string{r.Path, r.Kind, r.Table, at, strconv.Itoa(r.Leases), strconv.Itoa(r.NonLeases), strconv.Itoa(r.Malformed), humanBytes(r.SizeBytes), plan}
+			row = []string{r.Path, r.Kind, r.Table, at, strconv.Itoa(r.Leases), strconv.Itoa(r.NonLeases), strconv.Itoa(r.Malformed), humanBytes(r.SizeBytes), plan, row[5]}
 		}
 		out = append(out, row)
 	}
 	return p.Table(header, out)
+}
+
+// undoesText names the leases a backup is the undo of: up to two by key,
+// more as a count; "-" for none (or a plan file that does not say).
+func undoesText(writes []string) string {
+	switch {
+	case len(writes) == 0:
+		return "-"
+	case len(writes) <= 2:
+		return strings.Join(writes, ", ")
+	}
+	return plural(len(writes), "lease")
 }
 
 // humanBytes shows a size for people: 812B, 14.2KiB, 3.0MiB.

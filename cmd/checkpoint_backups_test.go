@@ -117,10 +117,14 @@ func TestResetDefaultBackupDirAndUndoFlags(t *testing.T) {
 			t.Errorf("row %v", r)
 		}
 	}
+	// What the reset's backup is the undo of, from its plan file.
+	if w, _ := rows[0]["writes"].([]any); len(w) != 2 || w[0] != shardID(0) || w[1] != shardID(1) || rows[0]["undo"] != undo {
+		t.Errorf("reset's backup: writes %v, undo %v; want both leases and %q", rows[0]["writes"], rows[0]["undo"], undo)
+	}
 	out, _, _ = kcltoolEnv(t, env, "checkpoint", "backups", "ls", "--table", table)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 3 || !regexp.MustCompile(`^FILE +TABLE +TIME +LEASES +SIZE$`).MatchString(lines[0]) ||
-		!regexp.MustCompile(`^kcltool-reset-\S+\.backup\.json +`+regexp.QuoteMeta(table)+` +\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ +2 +\d+(\.\d)?(B|KiB)$`).MatchString(lines[1]) {
+	if len(lines) != 3 || !regexp.MustCompile(`^FILE +TABLE +TIME +LEASES +SIZE +UNDOES$`).MatchString(lines[0]) ||
+		!regexp.MustCompile(`^kcltool-reset-\S+\.backup\.json +`+regexp.QuoteMeta(table)+` +\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ +2 +\d+(\.\d)?(B|KiB) +`+shardID(0)+`, `+shardID(1)+`$`).MatchString(lines[1]) {
 		t.Errorf("backups ls table:\n%s", out)
 	}
 

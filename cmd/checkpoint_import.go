@@ -36,7 +36,10 @@ attribute back except leaseCounter, which only ever increases (the write
 sets it to the current value + 1); a missing lease is created; an equal one is
 left alone. Leases the export does not have are kept, or deleted with
 --prune (which undoes a reset that recreated parent leases); --prune never
-deletes a lease whose key the file names, usable or not. Items the export
+deletes a lease whose key the file names, usable or not. --shard limits the
+import to those leases, as the undo a reset prints does; with --prune, a
+--shard that neither the export nor the table has (a recreated lease since
+finished and deleted) is a warning rather than an error. Items the export
 recorded as non-lease (KCL 3.x) or malformed are carried as they are and
 never written.
 

@@ -69,7 +69,8 @@ refuses with exit 3 otherwise, naming the live workers; then it saves a
 backup of the whole table and the plan in --backup-dir (by default
 $XDG_STATE_HOME/kcltool/backups or ~/.local/state/kcltool/backups; see
 checkpoint backups ls), prints the import command that undoes the reset
-(with the --region, --profile and --endpoint-url given), and writes. Every
+(the backup, limited by --shard to exactly the leases it writes, with the
+--region, --profile and --endpoint-url given), and writes. Every
 write is conditional on the lease being exactly as planned: a lease that
 changed is reported and skipped (exit 3), never overwritten. A write whose
 answer was lost (a timeout, a reset connection, a 5xx, or the SDK's retry of

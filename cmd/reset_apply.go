@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/kcltool/kcltool/internal/shellquote"
 	"github.com/kcltool/kcltool/reset"
 )
 
@@ -97,9 +99,15 @@ func executePlan(cmd *cobra.Command, f *Factory, plan *reset.Plan, a *applyFlags
 		fmt.Fprintf(f.IO.ErrOut, "kcltool: checking that the application is stopped: no lease counter may move for %s...\n", a.Sample)
 	}
 	p := newProgress(f)
+	var backup string // the backup file, once saved
+	var writes []string
 	x, err := reset.Execute(ctx, ddb, plan, reset.ExecOptions{
 		Sample: a.Sample, Force: a.Force, Clock: f.Clock,
-		Backup:   func(e *reset.Export) error { return saveBackup(f, plan, e, dir, undoCommand(f, dest)) },
+		Backup: func(e *reset.Export, w []string) (err error) {
+			writes = w
+			backup, err = saveBackup(f, plan, e, dir, undoCommand(f, dest), w)
+			return err
+		},
 		Progress: p.counter("wrote", "leases"),
 	})
 	p.done()
@@ -127,6 +135,17 @@ func executePlan(cmd *cobra.Command, f *Factory, plan *reset.Plan, a *applyFlags
 	}
 	fmt.Fprintf(f.IO.ErrOut, "kcltool: applied %d%s, skipped %d (changed since the plan), failed %d, not attempted %d\n",
 		applied, confirmed, skipped, failed, x.Count(reset.OutcomeNotRun))
+	// The undo printed before the writes names leases that were then
+	// skipped or not attempted: restoring those would undo somebody else's
+	// progress, not this command's.
+	switch written := x.Written(plan); {
+	case len(written) == len(writes):
+	case len(written) == 0:
+		fmt.Fprintf(f.IO.ErrOut, "kcltool: none of the %d leases planned was written: nothing to undo\n", len(writes))
+	default:
+		fmt.Fprintf(f.IO.ErrOut, "kcltool: %d of the %d leases planned were written; undo only them with: %s\n",
+			len(written), len(writes), undoImport(undoCommand(f, dest), backup, plan, written))
+	}
 	switch {
 	case failed > 0:
 		return fmt.Errorf("%s failed; the rest were not attempted (see the result of each lease)", plural(failed, "write"))
@@ -154,32 +173,60 @@ func planSummary(counts map[reset.Action]int) string {
 }
 
 // saveBackup writes the plan and the backup of the whole table into dir,
-// each atomically, before the first write, and says how to undo.
-func saveBackup(f *Factory, plan *reset.Plan, e *reset.Export, dir, undo string) error {
+// each atomically, before the first write, and says how to undo: an
+// import of the backup limited to writes, the leases about to be written.
+// It returns the backup's path.
+func saveBackup(f *Factory, plan *reset.Plan, e *reset.Export, dir, undo string, writes []string) (string, error) {
 	base := filepath.Join(dir, fmt.Sprintf("kcltool-%s-%s-%s", plan.Kind, safeName(plan.Table), e.ExportedAt.UTC().Format("20060102T150405.000Z")))
+	backup := base + ".backup.json"
+	line := undoImport(undo, backup, plan, writes)
 	var pb bytes.Buffer
-	if err := writePlanFile(&pb, plan); err != nil {
-		return err
+	if err := writePlanFile(&pb, plan, writes, line); err != nil {
+		return "", err
 	}
 	if err := writeFileAtomic(base+".plan.json", pb.Bytes()); err != nil {
-		return err
+		return "", err
 	}
 	var bb bytes.Buffer
 	if err := e.WriteJSON(&bb); err != nil {
-		return err
+		return "", err
 	}
-	if err := writeFileAtomic(base+".backup.json", bb.Bytes()); err != nil {
-		return err
+	if err := writeFileAtomic(backup, bb.Bytes()); err != nil {
+		return "", err
 	}
 	l, n, m := e.Counts()
 	fmt.Fprintf(f.IO.ErrOut, "kcltool: plan saved to %s\n", base+".plan.json")
-	fmt.Fprintf(f.IO.ErrOut, "kcltool: backup of table %q (%d leases, %d non-lease items, %d malformed) saved to %s\n", plan.Table, l, n, m, base+".backup.json")
-	prune := ""
-	if plan.Creates() {
-		prune = " --prune"
+	fmt.Fprintf(f.IO.ErrOut, "kcltool: backup of table %q (%d leases, %d non-lease items, %d malformed) saved to %s\n", plan.Table, l, n, m, backup)
+	if len(writes) == 0 {
+		fmt.Fprintf(f.IO.ErrOut, "kcltool: no lease is left to write, so nothing to undo\n")
+		return backup, nil
 	}
-	fmt.Fprintf(f.IO.ErrOut, "kcltool: undo with: %s --file %s%s --execute\n", undo, shellQuote(base+".backup.json"), prune)
-	return nil
+	fmt.Fprintf(f.IO.ErrOut, "kcltool: undo with: %s\n", line)
+	return backup, nil
+}
+
+// undoImport is the import that undoes the writes to keys: the backup,
+// limited by --shard to exactly those leases, because the rest of the
+// table moves on after the command (a worker that runs again checkpoints
+// its other shards, and restoring the backup there would replay their
+// records). --prune when some of them are created, so the undo deletes
+// them again. Lease keys rather than shard ids: in a multi-stream table a
+// shard id may name a lease of each stream.
+func undoImport(undo, backup string, plan *reset.Plan, keys []string) string {
+	if len(keys) == 0 {
+		return ""
+	}
+	line := undo + " --file " + shellQuote(backup) + " --shard " + shellQuote(strings.Join(keys, ","))
+	created := map[string]bool{}
+	for _, c := range plan.Changes {
+		if c.Action == reset.ActionCreate {
+			created[c.LeaseKey] = true
+		}
+	}
+	if slices.ContainsFunc(keys, func(k string) bool { return created[k] }) {
+		line += " --prune"
+	}
+	return line + " --execute"
 }
 
 func safeName(s string) string {
@@ -191,11 +238,6 @@ func safeName(s string) string {
 	}, s)
 }
 
-func shellQuote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=+@", r))
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
+// shellQuote quotes a word of a printed command for a POSIX shell; the one
+// implementation is shared with doctor's repair commands.
+var shellQuote = shellquote.Quote

@@ -69,23 +69,28 @@ func planRows(plan *reset.Plan, x *reset.Execution) []changeJSON {
 	return out
 }
 
-// planFileJSON is what --execute saves next to the backup.
+// planFileJSON is what --execute saves next to the backup. Writes and
+// Undo say what the command changes and how to put exactly that back.
 type planFileJSON struct {
 	Kind     string       `json:"kind"`
 	Table    string       `json:"table"`
 	Target   string       `json:"target"`
 	ReadAt   string       `json:"readAt"`
 	Warnings []string     `json:"warnings"`
+	Writes   []string     `json:"writes"`
+	Undo     optString    `json:"undo"`
 	Changes  []changeJSON `json:"changes"`
 }
 
-func writePlanFile(w io.Writer, plan *reset.Plan) error {
+// writePlanFile writes the plan file: writes are the keys of the leases
+// about to be written, undo the command that restores them.
+func writePlanFile(w io.Writer, plan *reset.Plan, writes []string, undo string) error {
 	warnings := plan.Warnings
 	if warnings == nil {
 		warnings = []string{}
 	}
 	return writeJSON(w, planFileJSON{Kind: plan.Kind, Table: plan.Table, Target: plan.Target,
-		ReadAt: plan.ReadAt.UTC().Format(time.RFC3339Nano), Warnings: warnings, Changes: planRows(plan, nil)})
+		ReadAt: plan.ReadAt.UTC().Format(time.RFC3339Nano), Warnings: warnings, Writes: orEmpty(writes), Undo: optString(undo), Changes: planRows(plan, nil)})
 }
 
 var planCSVColumns = []string{"leaseKey", "shardId", "action", "before", "beforeSubSequenceNumber", "after", "afterSubSequenceNumber", "reason", "result", "detail", "leaseOwner", "confirmedBy"}

@@ -1,8 +1,11 @@
 package cmd
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -301,7 +304,7 @@ func TestResetRefusesALiveApplication(t *testing.T) {
 
 // A lease that changes during the sample without its counter moving (KCL
 // writes childShardIds that way at SHARD_END) is skipped, not overwritten,
-// and the exit code says so.
+// and the exit code says so; the undo names only the lease written.
 func TestResetSkipsALeaseChangedDuringTheSample(t *testing.T) {
 	ddb := emulator.DynamoDB(t)
 	table := emulator.Name(t, "app")
@@ -316,13 +319,13 @@ func TestResetSkipsALeaseChangedDuringTheSample(t *testing.T) {
 	if err := os.WriteFile(file, []byte("leaseKey,checkpoint,subSequenceNumber\n"+shardID(0)+",7,0\n"+shardID(1)+",7,0\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		time.Sleep(300 * time.Millisecond)
+	// The change comes once the plan is read (the sample starts there),
+	// not after a fixed sleep that a loaded machine outruns.
+	out, errOut, code := kcltoolAfterLine(t, "checking that the application is stopped", func() {
 		if err := leasecore.SetChildShardIDs(ctx, ddb, table, shardID(1), []string{shardID(5)}); err != nil {
 			t.Error(err)
 		}
-	}()
-	out, errOut, code := (&scenario{t: t}).kcltool("checkpoint", "reset", "--app", table, "--from-file", file, "--execute", "--sample", "1s", "--backup-dir", t.TempDir(), "-o", "json")
+	}, "checkpoint", "reset", "--app", table, "--from-file", file, "--execute", "--sample", "1s", "--backup-dir", t.TempDir(), "-o", "json")
 	if code != ExitProblems {
 		t.Fatalf("exit %d, want 3\n%s\n%s", code, out, errOut)
 	}
@@ -333,9 +336,47 @@ func TestResetSkipsALeaseChangedDuringTheSample(t *testing.T) {
 	if !strings.Contains(errOut, "1 lease changed since the plan and not written: plan again") {
 		t.Errorf("stderr:\n%s", errOut)
 	}
+	// Its undo restores the lease written, not the one skipped.
+	if m := undoLine.FindStringSubmatch(errOut); m == nil || !strings.HasSuffix(m[1], " --shard "+shardID(0)+" --execute") {
+		t.Errorf("the undo does not name %s alone:\n%s", shardID(0), errOut)
+	}
 	if l, _, _ := leasecore.GetLease(ctx, ddb, table, shardID(1), true); l.Checkpoint.SequenceNumber != "100" {
 		t.Errorf("the changed lease was overwritten: %+v", l)
 	}
+}
+
+// kcltoolAfterLine runs kcltool like scenario.kcltool and calls then once
+// its stderr has a line containing marker.
+func kcltoolAfterLine(t *testing.T, marker string, then func(), args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command("kcltool", args...)
+	cmd.Env = recordCalls(t, args, append(os.Environ(), emulator.Env(t)...))
+	var out, errOut bytes.Buffer
+	cmd.Stdout = &out
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(pipe)
+	for sc.Scan() {
+		errOut.WriteString(sc.Text() + "\n")
+		if strings.Contains(sc.Text(), marker) && then != nil {
+			then()
+			then = nil
+		}
+	}
+	code := 0
+	if err := cmd.Wait(); err != nil {
+		ee, ok := err.(*exec.ExitError)
+		if !ok {
+			t.Fatal(err)
+		}
+		code = ee.ExitCode()
+	}
+	return out.String(), errOut.String(), code
 }
 
 // Bad input exits 2 with a clear message and writes nothing.

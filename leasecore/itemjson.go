@@ -7,7 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
@@ -40,7 +41,7 @@ func UnmarshalItemJSON(data []byte) (map[string]types.AttributeValue, error) {
 		return nil, fmt.Errorf("item JSON: want an object of attributes, got %s", jsonKind(raw))
 	}
 	item := make(map[string]types.AttributeValue, len(obj))
-	for _, name := range sortedKeys(obj) {
+	for _, name := range slices.Sorted(maps.Keys(obj)) {
 		av, err := attributeFromJSON(obj[name])
 		if err != nil {
 			return nil, fmt.Errorf("item JSON: attribute %q: %w", name, err)
@@ -78,9 +79,9 @@ func attributeFromJSON(v any) (types.AttributeValue, error) {
 		return nil, fmt.Errorf(`want an object like {"S": "..."}, got %s`, jsonKind(v))
 	}
 	if len(obj) != 1 {
-		return nil, fmt.Errorf("want exactly one type tag, got %d (%v)", len(obj), sortedKeys(obj))
+		return nil, fmt.Errorf("want exactly one type tag, got %d (%v)", len(obj), slices.Sorted(maps.Keys(obj)))
 	}
-	tag := sortedKeys(obj)[0]
+	tag := slices.Sorted(maps.Keys(obj))[0]
 	av, err := typedFromJSON(tag, obj[tag])
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", tag, err)
@@ -157,7 +158,7 @@ func typedFromJSON(tag string, val any) (types.AttributeValue, error) {
 			return nil, fmt.Errorf("want an object, got %s", jsonKind(val))
 		}
 		m := make(map[string]types.AttributeValue, len(obj))
-		for _, k := range sortedKeys(obj) {
+		for _, k := range slices.Sorted(maps.Keys(obj)) {
 			av, err := attributeFromJSON(obj[k])
 			if err != nil {
 				return nil, fmt.Errorf("%q: %w", k, err)
@@ -353,13 +354,4 @@ func jsonKind(v any) string {
 		return "an object"
 	}
 	return fmt.Sprintf("%T", v)
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

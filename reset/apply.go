@@ -42,8 +42,11 @@ type ExecOptions struct {
 	Force bool
 	Clock leasecore.Clock
 	// Backup receives the whole table as last read, after the checks and
-	// before the first write; an error stops everything, nothing written.
-	Backup func(*Export) error
+	// before the first write, and the keys of the leases about to be
+	// written (the plan's writes less those that changed since the plan):
+	// exactly what an undo restores. An error stops everything, nothing
+	// written.
+	Backup func(e *Export, writes []string) error
 	// ForceRetries bounds how often a forced write re-reads a lease that a
 	// live worker keeps renewing between the read and the write (default 5).
 	ForceRetries int
@@ -68,6 +71,20 @@ func (x *Execution) ConfirmedByReadBack() int {
 		}
 	}
 	return n
+}
+
+// Written returns the keys of the leases the execution may have written:
+// applied, or failed with the outcome unknown (a failed write whose
+// read-back failed too). Skipped and not-attempted leases were not
+// written, so an undo must leave them alone.
+func (x *Execution) Written(p *Plan) []string {
+	var keys []string
+	for i, r := range x.Results {
+		if r.Outcome == OutcomeApplied || r.Outcome == OutcomeFailed {
+			keys = append(keys, p.Changes[i].LeaseKey)
+		}
+	}
+	return keys
 }
 
 // Count returns how many changes had the outcome.
@@ -127,7 +144,13 @@ func Execute(ctx context.Context, api TableAPI, p *Plan, opt ExecOptions) (*Exec
 		}
 	}
 	if opt.Backup != nil {
-		if err := opt.Backup(NewExport(p.Table, clock.Now(), second.Items)); err != nil {
+		var writes []string
+		for i, c := range p.Changes {
+			if x.Results[i].Outcome == "" {
+				writes = append(writes, c.LeaseKey)
+			}
+		}
+		if err := opt.Backup(NewExport(p.Table, clock.Now(), second.Items), writes); err != nil {
 			return nil, fmt.Errorf("save the backup: %w (nothing was written)", err)
 		}
 	}

@@ -92,9 +92,15 @@ func PlanImport(ctx context.Context, ddb TableAPI, opt ImportOptions) (*Plan, er
 		p.warnf("%d non-lease items in the export (KCL 3.x leader lock, migration state, worker metrics) are not imported: they belong to the running application", nonLeases)
 	}
 	// The scope is matched against the export's leases and the table's.
-	scopeKeys, err := importScope(opt.Shards, leases, scan.Leases)
-	if err != nil {
-		return nil, err
+	scopeKeys, unknown := importScope(opt.Shards, leases, scan.Leases)
+	switch {
+	case len(unknown) > 0 && !opt.Prune:
+		return nil, inputErrorf("unknown shard %s: neither the export nor the lease table has a lease for it", joinComma(unknown))
+	case len(unknown) > 0:
+		// The undo of a reset names the leases it recreated, with --prune
+		// to delete them again; a worker may have finished one and cleaned
+		// it up since. Nothing is left to restore or delete for it.
+		p.warnf("no lease for %s in the export or the table: nothing to restore or delete (a lease a reset recreated and a worker has since finished and deleted has none)", joinComma(unknown))
 	}
 	keys := make([]string, 0, len(exported))
 	for k := range exported {
@@ -137,8 +143,8 @@ func PlanImport(ctx context.Context, ddb TableAPI, opt ImportOptions) (*Plan, er
 }
 
 // importScope returns the lease keys --shard selects among the exported
-// and current leases (nil: everything). Each name must select something.
-func importScope(shards []string, exported, current []leasecore.Lease) (map[string]bool, error) {
+// and current leases (nil: everything), and the names that select nothing.
+func importScope(shards []string, exported, current []leasecore.Lease) (map[string]bool, []string) {
 	if len(shards) == 0 {
 		return nil, nil
 	}
@@ -155,10 +161,7 @@ func importScope(shards []string, exported, current []leasecore.Lease) (map[stri
 			unknown = append(unknown, s)
 		}
 	}
-	if len(unknown) > 0 {
-		return nil, inputErrorf("unknown shard %s: neither the export nor the lease table has a lease for it", joinComma(unknown))
-	}
-	return keys, nil
+	return keys, unknown
 }
 
 func planImportLease(x ExportItem, cur map[string]types.AttributeValue, opt ImportOptions) (Change, error) {

@@ -2,6 +2,8 @@ package doctor
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -55,7 +57,7 @@ func (g *diagnosis) checkChurn() {
 	if moves == 0 {
 		return
 	}
-	names := sortedKeys(workers)
+	names := slices.Sorted(maps.Keys(workers))
 	rate := float64(moves) / float64(max(leases, 1)) / minutes
 	values := map[string]float64{
 		"ownerChanges": float64(moves), "lost": float64(lost), "stolen": float64(stolen), "leases": float64(leases),

@@ -2,6 +2,8 @@ package doctor
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -34,7 +36,7 @@ func (g *diagnosis) checkExpired() {
 		return
 	}
 	var lines, ids, summary []string
-	for _, id := range sortedKeys(expired.parents) {
+	for _, id := range slices.Sorted(maps.Keys(expired.parents)) {
 		line := id + ": data expired before it was read to its end"
 		if at, why, ok := strings.Cut(expired.parents[id], " "); ok {
 			line += fmt.Sprintf(" (finished at %s: %s)", at, why)
@@ -51,7 +53,7 @@ func (g *diagnosis) checkExpired() {
 	if n := len(expired.parents); n > 0 {
 		summary = append(summary, fmt.Sprintf("%s expired before %s read to the end, and records were lost", plural(n, "shard"), map[bool]string{true: "it was", false: "they were"}[n == 1]))
 	}
-	for _, id := range sortedKeys(trimmed.parents) {
+	for _, id := range slices.Sorted(maps.Keys(trimmed.parents)) {
 		line := id + ": its checkpoint was older than its trim horizon, so the records before the trim horizon were lost; the rest of the shard was read again from TRIM_HORIZON, before its children"
 		if at, rest, ok := strings.Cut(trimmed.parents[id], " "); ok {
 			seq, why, _ := strings.Cut(rest, " ")

@@ -122,12 +122,3 @@ func listShort(items []string) string {
 	}
 	return strings.Join(items[:4], ", ") + fmt.Sprintf(" and %d more", len(items)-4)
 }
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}

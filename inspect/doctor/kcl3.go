@@ -3,6 +3,8 @@ package doctor
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -220,7 +222,7 @@ func (g *diagnosis) checkWorkerMetrics() {
 	}
 	sev := SeverityInfo
 	var lines, workers []string
-	for _, name := range sortedKeys(have) {
+	for _, name := range slices.Sorted(maps.Keys(have)) {
 		m := have[name]
 		age := g.now.Sub(m.LastUpdate)
 		if !m.LastUpdate.IsZero() && age <= workerMetricsFreshness {
@@ -238,7 +240,7 @@ func (g *diagnosis) checkWorkerMetrics() {
 		lines = append(lines, line)
 	}
 	if len(g.kcl3.metrics) > 0 {
-		for _, name := range sortedKeys(held) {
+		for _, name := range slices.Sorted(maps.Keys(held)) {
 			if _, ok := have[name]; !ok {
 				sev = SeverityWarn
 				workers = append(workers, name)

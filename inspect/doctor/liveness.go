@@ -2,6 +2,8 @@ package doctor
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -11,7 +13,7 @@ import (
 // rule: a counter unchanged for a failover time.
 func (g *diagnosis) checkLiveness() {
 	var dead, struggling []*ownerLife
-	for _, name := range sortedKeys(g.view.owners) {
+	for _, name := range slices.Sorted(maps.Keys(g.view.owners)) {
 		o := g.view.owners[name]
 		switch {
 		case o.dead():

@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"context"
+	"maps"
 	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -170,5 +171,5 @@ func (g *diagnosis) knownWorkers() []string {
 	for _, m := range g.kcl3.metrics {
 		set[m.Worker] = true
 	}
-	return sortedKeys(set)
+	return slices.Sorted(maps.Keys(set))
 }

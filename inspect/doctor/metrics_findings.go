@@ -2,6 +2,8 @@ package doctor
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -82,16 +84,16 @@ func (g *diagnosis) checkThrottling() {
 		return
 	}
 	var parts, lines []string
-	for _, op := range sortedKeys(t.byOp) {
+	for _, op := range slices.Sorted(maps.Keys(t.byOp)) {
 		parts = append(parts, fmt.Sprintf("%s %.0f", op, t.byOp[op]))
 	}
 	if t.readEvents > 0 || t.writeEvents > 0 {
 		lines = append(lines, fmt.Sprintf("table: %.0f read and %.0f write throttle events", t.readEvents, t.writeEvents))
 	}
-	for _, idx := range sortedKeys(t.indexRead) {
+	for _, idx := range slices.Sorted(maps.Keys(t.indexRead)) {
 		lines = append(lines, fmt.Sprintf("index %s: %.0f read throttle events", idx, t.indexRead[idx]))
 	}
-	for _, idx := range sortedKeys(t.indexWrite) {
+	for _, idx := range slices.Sorted(maps.Keys(t.indexWrite)) {
 		lines = append(lines, fmt.Sprintf("index %s: %.0f write throttle events (a throttled index throttles the table's writes)", idx, t.indexWrite[idx]))
 	}
 	if len(parts) > 0 {
@@ -230,17 +232,17 @@ func (g *diagnosis) checkLeaseMoveMetrics() {
 	}
 	leases := len(g.last.leases)
 	var lines []string
-	for _, w := range sortedKeys(lostBy) {
+	for _, w := range slices.Sorted(maps.Keys(lostBy)) {
 		lines = append(lines, fmt.Sprintf("%s lost %.0f", w, lostBy[w]))
 	}
-	for _, w := range sortedKeys(takenBy) {
+	for _, w := range slices.Sorted(maps.Keys(takenBy)) {
 		lines = append(lines, fmt.Sprintf("%s took %.0f", w, takenBy[w]))
 	}
 	f := Finding{
 		ID: FindKCLLeaseMoves, Severity: SeverityInfo,
 		Summary: fmt.Sprintf("KCL metrics over %s: LostLeases %.0f, TakenLeases %.0f, NumOfLeasesReassignment %.0f (%s in the table)",
 			roundDur(g.opt.MetricsWindow), lost, taken, reassigned, plural(leases, "lease")),
-		Evidence: Evidence{Lines: lines, Workers: uniqueSorted(append(sortedKeys(lostBy), sortedKeys(takenBy)...)), Values: map[string]float64{
+		Evidence: Evidence{Lines: lines, Workers: uniqueSorted(append(slices.Sorted(maps.Keys(lostBy)), slices.Sorted(maps.Keys(takenBy))...)), Values: map[string]float64{
 			"lostLeases": lost, "takenLeases": taken, "leasesReassigned": reassigned, "leases": float64(leases),
 		}},
 		Cause: "leases move when workers join or leave, and when renewals fail",

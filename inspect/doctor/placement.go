@@ -2,6 +2,8 @@ package doctor
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -44,7 +46,7 @@ func (g *diagnosis) checkBlocked() {
 	sev := SeverityInfo
 	var lines, shards, drained, idle, owners []string
 	children := 0
-	for _, key := range sortedKeys(parents) {
+	for _, key := range slices.Sorted(maps.Keys(parents)) {
 		p := parents[key]
 		children += len(p.children)
 		if p.owner != "" {
@@ -91,7 +93,7 @@ func (g *diagnosis) checkBlocked() {
 
 func sortedParents[V any](m map[string]V) []string {
 	var out []string
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		_, shard, ok := leasecore.ParseMultiStreamKey(k)
 		if !ok {
 			shard = k

@@ -13,6 +13,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/kcltool/kcltool/internal/shellquote"
 	"github.com/kcltool/kcltool/leasecore"
 )
 
@@ -240,31 +241,26 @@ func guard(orig map[string]types.AttributeValue, attrs []string) (cond string, n
 func putItemCommand(table string, orig, fixed map[string]types.AttributeValue, changed []string) string {
 	cond, names, values := guard(orig, changed)
 	item, _ := leasecore.MarshalItemJSON(fixed)
-	return "aws dynamodb put-item --table-name " + shellQuote(table) + " --item " + shellQuote(string(item)) +
+	return "aws dynamodb put-item --table-name " + shellquote.Quote(table) + " --item " + shellquote.Quote(string(item)) +
 		conditionFlags(cond, names, values)
 }
 
 func deleteItemCommand(table string, orig map[string]types.AttributeValue) string {
 	cond, names, values := guard(orig, nil)
 	key, _ := leasecore.MarshalItemJSON(map[string]types.AttributeValue{leasecore.AttrLeaseKey: orig[leasecore.AttrLeaseKey]})
-	return "aws dynamodb delete-item --table-name " + shellQuote(table) + " --key " + shellQuote(string(key)) +
+	return "aws dynamodb delete-item --table-name " + shellquote.Quote(table) + " --key " + shellquote.Quote(string(key)) +
 		conditionFlags(cond, names, values)
 }
 
 func conditionFlags(cond string, names map[string]string, values map[string]types.AttributeValue) string {
-	out := " --condition-expression " + shellQuote(cond)
+	out := " --condition-expression " + shellquote.Quote(cond)
 	n, _ := json.Marshal(names) // map keys come out sorted
-	out += " --expression-attribute-names " + shellQuote(string(n))
+	out += " --expression-attribute-names " + shellquote.Quote(string(n))
 	if len(values) > 0 {
 		v, _ := leasecore.MarshalItemJSON(values)
-		out += " --expression-attribute-values " + shellQuote(string(v))
+		out += " --expression-attribute-values " + shellquote.Quote(string(v))
 	}
 	return out
-}
-
-// shellQuote quotes s for a POSIX shell.
-func shellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // avText shows a value with its type, as DynamoDB JSON: N "7", S "7".

@@ -52,7 +52,7 @@ func TestRepairLeaseItemConvertsRecoverableValues(t *testing.T) {
 			}
 			r := RepairLeaseItem("orders", item)
 			if c.bad != "" {
-				if r.Repaired != nil || !strings.Contains(r.Unrecoverable, c.bad) || !strings.HasPrefix(r.Command, "aws dynamodb delete-item --table-name 'orders' ") {
+				if r.Repaired != nil || !strings.Contains(r.Unrecoverable, c.bad) || !strings.HasPrefix(r.Command, "aws dynamodb delete-item --table-name orders ") {
 					t.Fatalf("repair %+v, want unrecoverable (%s) and a delete", r, c.bad)
 				}
 				return
@@ -64,7 +64,7 @@ func TestRepairLeaseItemConvertsRecoverableValues(t *testing.T) {
 			if err != nil || !c.check(l) {
 				t.Fatalf("repaired item decodes to %+v, %v", l, err)
 			}
-			if !strings.HasPrefix(r.Command, "aws dynamodb put-item --table-name 'orders' --item '") || !strings.Contains(r.Command, "attribute_exists(#k)") {
+			if !strings.HasPrefix(r.Command, "aws dynamodb put-item --table-name orders --item '") || !strings.Contains(r.Command, "attribute_exists(#k)") {
 				t.Errorf("command %s", r.Command)
 			}
 		})

@@ -1,6 +1,8 @@
 package doctor
 
 import (
+	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -202,7 +204,7 @@ func (v *fleetView) window() time.Duration {
 // liveOwners names the workers that renewed something.
 func (v *fleetView) liveOwners() []string {
 	var out []string
-	for _, name := range sortedKeys(v.owners) {
+	for _, name := range slices.Sorted(maps.Keys(v.owners)) {
 		if v.owners[name].alive() {
 			out = append(out, name)
 		}

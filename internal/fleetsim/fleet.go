@@ -14,7 +14,9 @@ package fleetsim
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"testing/synctest"
@@ -131,7 +133,7 @@ func (f *Fleet) Crash(id string) {
 	f.workers[id].crash()
 	delete(f.workers, id)
 	if id == f.leader && len(f.workers) > 0 {
-		f.leader = sortedKeys(f.workers)[0]
+		f.leader = slices.Sorted(maps.Keys(f.workers))[0]
 	}
 }
 
@@ -169,7 +171,7 @@ func (f *Fleet) Throttled() (n int64) {
 
 // Stop ends every worker; call it before the bubble ends.
 func (f *Fleet) Stop() {
-	for _, id := range sortedKeys(f.workers) {
+	for _, id := range slices.Sorted(maps.Keys(f.workers)) {
 		f.Crash(id)
 	}
 	f.cancel()

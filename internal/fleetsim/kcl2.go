@@ -2,8 +2,9 @@ package fleetsim
 
 import (
 	"context"
+	"maps"
 	"math/rand/v2"
-	"sort"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -405,7 +406,7 @@ func (w *kcl2Worker) computeLeasesToTake() []*kcl2Seen {
 		return avail[:min(need, len(avail))]
 	}
 	victim, most := "", -1
-	for _, o := range sortedKeys(counts) {
+	for _, o := range slices.Sorted(maps.Keys(counts)) {
 		if counts[o] > most {
 			victim, most = o, counts[o]
 		}
@@ -467,15 +468,6 @@ func keyOf(k string) map[string]types.AttributeValue {
 
 func num(n int64) types.AttributeValue {
 	return &types.AttributeValueMemberN{Value: itoa(n)}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // countThrottles counts the throttled answers of a worker's calls.
