@@ -141,11 +141,14 @@ func TestLocalAWSUpRefusesATakenPort(t *testing.T) {
 }
 
 // TestLocalAWSUpMovedPorts: on ports moved by the variables, `up` starts
-// both servers, `env` points at them, and `down` stops them.
+// both servers, `up` again restarts them (its own servers are not another
+// process), `env` points at them, and `down` stops them.
 func TestLocalAWSUpMovedPorts(t *testing.T) {
 	l := newLocalAWS(t)
-	if _, errOut, code := l.run("up"); code != 0 {
-		t.Fatalf("up: exit %d:\n%s", code, errOut)
+	for i := range 2 {
+		if _, errOut, code := l.run("up"); code != 0 {
+			t.Fatalf("up #%d: exit %d:\n%s", i+1, code, errOut)
+		}
 	}
 	if len(l.pidFiles()) != 2 || !answers(l.ddb) || !answers(l.kin) {
 		t.Fatalf("after up: pid files %v, DynamoDB answers %v, Kinesis answers %v", l.pidFiles(), answers(l.ddb), answers(l.kin))
