@@ -118,9 +118,14 @@ by default the consumer's name: the KCL names the consumer after the
 application.
 
 --force deregisters even though the application runs or its table is
-missing. Its workers lose their subscriptions; a kcltool run --efo worker,
-or a KCL worker when it restarts, registers a new consumer of the same name
-(a new ARN).`,
+missing, and names the workers that renewed leases during --sample: they
+are the ones it hurts. A running Java KCL 2.x or 3.x worker takes the
+ResourceNotFoundException its next SubscribeToShard gets for the end of the
+shard, with no children: it has the application checkpoint SHARD_END on
+every open shard it reads, and no worker reads those shards from their
+checkpoint again, restarted or not (docs/efo.md says what follows and how
+to recover). A kcltool run --efo worker registers the consumer again and
+reads on.`,
 		Example: `  kcltool consumers deregister --stream orders --consumer-name billing-v1
   kcltool consumers deregister --stream orders --consumer-name billing-v1 --execute
   kcltool consumers deregister --stream orders --consumer-name reports --app reports-prod --execute`,
@@ -218,6 +223,14 @@ func runConsumersDeregister(ctx context.Context, f *Factory, o *consumersDeregis
 		if err := refuseLiveApp(f, o, c, act); err != nil {
 			return err
 		}
+	} else {
+		// --force --sample 0 skips the check, not the warning: one read
+		// still names who holds leases.
+		act, err := inspect.ReadAppActivity(ctx, ddb, table, 0, f.Clock)
+		if err != nil {
+			return explainAWS(err, f.awsContext(table, ""))
+		}
+		warnUnsampled(f, act)
 	}
 	kin, err := f.Kinesis(ctx)
 	if err != nil {
@@ -239,21 +252,45 @@ func runConsumersDeregister(ctx context.Context, f *Factory, o *consumersDeregis
 }
 
 // warnAppActivity says in the dry run what --execute would find: a
-// missing table, or leases with owners (which may be a stopped fleet's).
+// missing table, or leases with owners (which may be a stopped fleet's),
+// and what deregistering would do to those owners if they still run.
 func warnAppActivity(f *Factory, o *consumersDeregisterOptions, act *inspect.AppActivity) {
 	switch {
 	case act.Missing:
 		fmt.Fprintf(f.IO.ErrOut, "kcltool: warning: no lease table %q: nothing says whether an application uses consumer %q; --execute refuses unless --app or --table names the application's table, or --force\n", act.Table, o.ConsumerName)
 	case len(act.Holders) > 0:
-		fmt.Fprintf(f.IO.ErrOut, "kcltool: warning: lease table %q: %s held by %s: if the application is running, --execute refuses (stop it first, or --force)\n",
+		fmt.Fprintf(f.IO.ErrOut, "kcltool: warning: lease table %q: %s held by %s (as read; a stopped worker's name stays on its leases): if the application is running, --execute refuses (stop it first, or --force)\n",
 			act.Table, plural(act.Leases, "lease"), listNames(act.Holders))
+		fmt.Fprintf(f.IO.ErrOut, "kcltool: warning: if %s still run, deregistering ends their open shards: %s\n", listNames(act.Holders), shardEndHarm)
 		fmt.Fprintf(f.IO.ErrOut, "kcltool: hint: see whether the owners renew: kcltool leases ls %s --sample\n", tableArgs(f, appFlags{App: act.Table}))
 	}
 }
 
+// warnUnsampled is --execute --force --sample 0's warning: nothing was
+// sampled, so the lease holders as read are all it can name.
+func warnUnsampled(f *Factory, act *inspect.AppActivity) {
+	switch {
+	case act.Missing:
+		fmt.Fprintf(f.IO.ErrOut, "kcltool: --force: no lease table %q and --sample 0: nothing checked whether an application still reads with the consumer; deregistering anyway\n", act.Table)
+	case len(act.Holders) > 0:
+		fmt.Fprintf(f.IO.ErrOut, "kcltool: --force: --sample 0, so not checked whether the application runs: lease table %q has %s held by %s (as read); deregistering anyway\n",
+			act.Table, plural(act.Leases, "lease"), listNames(act.Holders))
+		fmt.Fprintf(f.IO.ErrOut, "kcltool: warning: if %s still run, deregistering ends their open shards: %s\n", listNames(act.Holders), shardEndHarm)
+	}
+}
+
+// shardEndHarm is what deregistering does to the running workers of a
+// Java KCL application (KCL 2.x and 3.x, docs/efo.md): a
+// ResourceNotFoundException from SubscribeToShard is, to the KCL, a shard
+// that ended without children, whatever was not found.
+const shardEndHarm = "each running Java KCL 2.x or 3.x worker takes the ResourceNotFoundException of its next SubscribeToShard for the end of the shard, " +
+	"with no children, and checkpoints SHARD_END on every open shard it reads; no worker reads those shards from their checkpoints again, " +
+	"restarted or not (docs/efo.md says how to recover). kcltool run --efo workers register the consumer again and read on"
+
 // refuseLiveApp is exit 3 when --execute must not go on: the application
 // renewed leases during the sample, or its table is missing. With --force
-// it warns instead.
+// it warns instead, naming the workers that renewed: they are the ones the
+// deregistration hurts.
 func refuseLiveApp(f *Factory, o *consumersDeregisterOptions, c fanout.StreamConsumer, act *inspect.AppActivity) error {
 	var fact, advice string
 	switch {
@@ -263,15 +300,20 @@ func refuseLiveApp(f *Factory, o *consumersDeregisterOptions, c fanout.StreamCon
 	case act.Live():
 		fact = fmt.Sprintf("the application of lease table %q is running: %s renewed %s in %s",
 			act.Table, listNames(workersOr(act)), plural(len(act.Moved), "lease"), act.Sample)
-		advice = "stop it first, or add --force (its workers lose their subscriptions)"
+		advice = "stop it first, or add --force (its Java KCL 2.x and 3.x workers would then checkpoint SHARD_END on their open shards and stop reading them; see docs/efo.md)"
 	default:
 		return nil
 	}
-	if o.Force {
-		fmt.Fprintf(f.IO.ErrOut, "kcltool: --force: %s; deregistering anyway\n", fact)
-		return nil
+	if !o.Force {
+		return &ExitError{Code: ExitProblems, Err: fmt.Errorf("consumer %q not deregistered: %s; %s", c.Name, fact, advice)}
 	}
-	return &ExitError{Code: ExitProblems, Err: fmt.Errorf("consumer %q not deregistered: %s; %s", c.Name, fact, advice)}
+	fmt.Fprintf(f.IO.ErrOut, "kcltool: --force: %s; deregistering anyway\n", fact)
+	if act.Live() {
+		fmt.Fprintf(f.IO.ErrOut, "kcltool: warning: %s renewed leases during the sample, so they run: deregistering ends their open shards: %s\n", listNames(workersOr(act)), shardEndHarm)
+	} else {
+		fmt.Fprintf(f.IO.ErrOut, "kcltool: warning: if an application still reads with consumer %q, deregistering ends its open shards: %s\n", c.Name, shardEndHarm)
+	}
+	return nil
 }
 
 func workersOr(act *inspect.AppActivity) []string {

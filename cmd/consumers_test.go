@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -158,9 +159,10 @@ func TestConsumersLsNearLimit(t *testing.T) {
 	}
 }
 
-// renewing renews every lease of the table every interval until stop is
-// called, as a running KCL worker does.
-func (s *scenario) renewing(interval time.Duration) (stop func()) {
+// renewing renews the leases of the table every interval until stop is
+// called, as running KCL workers do: every lease, or with owners only
+// theirs (the others' workers are stopped).
+func (s *scenario) renewing(interval time.Duration, owners ...string) (stop func()) {
 	s.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -173,7 +175,9 @@ func (s *scenario) renewing(interval time.Duration) (stop func()) {
 			return
 		}
 		for _, l := range scan.Leases {
-			leases[l.LeaseKey] = l
+			if len(owners) == 0 || slices.Contains(owners, l.LeaseOwner) {
+				leases[l.LeaseKey] = l
+			}
 		}
 		for ctx.Err() == nil {
 			for k, l := range leases {
@@ -211,7 +215,7 @@ func TestConsumersDeregister(t *testing.T) {
 		t.Fatalf("dry run: exit %d, rows %v\n%s", code, rows, errOut)
 	}
 	for _, w := range []string{
-		fmt.Sprintf(`lease table %q: 2 leases held by worker-a: if the application is running, --execute refuses`, app),
+		fmt.Sprintf(`lease table %q: 2 leases held by worker-a (as read; a stopped worker's name stays on its leases): if the application is running, --execute refuses`, app),
 		fmt.Sprintf(`dry run: would deregister consumer %q of stream %s (%s); nothing changed. Add --execute`, app, s.stream, arns[app]),
 	} {
 		if !strings.Contains(errOut, w) {
@@ -252,6 +256,70 @@ func TestConsumersDeregister(t *testing.T) {
 	if got := s.consumerStatus(arns[app+"-2"]); got == kintypes.ConsumerStatusActive {
 		t.Errorf("after --force the consumer is %q", got)
 	}
+}
+
+// TestConsumersDeregisterNamesWorkers: the dry run names every worker that
+// holds leases as read, stopped or not, and says what deregistering does
+// to a running Java KCL worker (SHARD_END on its open shards); --execute
+// names those that renewed during the sample, in its refusal and with
+// --force, and --force --sample 0 still names the holders.
+func TestConsumersDeregisterNamesWorkers(t *testing.T) {
+	s := efoStack(t)
+	app := s.table
+	s.waitActive(s.register(app, app+"-2"))
+	// worker-a and worker-b run; worker-c stopped and left its name on its
+	// lease.
+	s.lease(shardID(0), "worker-a", leasecore.TRIM_HORIZON)
+	s.lease(shardID(1), "worker-b", leasecore.TRIM_HORIZON)
+	s.lease("shardId-000000000007", "worker-c", leasecore.TRIM_HORIZON)
+	const harm = "each running Java KCL 2.x or 3.x worker takes the ResourceNotFoundException of its next SubscribeToShard for the end of the shard, with no children, and checkpoints SHARD_END on every open shard it reads; no worker reads those shards from their checkpoints again, restarted or not"
+	dereg := func(name string, extra ...string) (string, int) {
+		_, errOut, code := s.kcltool(append([]string{"consumers", "deregister", "--stream", s.stream, "--consumer-name", name, "--app", app}, extra...)...)
+		return errOut, code
+	}
+	want := func(what, errOut string, lines ...string) {
+		t.Helper()
+		for _, l := range lines {
+			if !strings.Contains(errOut, l) {
+				t.Errorf("%s: stderr lacks %q:\n%s", what, l, errOut)
+			}
+		}
+	}
+
+	errOut, code := dereg(app)
+	if code != 0 {
+		t.Fatalf("dry run: exit %d:\n%s", code, errOut)
+	}
+	want("dry run", errOut,
+		fmt.Sprintf("warning: lease table %q: 3 leases held by worker-a, worker-b, worker-c (as read; a stopped worker's name stays on its leases)", app),
+		"warning: if worker-a, worker-b, worker-c still run, deregistering ends their open shards: "+harm)
+
+	stop := s.renewing(100*time.Millisecond, "worker-a", "worker-b")
+	defer stop()
+	errOut, code = dereg(app, "--execute", "--sample", "1s")
+	if code != 3 {
+		t.Errorf("live application: exit %d, want 3:\n%s", code, errOut)
+	}
+	want("refusal", errOut,
+		"the application of lease table "+strconv.Quote(app)+" is running: worker-a, worker-b renewed 2 leases in 1s; stop it first, or add --force (its Java KCL 2.x and 3.x workers would then checkpoint SHARD_END on their open shards and stop reading them")
+
+	errOut, code = dereg(app, "--execute", "--force", "--sample", "1s")
+	if code != 0 {
+		t.Fatalf("--force: exit %d:\n%s", code, errOut)
+	}
+	want("--force", errOut,
+		"warning: worker-a, worker-b renewed leases during the sample, so they run: deregistering ends their open shards: "+harm)
+	if strings.Contains(errOut, "worker-c") {
+		t.Errorf("--force names worker-c, which did not renew:\n%s", errOut)
+	}
+
+	errOut, code = dereg(app+"-2", "--execute", "--force", "--sample", "0s")
+	if code != 0 {
+		t.Fatalf("--force --sample 0: exit %d:\n%s", code, errOut)
+	}
+	want("--force --sample 0", errOut,
+		fmt.Sprintf("--force: --sample 0, so not checked whether the application runs: lease table %q has 3 leases held by worker-a, worker-b, worker-c (as read); deregistering anyway", app),
+		"warning: if worker-a, worker-b, worker-c still run, deregistering ends their open shards: "+harm)
 }
 
 // TestConsumersDeregisterRefusals: a consumer whose application has no

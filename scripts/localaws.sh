@@ -3,6 +3,11 @@
 # dynalite (DynamoDB) and kinesis-local (Kinesis), both on 127.0.0.1 only.
 # The Go tests do not use this script: they start their own servers on free
 # ports (internal/emulator), so a running demo never disturbs a test run.
+# (scripts/localaws_test.go tests the script itself, on free ports.)
+#
+# Ports: KCLTOOL_LOCAL_DYNAMODB_PORT (18000), KCLTOOL_LOCAL_KINESIS_PORT
+# (18001), KCLTOOL_LOCAL_KINESIS_TLS_PORT (18002). `up` refuses to start when
+# one is taken by another process.
 #
 #   scripts/localaws.sh up     install the pinned packages if needed, start both
 #   scripts/localaws.sh down   stop both
@@ -10,7 +15,9 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-state="$root/.emulators"
+# KCLTOOL_LOCAL_STATE_DIR moves the pid files and logs (the script's tests
+# use their own, so they never stop a developer's servers).
+state=${KCLTOOL_LOCAL_STATE_DIR:-"$root/.emulators"}
 ddb_port=${KCLTOOL_LOCAL_DYNAMODB_PORT:-18000}
 kin_port=${KCLTOOL_LOCAL_KINESIS_PORT:-18001}
 kin_tls_port=${KCLTOOL_LOCAL_KINESIS_TLS_PORT:-18002}
@@ -28,33 +35,93 @@ install() {
   fi
 }
 
-wait_port() { # port name
+# port_open: something accepts connections on 127.0.0.1:$1.
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+port_in_use() { # port what variable
+  echo "localaws: port $1 ($2) is already in use by another process (another checkout's 'make up'?); stop it, or move the local $2 with $3=<free port>, set the same way for 'make up', 'make demo' and 'scripts/localaws.sh env'" >&2
+}
+
+# check_ports refuses to start when a port is taken by a process that is not
+# one of ours (ours were stopped just before): the servers would fail to
+# bind, and the demo would talk to whatever answers there instead.
+check_ports() {
+  local busy=0 spec port what var
+  for spec in "$ddb_port:DynamoDB:KCLTOOL_LOCAL_DYNAMODB_PORT" \
+              "$kin_port:Kinesis:KCLTOOL_LOCAL_KINESIS_PORT" \
+              "$kin_tls_port:Kinesis TLS:KCLTOOL_LOCAL_KINESIS_TLS_PORT"; do
+    IFS=: read -r port what var <<<"$spec"
+    if port_open "$port"; then
+      port_in_use "$port" "$what" "$var"
+      busy=1
+    fi
+  done
+  [ "$busy" = 0 ] || exit 1
+}
+
+check_port_values() {
+  local v
+  for v in "$ddb_port" "$kin_port" "$kin_tls_port"; do
+    case "$v" in
+      '' | *[!0-9]*) echo "localaws: port '$v' is not a number (KCLTOOL_LOCAL_DYNAMODB_PORT, KCLTOOL_LOCAL_KINESIS_PORT, KCLTOOL_LOCAL_KINESIS_TLS_PORT)" >&2; exit 2 ;;
+    esac
+  done
+  if [ "$ddb_port" = "$kin_port" ] || [ "$ddb_port" = "$kin_tls_port" ] || [ "$kin_port" = "$kin_tls_port" ]; then
+    echo "localaws: the DynamoDB, Kinesis and Kinesis TLS ports must differ (now $ddb_port, $kin_port, $kin_tls_port)" >&2
+    exit 2
+  fi
+}
+
+# wait_port waits until our server (pid) answers on its port. A server that
+# exits first, say because it could not bind, is reported rather than
+# whatever else answers on the port being taken for it.
+wait_port() { # port name pid what variable
   for _ in $(seq 1 150); do
-    if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
+    if ! kill -0 "$3" 2>/dev/null; then
+      if grep -q EADDRINUSE "$state/$2.log" 2>/dev/null; then
+        port_in_use "$1" "$4" "$5"
+      fi
+      echo "localaws: $2 exited before it answered on 127.0.0.1:$1; see $state/$2.log" >&2
+      tail -20 "$state/$2.log" >&2 || true
+      down quiet
+      exit 1
+    fi
+    if port_open "$1"; then
+      # Still ours a moment later: a server that lost the port at bind
+      # exits at once.
+      sleep 0.2
+      if kill -0 "$3" 2>/dev/null; then return 0; fi
+      continue
+    fi
     sleep 0.1
   done
   echo "localaws: $2 did not start on 127.0.0.1:$1; see $state/$2.log" >&2
   tail -20 "$state/$2.log" >&2 || true
+  down quiet
   exit 1
 }
 
 up() {
+  check_port_values
   install
   mkdir -p "$state"
   down quiet
+  check_ports
   node -r "$root/scripts/loopback.cjs" "$root/node_modules/dynalite/cli.js" \
     --host 127.0.0.1 --port "$ddb_port" --createTableMs 50 --deleteTableMs 50 --updateTableMs 50 \
     >"$state/dynalite.log" 2>&1 &
-  echo $! >"$state/dynalite.pid"
+  ddb_pid=$!
+  echo "$ddb_pid" >"$state/dynalite.pid"
   KINESIS_MOCK_PLAIN_PORT=$kin_port KINESIS_MOCK_TLS_PORT=$kin_tls_port \
   KINESIS_MOCK_CERT_PATH="$root/node_modules/kinesis-local/server.json" \
   CREATE_STREAM_DURATION=50ms DELETE_STREAM_DURATION=50ms SPLIT_SHARD_DURATION=50ms \
   MERGE_SHARDS_DURATION=50ms UPDATE_SHARD_COUNT_DURATION=50ms SHARD_LIMIT=200 LOG_LEVEL=ERROR \
     node -r "$root/scripts/loopback.cjs" "$root/node_modules/kinesis-local/main.js" \
     >"$state/kinesis-local.log" 2>&1 &
-  echo $! >"$state/kinesis-local.pid"
-  wait_port "$ddb_port" dynalite
-  wait_port "$kin_port" kinesis-local
+  kin_pid=$!
+  echo "$kin_pid" >"$state/kinesis-local.pid"
+  wait_port "$ddb_port" dynalite "$ddb_pid" DynamoDB KCLTOOL_LOCAL_DYNAMODB_PORT
+  wait_port "$kin_port" kinesis-local "$kin_pid" Kinesis KCLTOOL_LOCAL_KINESIS_PORT
   echo "localaws: DynamoDB on http://127.0.0.1:$ddb_port, Kinesis on http://127.0.0.1:$kin_port" >&2
 }
 

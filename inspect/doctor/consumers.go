@@ -174,8 +174,8 @@ func (g *diagnosis) consumerNotActive(stream string, c fanout.StreamConsumer) {
 		if ours {
 			f.Severity = SeverityWarn
 		}
-		f.Cause = "the consumer was deregistered (kcltool consumers deregister, the console, an infrastructure tool): no subscription can be made or renewed with it, and a running fan-out worker registers a new consumer of the same name once it is gone"
-		f.Fix = "if the application still reads with fan-out, find what deregistered it; if it was retired, stop its workers so they do not register it again"
+		f.Cause = "the consumer was deregistered (kcltool consumers deregister, the console, an infrastructure tool): no subscription can be made or renewed with it. A running kcltool run --efo worker registers a new consumer of the same name once it is gone; a running Java KCL 2.x or 3.x worker instead takes the refusal for the end of each shard it reads and checkpoints SHARD_END on open shards (docs/efo.md)"
+		f.Fix = "if the application still reads with fan-out, find what deregistered it, and look for open shards at SHARD_END (kcltool lineage; docs/efo.md says how to recover); if it was retired, stop its workers so they do not register it again"
 	}
 	g.add(f)
 }
