@@ -128,3 +128,16 @@ func TestKPLFilterWaitsForAFailedListing(t *testing.T) {
 	proxy.SetListShardsError("")
 	checkKPLMixFiltered(t, out)
 }
+
+// The fan-out reader filters with the same range: a lease without hash keys
+// read over SubscribeToShard drops the misrouted aggregate too.
+func TestKPLFilterUsesListedRangeWithFanOut(t *testing.T) {
+	s := newStack(t, 2)
+	seedOldLeases(t, s, "shardId-000000000000", "shardId-000000000001")
+	putKPLMix(t, s)
+	out := outFile(t)
+	cfg := s.config(t, "w1", out)
+	cfg.FanOut = fanOut(t, 0)
+	start(t, s, cfg)
+	checkKPLMixFiltered(t, out)
+}
