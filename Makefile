@@ -28,6 +28,7 @@ test: install-servers vet fmt-check completions-check docs-check ## vet, gofmt, 
 	go test -race -count=1 ./...
 	go test -run=NONE -fuzz=FuzzDecodeLease -fuzztime=$(FUZZTIME) ./leasecore
 	go test -run=NONE -fuzz=FuzzDecodeScan -fuzztime=$(FUZZTIME) ./leasecore
+	go test -run=NONE -fuzz=FuzzMultiStreamFields -fuzztime=$(FUZZTIME) ./leasecore
 	go test -run=NONE -fuzz=FuzzScan -fuzztime=$(FUZZTIME) ./internal/jsonscan
 
 vet: ## go vet
@@ -62,6 +63,7 @@ docs-check: ## fail when docs/cli or docs/man are out of date
 fuzz: ## fuzz the lease and Scan answer decoders and the JSON scanner for longer (FUZZTIME=5m make fuzz)
 	go test -run=NONE -fuzz=FuzzDecodeLease -fuzztime=$(FUZZTIME) ./leasecore
 	go test -run=NONE -fuzz=FuzzDecodeScan -fuzztime=$(FUZZTIME) ./leasecore
+	go test -run=NONE -fuzz=FuzzMultiStreamFields -fuzztime=$(FUZZTIME) ./leasecore
 	go test -run=NONE -fuzz=FuzzScan -fuzztime=$(FUZZTIME) ./internal/jsonscan
 
 up: ## start the local servers on 127.0.0.1 (ports 18000-18002)

@@ -1,6 +1,8 @@
 package cmd
 
 import (
+	"fmt"
+
 	"github.com/spf13/cobra"
 
 	"github.com/kcltool/kcltool/inspect"
@@ -83,6 +85,9 @@ func runShardsLineage(cmd *cobra.Command, f *Factory, o *shardsLineageOptions) e
 	lin, err := inspect.ShardLineage(ctx, kin, ddb, o.Stream, table, retryFor(f))
 	if err != nil {
 		return explainAWS(err, f.awsContext(table, o.Stream))
+	}
+	for _, m := range lin.Malformed {
+		fmt.Fprintf(f.IO.ErrOut, "kcltool: warning: skipped malformed item: %v\n", m)
 	}
 	return renderLineage(f.IO, o.Output, lin)
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -173,31 +171,25 @@ func DiffLeases(ctx context.Context, kin StreamAPI, table string, scan leasecore
 // StreamsOf decides which streams to look at. A single-stream table needs
 // --stream; a multi-stream table names its streams in its leases.
 func StreamsOf(leases []leasecore.Lease, filter string) ([]reshard.Stream, error) {
-	ids := map[string]bool{}
-	for _, l := range leases {
-		if l.StreamName != "" {
-			ids[l.StreamName] = true
-		} else if id, _, ok := leasecore.ParseMultiStreamKey(l.LeaseKey); ok {
-			ids[id] = true
-		}
+	all, err := reshard.TableStreams(leases)
+	if err != nil {
+		return nil, err
 	}
-	if len(ids) == 0 {
+	if len(all) == 0 {
 		if filter == "" {
 			return nil, errors.New("--stream is required for a single-stream lease table")
 		}
 		return []reshard.Stream{{Name: filter}}, nil
 	}
 	var out []reshard.Stream
-	for id := range ids {
-		name := strings.Split(id, ":")[1]
-		if filter == "" || filter == name || filter == id {
-			out = append(out, reshard.Stream{Name: name, ID: id})
+	for _, s := range all {
+		if filter == "" || filter == s.Name || filter == s.ID {
+			out = append(out, s)
 		}
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("no leases of stream %q in this multi-stream lease table", filter)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
 }
 

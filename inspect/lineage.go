@@ -29,6 +29,9 @@ type Lineage struct {
 	Orphans []reshard.Orphan
 	// WithLeases is set when a lease table was read.
 	WithLeases bool
+	// Malformed are the lease items that do not decode, one
+	// *leasecore.MalformedError each: their shards show no lease.
+	Malformed []error
 }
 
 // ShardLineage lists the stream's shards as a parent→child graph and, when
@@ -56,7 +59,7 @@ func ShardLineage(ctx context.Context, kin reshard.KinesisAPI, ddb TableAPI, str
 	if err != nil {
 		return nil, fmt.Errorf("scan lease table %q: %w", table, err)
 	}
-	res.WithLeases = true
+	res.WithLeases, res.Malformed = true, scan.Malformed
 	s := streamFor(scan.Leases, stream)
 	leases := reshard.LeasesOfStream(scan.Leases, s)
 	rows := LeaseRows(leases, nil)

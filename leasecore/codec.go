@@ -3,7 +3,6 @@ package leasecore
 import (
 	"fmt"
 	"math"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -393,20 +392,6 @@ func ParseMultiStreamKey(leaseKey string) (streamID, shardID string, ok bool) {
 		return "", "", false
 	}
 	return streamID, parts[3], true
-}
-
-var streamIdentifierRE = regexp.MustCompile(`^([0-9]+):([^:]+):([0-9]+)$`)
-
-// ValidStreamIdentifier reports whether s is a serialized multi-stream
-// StreamIdentifier "<account>:<stream>:<creationEpoch>" with an epoch that
-// parses as a Java long and is > 0, as StreamIdentifier requires.
-func ValidStreamIdentifier(s string) bool {
-	m := streamIdentifierRE.FindStringSubmatch(s)
-	if m == nil {
-		return false
-	}
-	epoch, err := strconv.ParseInt(m[3], 10, 64)
-	return err == nil && epoch > 0
 }
 
 // parseDynamoInt parses a DynamoDB number that must be an exact int64.

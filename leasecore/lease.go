@@ -48,7 +48,8 @@ type SequenceNumber struct {
 // a leaseKey, a checkpoint that is a sentinel or decimal digits (likewise a
 // pending checkpoint), non-empty shard ids, decimal hash keys with
 // start < end (HashKeyRangeForLease), a finite throughput and no entityType
-// other than LEASE. DecodeLease runs it on every item; writers should run it
+// other than LEASE, and a streamName that is a stream identifier
+// (ParseStreamIdentifier). DecodeLease runs it on every item; writers should run it
 // before EncodeLease on a lease they built or edited.
 func (l Lease) Validate() error {
 	bad := func(attr, reason string) error {
@@ -88,6 +89,12 @@ func (l Lease) Validate() error {
 	}
 	if l.EntityType != "" && l.EntityType != EntityTypeLease {
 		return bad(AttrEntityType, quoteShort(l.EntityType)+" is not "+EntityTypeLease)
+	}
+	// The KCL parses streamName when it builds the shard's consumer and
+	// fails there; every reader here would take the lease for another
+	// stream, or none.
+	if _, _, err := l.MultiStream(); err != nil {
+		return err
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package reset
 
 import (
-	"sort"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -15,35 +14,30 @@ import (
 // multi-stream table names its streams in the leases ("account:name:epoch");
 // stream may be the name or the full identifier.
 func pickStream(leases []leasecore.Lease, stream string) (reshard.Stream, []leasecore.Lease, error) {
-	ids := map[string]bool{}
-	for _, l := range leases {
-		if l.StreamName != "" {
-			ids[l.StreamName] = true
-		} else if id, _, ok := leasecore.ParseMultiStreamKey(l.LeaseKey); ok {
-			ids[id] = true
-		}
+	streams, err := reshard.TableStreams(leases)
+	if err != nil {
+		return reshard.Stream{}, nil, &InputError{Err: err}
 	}
-	if len(ids) == 0 {
+	if len(streams) == 0 {
 		return reshard.Stream{Name: stream}, leases, nil
 	}
-	var match, all []string
-	for id := range ids {
-		all = append(all, id)
-		if parts := strings.SplitN(id, ":", 3); id == stream || (len(parts) == 3 && parts[1] == stream) {
-			match = append(match, id)
+	var match []reshard.Stream
+	var all, matchIDs []string
+	for _, s := range streams {
+		all = append(all, s.ID)
+		if s.ID == stream || s.Name == stream {
+			match = append(match, s)
+			matchIDs = append(matchIDs, s.ID)
 		}
 	}
-	sort.Strings(all)
-	sort.Strings(match)
 	switch len(match) {
 	case 0:
 		return reshard.Stream{}, nil, inputErrorf("no leases of stream %q in this multi-stream lease table (its streams: %s)", stream, strings.Join(all, ", "))
 	case 1:
 	default:
-		return reshard.Stream{}, nil, inputErrorf("several streams named %q in this lease table (%s): pass --stream with the full identifier", stream, strings.Join(match, ", "))
+		return reshard.Stream{}, nil, inputErrorf("several streams named %q in this lease table (%s): pass --stream with the full identifier", stream, strings.Join(matchIDs, ", "))
 	}
-	s := reshard.Stream{Name: strings.SplitN(match[0], ":", 3)[1], ID: match[0]}
-	return s, reshard.LeasesOfStream(leases, s), nil
+	return match[0], reshard.LeasesOfStream(leases, match[0]), nil
 }
 
 // selectScope narrows leases to the --shard list (shard ids or lease keys).

@@ -3,6 +3,7 @@ package reshard
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -59,4 +60,31 @@ func StreamIDName(id string) (accountAndName string, ok bool) {
 		return "", false
 	}
 	return id[:i], true
+}
+
+// TableStreams returns the streams a multi-stream lease table's leases name,
+// sorted by identifier, each with its name and identifier; none for a
+// single-stream table. It parses every identifier with the one checked
+// parser (leasecore.Lease.MultiStream), so a lease naming its stream in a
+// shape the KCL cannot read gives an error naming the lease, not a crash.
+// Leases from DecodeLease never do: it reports such items as malformed.
+func TableStreams(leases []leasecore.Lease) ([]Stream, error) {
+	ids := map[string]leasecore.StreamIdentifier{}
+	for _, l := range leases {
+		id, ok, err := l.MultiStream()
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			// As written, not id.String(): an epoch with leading zeros
+			// must still match the lease keys.
+			ids[l.StreamID()] = id
+		}
+	}
+	out := make([]Stream, 0, len(ids))
+	for key, id := range ids {
+		out = append(out, Stream{Name: id.Name, ID: key})
+	}
+	slices.SortFunc(out, func(a, b Stream) int { return strings.Compare(a.ID, b.ID) })
+	return out, nil
 }

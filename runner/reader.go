@@ -26,7 +26,7 @@ type shardReader interface {
 }
 
 // newReader starts the reader of one holding of the shard at start. hr
-// filters KPL aggregates by the lease's hash range.
+// filters KPL aggregates by the shard's hash range (shardranges.go).
 func (r *shardRun) newReader(start leasecore.SequenceNumber, hr leasecore.HashRange) shardReader {
 	if r.w.cfg.FanOut != nil {
 		return r.startFanOut(start, hr)

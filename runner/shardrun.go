@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"time"
@@ -210,9 +211,12 @@ func (r *shardRun) read(start leasecore.SequenceNumber) (err error) {
 	cfg := r.w.cfg
 	r.proc, r.procReady, r.readFrom = r.newProcessor(), false, start
 	defer func() { r.endProcessor(err) }()
-	hr, err := leasecore.NewHashRange(r.lease.StartingHashKey, r.lease.EndingHashKey)
+	hr, found, err := r.shardRange(r.w.clock.Now())
 	if err != nil {
-		r.log.Warn("lease hash range unreadable; KPL aggregates are not filtered by range", "err", err)
+		return fmt.Errorf("find the shard's hash range, which filters KPL aggregates: %w", err)
+	}
+	if !found {
+		r.log.Warn("Kinesis does not list the shard, so its hash range is unknown: KPL aggregates are not filtered by range, and after a reshard sub-records routed to the wrong shard may be handled twice")
 	}
 	rd := r.newReader(start, hr)
 	defer rd.Close()

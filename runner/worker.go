@@ -41,6 +41,9 @@ type Worker struct {
 	multi   bool
 	// efo holds the stream consumers when reading with fan-out (efo.go).
 	efo *consumers
+	// listings are the streams' shard listings, whose hash ranges filter
+	// KPL aggregates (shardranges.go).
+	listings shardListings
 
 	mu       sync.Mutex
 	runs     map[string]*shardRun // by lease key: the latest run of each held lease
@@ -360,9 +363,11 @@ func (w *Worker) syncShards(ctx context.Context) error {
 
 func (w *Worker) syncStream(ctx context.Context, s reshard.Stream, listed *leasecore.ScanResult) error {
 	ctx = leasecore.WithCapacityOp(ctx, leasecore.OpShardSync)
+	at := w.clock.Now()
 	rep, err := reshard.SyncShards(ctx, w.kin, w.ddb, w.table, reshard.SyncOptions{
 		Stream: s, Initial: w.cfg.Initial, Retry: w.table.Retry, Listed: listed,
 	})
+	w.listings.store(s, at, rep.Graph)
 	// At every sync, not once: such an item blocks its shard for good, and
 	// a warning given only at start is long gone when someone looks.
 	for _, m := range rep.Malformed {

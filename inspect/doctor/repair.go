@@ -85,6 +85,11 @@ func RepairLeaseItem(table string, item map[string]types.AttributeValue) LeaseRe
 		}
 		av, present := fixed[me.Attr]
 		nv, ok := convertAttr(me.Attr, av, present && !isNullAV(av))
+		if me.Attr == leasecore.AttrStreamName {
+			// The KCL writes the key as streamName + ":" + shardId, so a
+			// key of that shape gives the identifier back; nothing else does.
+			nv, ok = streamNameFromKey(r.Key)
+		}
 		if !ok || slices.Contains(changed, me.Attr) {
 			if present && !isNullAV(av) {
 				r.Unrecoverable = fmt.Sprintf("%s %s, and its value cannot be converted to the KCL's type without guessing", me.Attr, me.Reason)
@@ -105,6 +110,16 @@ func RepairLeaseItem(table string, item map[string]types.AttributeValue) LeaseRe
 		r.Command = deleteItemCommand(table, item)
 	}
 	return r
+}
+
+// streamNameFromKey is the stream identifier a multi-stream lease key
+// starts with.
+func streamNameFromKey(key string) (types.AttributeValue, bool) {
+	id, _, ok := leasecore.ParseMultiStreamKey(key)
+	if !ok {
+		return nil, false
+	}
+	return &types.AttributeValueMemberS{Value: id}, true
 }
 
 // convertAttr converts one attribute to the type the KCL wants, if its

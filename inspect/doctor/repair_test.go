@@ -39,6 +39,10 @@ func TestRepairLeaseItemConvertsRecoverableValues(t *testing.T) {
 		{name: "two faults at once", edit: func(m map[string]types.AttributeValue) {
 			m["leaseCounter"], m["checkpointSubSequenceNumber"] = s("9"), s("2")
 		}, check: func(l leasecore.Lease) bool { return l.LeaseCounter == 9 && l.Checkpoint.SubSequenceNumber == 2 }},
+		{name: "streamName without account and epoch", edit: func(m map[string]types.AttributeValue) {
+			m["leaseKey"], m["streamName"] = s("123456789012:orders:1700000000:shardId-000000000001"), s("orders")
+		}, check: func(l leasecore.Lease) bool { return l.StreamName == "123456789012:orders:1700000000" }},
+		{name: "streamName of a plain key", edit: func(m map[string]types.AttributeValue) { m["streamName"] = s("orders") }, bad: "streamName"},
 		{name: "counter not an integer", edit: func(m map[string]types.AttributeValue) { m["leaseCounter"] = s("seven") }, bad: "leaseCounter"},
 		{name: "checkpoint missing", edit: func(m map[string]types.AttributeValue) { delete(m, "checkpoint") }, bad: "checkpoint is missing"},
 		{name: "checkpoint not a sequence number", edit: func(m map[string]types.AttributeValue) { m["checkpoint"] = n("1.5") }, bad: "checkpoint"},
