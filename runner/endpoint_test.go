@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -54,28 +55,38 @@ func (h *hostLog) Do(r *http.Request) (*http.Response, error) {
 // with a FIPS pseudo-region. A read path that resolved its endpoint once,
 // without the account ID or the pseudo-region mapping, sent GetRecords
 // elsewhere, which a VPC endpoint policy admitting one host refuses
-// (issue 23). No request leaves the process.
+// (issue 23). With a stream ARN, both go to the stream's account's
+// endpoint: GetRecords names the stream too, as GetShardIterator does.
+// No request leaves the process.
 func TestWorkerReadsResolveToOneHost(t *testing.T) {
+	const arn = "arn:aws:kinesis:us-east-1:123456789012:stream/s"
 	for _, c := range []struct {
-		name, region, account, want string
+		name, region, account, arn, want string
 	}{
-		{"account ID", "us-east-1", "123456789012", "https://123456789012.data-kinesis.us-east-1.amazonaws.com"},
-		{"FIPS pseudo-region", "us-east-1-fips", "", "https://kinesis-fips.us-east-1.amazonaws.com"},
-		{"FIPS pseudo-region and account ID", "fips-us-east-1", "123456789012", "https://123456789012.data-kinesis-fips.us-east-1.amazonaws.com"},
-		{"no account ID", "eu-west-1", "", "https://kinesis.eu-west-1.amazonaws.com"},
+		{"account ID", "us-east-1", "123456789012", "", "https://123456789012.data-kinesis.us-east-1.amazonaws.com"},
+		{"FIPS pseudo-region", "us-east-1-fips", "", "", "https://kinesis-fips.us-east-1.amazonaws.com"},
+		{"FIPS pseudo-region and account ID", "fips-us-east-1", "123456789012", "", "https://123456789012.data-kinesis-fips.us-east-1.amazonaws.com"},
+		{"no account ID", "eu-west-1", "", "", "https://kinesis.eu-west-1.amazonaws.com"},
+		// The stream's account, from its ARN, whatever the credentials'.
+		{"stream ARN", "us-east-1", "", arn, "https://123456789012.data-kinesis.us-east-1.amazonaws.com"},
+		{"stream ARN of another account", "us-east-1", "210987654321", arn, "https://123456789012.data-kinesis.us-east-1.amazonaws.com"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			hosts := &hostLog{sent: map[string]string{}}
 			creds := credentials.StaticCredentialsProvider{Value: aws.Credentials{
 				AccessKeyID: "AKID", SecretAccessKey: "SECRET", AccountID: c.account, Source: "test"}}
 			cfg := aws.Config{Region: c.region, Credentials: aws.NewCredentialsCache(creds), HTTPClient: hosts}
-			w, err := NewWorker(Config{App: "app", Stream: reshard.Stream{Name: "s"}, WorkerID: "w1",
+			stream := reshard.Stream{Name: "s"}
+			if c.arn != "" {
+				stream = reshard.Stream{ARN: c.arn}
+			}
+			w, err := NewWorker(Config{App: "app", Stream: stream, WorkerID: "w1",
 				Handler: &Handler{Argv: []string{"true"}}, Log: slog.New(slog.DiscardHandler)},
 				dynamodb.NewFromConfig(cfg), kinesis.NewFromConfig(cfg))
 			if err != nil {
 				t.Fatal(err)
 			}
-			f := newFetcher(w.kin, reshard.Stream{Name: "s"}, "shardId-000000000000",
+			f := newFetcher(w.kin, stream, "shardId-000000000000",
 				leasecore.SequenceNumber{SequenceNumber: leasecore.TRIM_HORIZON}, w.cfg, leasecore.HashRange{},
 				NewMetrics().shard("shardId-000000000000"), slog.New(slog.DiscardHandler))
 			for range 2 {
@@ -92,4 +103,20 @@ func TestWorkerReadsResolveToOneHost(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A worker given the stream by its ARN names it in every read, and the
+// local server reads by it: the records are handled.
+func TestWorkerReadsByStreamARN(t *testing.T) {
+	s := newStack(t, 1)
+	d, err := s.kin.DescribeStreamSummary(context.Background(), &kinesis.DescribeStreamSummaryInput{StreamName: aws.String(s.stream)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := outFile(t)
+	cfg := s.config(t, "w1", out)
+	cfg.Stream = reshard.Stream{ARN: aws.ToString(d.StreamDescriptionSummary.StreamARN)}
+	s.put(t, func(k string) string { return k }, keys("k", 5)...)
+	start(t, s, cfg)
+	eventually(t, 20*time.Second, "5 records handled", func() bool { return len(readHandled(t, out)) >= 5 })
 }
