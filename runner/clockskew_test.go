@@ -62,6 +62,13 @@ func TestWorkerServerClockOff(t *testing.T) {
 				refused[op] = dp.Refused(op)
 			}
 			t.Logf("refused for the signing time: %v; passed: kinesis %d, dynamodb %d", refused, kp.Passed.Load(), dp.Passed.Load())
+			var total int64
+			for _, n := range refused {
+				total += n
+			}
+			if total == 0 {
+				t.Fatal("no request refused for its signing time: the test did not exercise the SDK's correction")
+			}
 			if n := refused["GetRecords"] + refused["GetShardIterator"]; n > 2 {
 				t.Fatalf("%d reads refused for their signing time, want at most one per shard", n)
 			}
