@@ -1,10 +1,7 @@
 package runner
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -12,10 +9,8 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
@@ -30,22 +25,15 @@ const checkpointAnswer = `{"Attributes":{"checkpoint":{"S":"49638387426114320000
 // BenchmarkCheckpointCallSDK is one checkpoint write as the coordinator
 // makes it (leasecore.CheckpointLease through the SDK's UpdateItem, one
 // attempt as leasecore's meteredAPI asks) against a server that answers
-// every call alike; ...Lean is the same through the worker's lean path
-// (leanDynamoDB); ...HTTP is the floor of a hand-built UpdateItem: a
-// request of the same size, signed by the SDK's v4 signer, over the same
-// transport, the answer read and not decoded (building the body and
-// decoding ALL_NEW would come on top). The server's CPU is in the figure.
-func BenchmarkCheckpointCallSDK(b *testing.B)  { benchCheckpoint(b, "sdk") }
-func BenchmarkCheckpointCallLean(b *testing.B) { benchCheckpoint(b, "lean") }
-func BenchmarkCheckpointCallHTTP(b *testing.B) { benchCheckpoint(b, "http") }
+// every call alike. The server's CPU is in the figure.
+func BenchmarkCheckpointCallSDK(b *testing.B) { benchCheckpoint(b) }
 
-// BenchmarkCheckpointDynaliteSDK and ...Lean make real checkpoints, each
-// of the lease the previous one returned, against dynalite (another
-// process: its CPU is not in cpu-µs/op, which is kcltool's side alone).
-func BenchmarkCheckpointDynaliteSDK(b *testing.B)  { benchCheckpointDynalite(b, false) }
-func BenchmarkCheckpointDynaliteLean(b *testing.B) { benchCheckpointDynalite(b, true) }
+// BenchmarkCheckpointDynaliteSDK makes real checkpoints, each of the lease
+// the previous one returned, against dynalite (another process: its CPU is
+// not in cpu-µs/op, which is kcltool's side alone).
+func BenchmarkCheckpointDynaliteSDK(b *testing.B) { benchCheckpointDynalite(b) }
 
-func benchCheckpointDynalite(b *testing.B, lean bool) {
+func benchCheckpointDynalite(b *testing.B) {
 	ddb := emulator.DynamoDB(b)
 	table := emulator.Name(b, "cpbench")
 	emulator.CreateLeaseTable(b, ddb, table)
@@ -56,12 +44,6 @@ func benchCheckpointDynalite(b *testing.B, lean bool) {
 		b.Fatal(err)
 	}
 	api := oneTry{api: ddb}
-	if lean {
-		api.api = leanWrites(ddb)
-		if _, ok := api.api.(*leanDynamoDB); !ok {
-			b.Fatal("no lean path")
-		}
-	}
 	n := 0
 	b.ReportAllocs()
 	self0, _ := rusage(b)
@@ -77,6 +59,8 @@ func benchCheckpointDynalite(b *testing.B, lean bool) {
 	b.ReportMetric(float64((self1-self0).Microseconds())/float64(b.N), "cpu-µs/op")
 }
 
+func oneAttempt(o *dynamodb.Options) { o.RetryMaxAttempts = 1 }
+
 // oneTry calls as leasecore's meteredAPI does: no SDK retries.
 type oneTry struct{ api DynamoDBAPI }
 
@@ -88,8 +72,7 @@ func (o oneTry) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...
 	return o.api.GetItem(ctx, in, append(opts, oneAttempt)...)
 }
 
-func benchCheckpoint(b *testing.B, path string) {
-	raw := path == "http"
+func benchCheckpoint(b *testing.B) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
@@ -98,50 +81,17 @@ func benchCheckpoint(b *testing.B, path string) {
 		_, _ = io.WriteString(w, checkpointAnswer)
 	}))
 	b.Cleanup(srv.Close)
-	client := dynamodb.New(dynamodb.Options{
+	ddb := oneTry{api: dynamodb.New(dynamodb.Options{
 		Region:       "us-east-1",
 		BaseEndpoint: aws.String(srv.URL),
 		Credentials:  aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider("AKID", "SECRET", "")),
-	})
-	ddb := oneTry{api: client}
-	if path == "lean" {
-		ddb.api = leanWrites(client)
-		if _, ok := ddb.api.(*leanDynamoDB); !ok {
-			b.Fatal("no lean path")
-		}
-	}
+	})}
 	l := leasecore.Lease{LeaseKey: "shardId-000000000000", LeaseOwner: "worker-1", LeaseCounter: 42,
 		ParentShardIDs: []string{"shardId-000000000001"}, StartingHashKey: "0", EndingHashKey: "340282366920938463463374607431768211455"}
 	cp := leasecore.SequenceNumber{SequenceNumber: "49638387426114320000000000000000000000000000000999"}
-	// About the size of the SDK's request body for this checkpoint.
-	body := bytes.Repeat([]byte("x"), 900)
-	signer := v4.NewSigner()
 	b.ReportAllocs()
 	self0, _ := rusage(b)
 	for b.Loop() {
-		if raw {
-			req, err := http.NewRequest(http.MethodPost, srv.URL, bytes.NewReader(body))
-			if err != nil {
-				b.Fatal(err)
-			}
-			req.Header.Set("Content-Type", "application/x-amz-json-1.0")
-			req.Header.Set("X-Amz-Target", "DynamoDB_20120810.UpdateItem")
-			creds, err := client.Options().Credentials.Retrieve(context.Background())
-			if err != nil {
-				b.Fatal(err)
-			}
-			sum := sha256.Sum256(body)
-			if err := signer.SignHTTP(context.Background(), creds, req, hex.EncodeToString(sum[:]), "dynamodb", "us-east-1", time.Now()); err != nil {
-				b.Fatal(err)
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				b.Fatal(err)
-			}
-			_, _ = io.ReadAll(resp.Body)
-			_ = resp.Body.Close()
-			continue
-		}
 		if _, err := leasecore.CheckpointLease(context.Background(), ddb, "app", l, cp); err != nil {
 			b.Fatal(err)
 		}

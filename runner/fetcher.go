@@ -128,9 +128,15 @@ func (f *fetcher) next(ctx context.Context) (page, error) {
 		}
 		f.lastCall = f.clock.Now()
 		fast := fastPage{shardID: f.shardID, encoded: f.encoded}
-		out, err := f.kin.GetRecords(ctx, &kinesis.GetRecordsInput{
-			ShardIterator: f.iterator, Limit: aws.Int32(f.maxRecords),
-		}, noSDKRetries, fastGetRecords(&fast))
+		in := &kinesis.GetRecordsInput{ShardIterator: f.iterator, Limit: aws.Int32(f.maxRecords)}
+		if f.stream.ARN != "" {
+			// As GetShardIterator names it, and as the KCL does: the SDK
+			// sends a call to the endpoint of the stream's account when it
+			// has the ARN, and to the credentials' account's otherwise, so
+			// without it the two calls of one shard could go to two hosts.
+			in.StreamARN = aws.String(f.stream.ARN)
+		}
+		out, err := f.kin.GetRecords(ctx, in, noSDKRetries, fastGetRecords(&fast))
 		f.stats.getRecordsCall(err)
 		switch {
 		case err == nil:

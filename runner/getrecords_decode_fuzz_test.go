@@ -14,11 +14,17 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis/schemas"
+	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/kcltool/kcltool/internal/emulator"
 	"github.com/kcltool/kcltool/internal/kpltest"
 )
+
+// getRecordsSchema is the operation schema the SDK's middleware passes its
+// protocol for GetRecords.
+var getRecordsSchema = smithy.NewOperationSchema(schemas.GetRecords, schemas.GetRecordsInput, schemas.GetRecordsOutput)
 
 // sdkDecode decodes a GetRecords answer as the SDK's client does, through
 // its own protocol and no server; a panic of the SDK's decoder (it has

@@ -82,10 +82,9 @@ func NewWorker(cfg Config, ddb DynamoDBAPI, kin KinesisAPI) (*Worker, error) {
 	// Every request gets a deadline, whoever makes it: the readers, the
 	// lease coordinator, shard sync, shard end, cleanup.
 	units := &leasecore.Capacity{}
-	ddb = leanWrites(ddb)
 	leaseDDB := deadlineDynamoDB{api: ddb, d: cfg.DynamoDBTimeout}
 	ddb = deadlineDynamoDB{api: ddb, d: cfg.DynamoDBTimeout, units: units}
-	kin = deadlineKinesis{api: leanReads(kin), d: cfg.KinesisTimeout, reads: newReadSlots(cfg.MaxReadsInFlight)}
+	kin = deadlineKinesis{api: kin, d: cfg.KinesisTimeout, reads: newReadSlots(cfg.MaxReadsInFlight)}
 	w := &Worker{
 		cfg: cfg, ddb: ddb, kin: kin, clock: cfg.Clock, units: units, leaseDDB: leaseDDB,
 		log:      cfg.Log.With("worker", cfg.WorkerID),

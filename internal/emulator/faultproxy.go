@@ -28,7 +28,9 @@ import (
 //     it its own proxy and partitioning that proxy; the other workers reach
 //     the server directly or through proxies of their own.
 //  2. Delay (SetDelay): every request waits that long first.
-//  3. The fault (NewFaultProxy, SetFault, SetRate, SetMatch, MatchShard): a
+//  3. Clock (SetClockOffset): a request signed too far from the server's
+//     shifted clock is refused, as AWS refuses it.
+//  4. The fault (NewFaultProxy, SetFault, SetRate, SetMatch, MatchShard): a
 //     share rate of the requests that match (by operation, and by shard when
 //     MatchShard is set) get the fault instead of the server's answer.
 //
@@ -49,6 +51,11 @@ type FaultProxy struct {
 	partitioned bool
 	iterators   map[string]bool // shard iterators handed out for the matched shard
 	requests    map[string]int64
+	// clockOffset shifts the server's clock when clockSet
+	// (faultproxy_skew.go); refused counts signatures refused for it.
+	clockOffset time.Duration
+	clockSet    bool
+	refused     map[string]int64
 	closed      chan struct{}
 	Injected    atomic.Int64 // requests answered with a fault (or held, or their answer dropped)
 	Passed      atomic.Int64 // requests forwarded to the server and answered
@@ -100,8 +107,12 @@ func NewFaultProxy(tb interface {
 		tb.Fatalf("fault proxy target %q: %v", target, err)
 	}
 	p := &FaultProxy{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), rate: rate, match: match, fault: fault,
-		requests: map[string]int64{}, iterators: map[string]bool{}, closed: make(chan struct{})}
+		requests: map[string]int64{}, iterators: map[string]bool{}, refused: map[string]int64{}, closed: make(chan struct{})}
 	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.ModifyResponse = func(resp *http.Response) error {
+		p.stampDate(resp.Header)
+		return nil
+	}
 	// A server (or a proxy chained behind this one) that hangs up is a
 	// broken connection for the client too, not an HTTP 502: that keeps
 	// chained proxies' faults what they are.
@@ -133,12 +144,16 @@ func (p *FaultProxy) serve(rp *httputil.ReverseProxy, w http.ResponseWriter, r *
 	if d := p.getDelay(); d > 0 {
 		time.Sleep(d)
 	}
+	if p.refuseSignature(w, r) {
+		return
+	}
 	fault, fail, tagged := p.decide(r, body)
 	if !fail {
 		p.forward(rp, w, r, tagged)
 		return
 	}
 	p.Injected.Add(1)
+	p.stampDate(w.Header())
 	switch fault {
 	case Hang:
 		p.hold(w, r)
