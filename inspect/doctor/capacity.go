@@ -32,17 +32,17 @@ func (w writeNeed) need() float64 { return math.Max(w.implied, w.observed) }
 // are far below 1 KB), plus headroom.
 func (w writeNeed) recommend() int { return int(math.Ceil(w.need() * headroom)) }
 
-func (g *diagnosis) writeNeed() writeNeed {
+func (fc *facts) writeNeed() writeNeed {
 	var w writeNeed
-	for _, l := range g.last.leases {
+	for _, l := range fc.last.leases {
 		if actualOwner(l) != "" {
 			w.held++
 		}
 	}
-	w.implied = float64(w.held) / g.renewInterval().Seconds()
-	if win := g.view.window().Seconds(); win > 0 {
+	w.implied = float64(w.held) / fc.renewInterval().Seconds()
+	if win := fc.view.window().Seconds(); win > 0 {
 		var bumps int64
-		for _, h := range g.view.histories {
+		for _, h := range fc.view.histories {
 			for i := 1; i < len(h.obs); i++ {
 				bumps += max(h.obs[i].LeaseCounter-h.obs[i-1].LeaseCounter, 0)
 			}
@@ -103,22 +103,22 @@ func (r readNeed) source() string {
 	return "estimate"
 }
 
-func (g *diagnosis) readNeed() readNeed {
+func (fc *facts) readNeed() readNeed {
 	owners := map[string]bool{}
-	for _, l := range g.last.leases {
+	for _, l := range fc.last.leases {
 		if o := actualOwner(l); o != "" {
 			owners[o] = true
 		}
 	}
-	r := readNeed{workers: len(owners), perScan: g.last.readUnits, pages: max(g.last.pages, 1)}
-	cfg := leasecore.Config{FailoverTime: g.opt.FailoverTime}
-	r.interval = cfg.ScanPacing(len(g.last.leases), r.workers, r.perScan)
+	r := readNeed{workers: len(owners), perScan: fc.last.readUnits, pages: max(fc.last.pages, 1)}
+	cfg := leasecore.Config{FailoverTime: fc.opt.FailoverTime}
+	r.interval = cfg.ScanPacing(len(fc.last.leases), r.workers, r.perScan)
 	r.kclInterval = cfg.KCLTakerInterval()
 	if r.workers > 0 {
 		r.estimate = float64(r.workers) * r.perScan / r.interval.Seconds()
 		r.kclEstimate = float64(r.workers) * r.perScan / r.kclInterval.Seconds()
 	}
-	if consumed := g.metrics.valuesOf(mDDBConsumedRCU, ""); len(consumed) > 0 {
+	if consumed := fc.metrics.valuesOf(mDDBConsumedRCU, ""); len(consumed) > 0 {
 		r.consumed, r.haveConsumed = maxOf(consumed)/60, true
 	}
 	return r
@@ -145,20 +145,40 @@ type CapacityUse struct {
 	ReadEstimated, WriteEstimated           bool
 }
 
+// capacityUse is the fleet's consumption against the table's capacity,
+// by the figures checkCapacity judges; nil when the table was not described.
+func capacityUse(fc *facts) *CapacityUse {
+	if fc.desc == nil {
+		return nil
+	}
+	mode, wcu := provisioned(fc.desc)
+	w, r := fc.writeNeed(), fc.readNeed()
+	use := &CapacityUse{BillingMode: mode, ProvisionedRead: provisionedRCU(fc.desc, mode), ProvisionedWrite: wcu,
+		WriteUnitsPerSecond: round2(w.need()), WriteEstimated: true, ReadUnitsPerSecond: round2(r.estimate), ReadEstimated: true}
+	if consumed := fc.metrics.valuesOf(mDDBConsumedWCU, ""); len(consumed) > 0 {
+		// A one-minute Sum over 60 is the minute's average WCU per second.
+		use.WriteUnitsPerSecond, use.WriteEstimated = round2(maxOf(consumed)/60), false
+	}
+	if r.haveConsumed {
+		use.ReadUnitsPerSecond, use.ReadEstimated = round2(r.consumed), false
+	}
+	return use
+}
+
 // checkCapacity compares the table's capacity with what the fleet
 // consumes. Writes: the lease count and renew interval imply a rate, the
 // counters show it, and CloudWatch's consumed WCU confirms it. Reads:
 // CloudWatch's consumed RCU, or an estimate from the cost of a scan, the
 // live workers and the taker's schedule.
-func (g *diagnosis) checkCapacity() {
-	d := g.d.desc
+func checkCapacity(fc *facts) (out []Finding) {
+	d := fc.desc
 	if d == nil {
 		return
 	}
 	mode, wcu := provisioned(d)
 	rcu := provisionedRCU(d, mode)
-	w := g.writeNeed()
-	r := g.readNeed()
+	w := fc.writeNeed()
+	r := fc.readNeed()
 	values := map[string]float64{
 		"leasesHeld": float64(w.held), "impliedWritesPerSecond": round2(w.implied),
 		"observedWritesPerSecond": round2(w.observed), "provisionedWCU": float64(wcu), "recommendedWCU": float64(w.recommend()),
@@ -167,17 +187,15 @@ func (g *diagnosis) checkCapacity() {
 	}
 	lines := []string{
 		fmt.Sprintf("billing mode %s", mode),
-		fmt.Sprintf("%s held, renewed every %s: %.1f writes/s", plural(w.held, "lease"), roundDur(g.renewInterval()), w.implied),
-		fmt.Sprintf("counter increments seen: %.1f writes/s over %s", w.observed, roundDur(g.view.window())),
+		fmt.Sprintf("%s held, renewed every %s: %.1f writes/s", plural(w.held, "lease"), roundDur(fc.renewInterval()), w.implied),
+		fmt.Sprintf("counter increments seen: %.1f writes/s over %s", w.observed, roundDur(fc.view.window())),
 	}
 	peak := 0.0
-	use := &CapacityUse{BillingMode: mode, ProvisionedRead: rcu, ProvisionedWrite: wcu, WriteUnitsPerSecond: round2(w.need()), WriteEstimated: true}
-	if consumed := g.metrics.valuesOf(mDDBConsumedWCU, ""); len(consumed) > 0 {
+	if consumed := fc.metrics.valuesOf(mDDBConsumedWCU, ""); len(consumed) > 0 {
 		// A one-minute Sum over 60 is the minute's average WCU per second.
 		peak = maxOf(consumed) / 60
 		values["peakConsumedWCU"] = round2(peak)
 		lines = append(lines, fmt.Sprintf("peak consumed (CloudWatch, 1-minute average): %.1f WCU", peak))
-		use.WriteUnitsPerSecond, use.WriteEstimated = round2(peak), false
 	}
 	for _, gsi := range d.GlobalSecondaryIndexes {
 		if gsi.ProvisionedThroughput != nil && aws.ToInt64(gsi.ProvisionedThroughput.WriteCapacityUnits) > 0 {
@@ -186,15 +204,12 @@ func (g *diagnosis) checkCapacity() {
 	}
 	lines = append(lines, fmt.Sprintf("reads (estimate): %s × %.1f RCU a scan (%s) every %s (kcltool's adaptive taker) = %.2f RCU/s; at KCL 2.x's taker interval (%s): %.2f RCU/s",
 		plural(r.workers, "worker"), r.perScan, plural(r.pages, "page"), roundDur(r.interval), r.estimate, roundDur(r.kclInterval), r.kclEstimate))
-	use.ReadUnitsPerSecond, use.ReadEstimated = round2(r.estimate), true
 	if r.haveConsumed {
 		values["peakConsumedRCU"] = round2(r.consumed)
 		// doctor's own scans are in CloudWatch's figure too: say how much.
 		lines = append(lines, fmt.Sprintf("peak consumed (CloudWatch, 1-minute average): %.1f RCU, of which doctor's own reads about %.2f",
-			r.consumed, r.perScan/g.opt.FailoverTime.Seconds()))
-		use.ReadUnitsPerSecond, use.ReadEstimated = round2(r.consumed), false
+			r.consumed, r.perScan/fc.opt.FailoverTime.Seconds()))
 	}
-	g.capacity = use
 	f := Finding{ID: FindTableCapacity, Severity: SeverityInfo, Evidence: Evidence{Lines: lines, Values: values}}
 	if wcu == 0 {
 		f.Summary = fmt.Sprintf("lease table is on demand; renewing %s takes about %.1f writes/s", plural(w.held, "lease"), w.implied)
@@ -213,7 +228,7 @@ func (g *diagnosis) checkCapacity() {
 			f.Cause = "a maximum on-demand throughput caps the table; the takers' scans beyond it are throttled, and expired leases are taken late"
 			f.Fix = fmt.Sprintf("raise MaxReadRequestUnits to at least %d or remove the limit", r.recommend())
 		}
-		g.add(f)
+		out = append(out, f)
 		return
 	}
 	f.Summary = fmt.Sprintf("lease table is provisioned with %d WCU; renewing %s takes about %.1f writes/s", wcu, plural(w.held, "lease"), w.implied)
@@ -223,7 +238,7 @@ func (g *diagnosis) checkCapacity() {
 	switch {
 	case float64(wcu) < need:
 		f.Severity = SeverityCritical
-		f.Summary = fmt.Sprintf("lease table has %d WCU but the fleet needs about %.1f writes/s (%s renewed every %s)", wcu, need, plural(w.held, "lease"), roundDur(g.renewInterval()))
+		f.Summary = fmt.Sprintf("lease table has %d WCU but the fleet needs about %.1f writes/s (%s renewed every %s)", wcu, need, plural(w.held, "lease"), roundDur(fc.renewInterval()))
 		f.Cause = "every renewal is a write; with fewer WCU than renewals per second DynamoDB throttles them (burst capacity hides it for minutes at most), leases expire on live workers and move back and forth"
 	case float64(wcu) < need*headroom:
 		f.Severity = SeverityWarn
@@ -237,14 +252,15 @@ func (g *diagnosis) checkCapacity() {
 	if f.Severity > SeverityInfo {
 		f.Fix = fmt.Sprintf("switch the lease table to on-demand (KCL's default since 2.3.7), or raise its WCU to at least %d", w.recommend())
 	}
-	g.judgeReads(&f, rcu, r)
-	g.add(f)
+	fc.judgeReads(&f, rcu, r)
+	out = append(out, f)
+	return
 }
 
 // judgeReads compares the provisioned RCU with the fleet's reads; a worse
 // read verdict than the write one takes the finding's summary, cause and
 // fix.
-func (g *diagnosis) judgeReads(f *Finding, rcu int64, r readNeed) {
+func (fc *facts) judgeReads(f *Finding, rcu int64, r readNeed) {
 	need := r.need()
 	var sev Severity
 	var summary, cause string

@@ -11,8 +11,8 @@ import (
 // checkChurn counts owner changes between live workers. Failovers from dead
 // workers and first assignments are not churn; a lease lost although its
 // owner was alive, or one that comes back to a worker it left, is.
-func (g *diagnosis) checkChurn() {
-	minutes := g.view.window().Minutes()
+func checkChurn(fc *facts) (out []Finding) {
+	minutes := fc.view.window().Minutes()
 	if minutes <= 0 {
 		return
 	}
@@ -23,7 +23,7 @@ func (g *diagnosis) checkChurn() {
 		workers             = map[string]bool{}
 		leases              = 0
 	)
-	for _, h := range g.view.histories {
+	for _, h := range fc.view.histories {
 		leases++
 		var live []move
 		for _, m := range h.moves {
@@ -66,40 +66,41 @@ func (g *diagnosis) checkChurn() {
 	}
 	ev := Evidence{Lines: lines, Values: values, Workers: names, Shards: churning}
 	if len(churning) == 0 {
-		g.add(Finding{
+		out = append(out, Finding{
 			ID: FindLeaseChurn, Severity: SeverityInfo,
-			Summary:  fmt.Sprintf("rebalancing: %s moved once each between live workers in %s", plural(moves, "lease"), roundDur(g.view.window())),
-			Evidence: Evidence{Lines: lines, Values: values, Workers: names, Shards: movedKeys(g.view)},
+			Summary:  fmt.Sprintf("rebalancing: %s moved once each between live workers in %s", plural(moves, "lease"), roundDur(fc.view.window())),
+			Evidence: Evidence{Lines: lines, Values: values, Workers: names, Shards: movedKeys(fc.view)},
 			Cause:    "workers joined or left, and the others take leases toward an even share (one steal per taker run in KCL 2.x, variance balancing in 3.x)",
 			Fix:      "nothing, unless it keeps happening: then look for workers that restart in a loop",
 		})
 		return
 	}
 	summary := fmt.Sprintf("%d of %s changed owner %s in %s (%.1f per lease per minute)",
-		len(churning), plural(leases, "lease"), times(float64(moves)), roundDur(g.view.window()), rate)
+		len(churning), plural(leases, "lease"), times(float64(moves)), roundDur(fc.view.window()), rate)
 	if len(bounced) > 0 {
 		summary += fmt.Sprintf("; %d bounced back to a worker they had left", len(bounced))
 	}
-	g.add(Finding{
+	out = append(out, Finding{
 		ID: FindLeaseChurn, Severity: SeverityWarn, Summary: summary, Evidence: ev,
-		Cause: g.churnCause(lost, stolen),
+		Cause: fc.churnCause(lost, stolen),
 		Fix: fmt.Sprintf("make renewals succeed: switch the lease table to on-demand or raise its WCU (see table-capacity), check for throttling in CloudWatch; "+
 			"if renewals are slow rather than throttled, raise failoverTimeMillis (now %s) so three renewal attempts fit with room; "+
-			"make sure every worker runs the same maxLeasesForWorker and failover time", g.opt.FailoverTime),
+			"make sure every worker runs the same maxLeasesForWorker and failover time", fc.opt.FailoverTime),
 	})
+	return
 }
 
 // churnCause orders the explanations by the evidence: throttling seen in
 // CloudWatch first, then leases lost by live owners, then steals.
-func (g *diagnosis) churnCause(lost, stolen int) string {
-	t := g.tableThrottles()
+func (fc *facts) churnCause(lost, stolen int) string {
+	t := fc.tableThrottles()
 	switch {
 	case t.total() > 0:
 		return fmt.Sprintf("lease-table throttling: DynamoDB throttled the table %s in the last %s; throttled renewals expire leases of live workers and the others take them, back and forth",
-			times(t.total()), roundDur(g.opt.MetricsWindow))
+			times(t.total()), roundDur(fc.opt.MetricsWindow))
 	case lost > 0:
 		return fmt.Sprintf("%d owner changes followed a lease expiring while its owner was alive and renewing others: renewals are failing. %s",
-			lost, g.renewFailureCause())
+			lost, fc.renewFailureCause())
 	default:
 		return fmt.Sprintf("%d leases were stolen from workers that were renewing them: workers disagree about the fair share (different maxLeasesForWorker, workers restarting in a loop, or a worker count that keeps changing)", stolen)
 	}

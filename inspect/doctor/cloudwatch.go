@@ -139,17 +139,26 @@ func (g *diagnosis) readMetrics(ctx context.Context) {
 	d.cw = g.metrics
 }
 
+// cloudWatchSkipped notes why CloudWatch was not read.
 func (g *diagnosis) cloudWatchSkipped(why string) {
 	if why == "" {
 		why = "no CloudWatch access"
 	}
-	g.add(Finding{
+	g.cwSkipped = &why
+}
+
+// checkCloudWatchSkipped says that the CloudWatch checks did not run, and why.
+func checkCloudWatchSkipped(fc *facts) []Finding {
+	if fc.cwSkipped == nil {
+		return nil
+	}
+	return []Finding{{
 		ID: FindCloudWatchSkipped, Severity: SeverityInfo,
-		Summary:  "CloudWatch checks skipped: " + why,
+		Summary:  "CloudWatch checks skipped: " + *fc.cwSkipped,
 		Evidence: Evidence{Lines: []string{"skipped: " + cloudWatchChecks}},
 		Cause:    "doctor reads CloudWatch with one GetMetricData call; without it only the lease table and the stream are examined",
 		Fix:      "allow cloudwatch:GetMetricData to the caller (and point AWS_ENDPOINT_URL_CLOUDWATCH at the right endpoint) to run these checks",
-	})
+	}}
 }
 
 func describeCloudWatchError(err error) string {

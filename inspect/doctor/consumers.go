@@ -137,20 +137,21 @@ func (g *diagnosis) subscriptionSpecs() []metricSpec {
 // checkConsumers reports consumers that are not ACTIVE and subscriptions
 // that failed. The application's own consumer (named after it) is a
 // warning; another application's sharing the stream only information.
-func (g *diagnosis) checkConsumers() {
-	for _, l := range g.consumers {
+func checkConsumers(fc *facts) (out []Finding) {
+	for _, l := range fc.consumers {
 		for _, c := range l.Consumers {
 			if !c.Active() {
-				g.consumerNotActive(l.StreamName, c)
+				out = append(out, consumerNotActive(fc, l.StreamName, c)...)
 			}
-			g.subscriptionErrors(l.StreamName, c)
+			out = append(out, subscriptionErrors(fc, l.StreamName, c)...)
 		}
 	}
+	return
 }
 
-func (g *diagnosis) consumerNotActive(stream string, c fanout.StreamConsumer) {
-	ours := c.Name == g.opt.App
-	age := g.now.Sub(c.CreatedAt)
+func consumerNotActive(fc *facts, stream string, c fanout.StreamConsumer) (out []Finding) {
+	ours := c.Name == fc.opt.App
+	age := fc.now.Sub(c.CreatedAt)
 	whose := "another application's"
 	if ours {
 		whose = "the application's"
@@ -177,29 +178,30 @@ func (g *diagnosis) consumerNotActive(stream string, c fanout.StreamConsumer) {
 		f.Cause = "the consumer was deregistered (kcltool consumers deregister, the console, an infrastructure tool): no subscription can be made or renewed with it. A running kcltool run --efo worker registers a new consumer of the same name once it is gone; a running Java KCL 2.x or 3.x worker instead takes the refusal for the end of each shard it reads and checkpoints SHARD_END on open shards (docs/efo.md)"
 		f.Fix = "if the application still reads with fan-out, find what deregistered it, and look for open shards at SHARD_END (kcltool lineage; docs/efo.md says how to recover); if it was retired, stop its workers so they do not register it again"
 	}
-	g.add(f)
+	out = append(out, f)
+	return
 }
 
-func (g *diagnosis) subscriptionErrors(stream string, c fanout.StreamConsumer) {
-	if g.metrics == nil {
+func subscriptionErrors(fc *facts, stream string, c fanout.StreamConsumer) (out []Finding) {
+	if fc.metrics == nil {
 		return
 	}
 	subject := stream + "/" + c.Name
-	rate := g.metrics.sum(mSubRateExceeded, subject)
-	attempts, made := g.metrics.sum(mSubAttempts, subject), g.metrics.sum(mSubSuccess, subject)
+	rate := fc.metrics.sum(mSubRateExceeded, subject)
+	attempts, made := fc.metrics.sum(mSubAttempts, subject), fc.metrics.sum(mSubSuccess, subject)
 	failed := max(attempts-made, rate)
 	if failed <= 0 {
 		return
 	}
 	sev := SeverityInfo
 	whose := "another application's consumer"
-	if c.Name == g.opt.App {
+	if c.Name == fc.opt.App {
 		sev, whose = SeverityWarn, "the application's consumer"
 	}
-	g.add(Finding{
+	out = append(out, Finding{
 		ID: FindSubscriptionErrors, Severity: sev,
 		Summary: fmt.Sprintf("SubscribeToShard failed %s in %s for %s %q on stream %s (%.0f over the rate or in use)",
-			times(failed), roundDur(g.opt.MetricsWindow), whose, c.Name, stream, rate),
+			times(failed), roundDur(fc.opt.MetricsWindow), whose, c.Name, stream, rate),
 		Evidence: Evidence{
 			Lines:  []string{fmt.Sprintf("%s: %.0f subscription attempts, %.0f made, %.0f SubscribeToShard.RateExceeded (CloudWatch, AWS/Kinesis)", c.Name, attempts, made, rate)},
 			Values: map[string]float64{"attempts": attempts, "subscribed": made, "rateExceeded": rate},
@@ -207,4 +209,5 @@ func (g *diagnosis) subscriptionErrors(stream string, c fanout.StreamConsumer) {
 		Cause: "a subscription to a shard was refused: the consumer already had one to that shard (the shard's previous owner still subscribed while its lease moved: expected briefly at a failover or a rebalance, repeated when leases churn), more than one SubscribeToShard a second per shard and consumer, or two applications sharing one consumer name",
 		Fix:   "if lease-churn findings come with it, fix the churn first; make sure no other application uses this consumer name (kcltool consumers ls); fan-out workers back off and retry, so a few at a failover need nothing",
 	})
+	return
 }

@@ -9,51 +9,53 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
-	"github.com/kcltool/kcltool/fanout"
 	"github.com/kcltool/kcltool/inspect"
 	"github.com/kcltool/kcltool/leasecore"
 )
 
-// diagnosis is one report in the making: the window's reads, what the
-// stream and CloudWatch said, and the findings so far.
+// diagnosis is one report in the making: the gather phase's reads of the
+// stream and CloudWatch fill its facts, which the checks then only read.
 type diagnosis struct {
-	d       *Doctor
-	opt     Options
-	now     time.Time
-	view    *fleetView
-	last    sample
-	rows    []inspect.LeaseRow // the last read, states derived against the one before
-	kcl3    kcl3State
-	lag     *inspect.Lag // nil when the stream was not probed
-	metrics *metricSet
-	skipped []string // checks not run, with why
-	found   []Finding
-	// capacity is the table-capacity check's consumption figures.
-	capacity *CapacityUse
-
-	// consumers are the streams' enhanced fan-out consumers, summaries
-	// the streams' descriptions by name (consumers.go).
-	consumers []*fanout.ConsumerListing
+	facts
+	d *Doctor
+	// summaries are the streams' descriptions by name (consumers.go), asked
+	// once per report.
 	summaries map[string]*kinesis.DescribeStreamSummaryOutput
-
-	// kinesisStuck are the lease keys reported stuck on failing Kinesis
-	// calls (stuck_kinesis.go), which no other stream finding repeats.
-	kinesisStuck map[string]bool
-}
-
-func (g *diagnosis) add(f Finding) {
-	if f.Evidence.Values == nil {
-		f.Evidence.Values = map[string]float64{}
-	}
-	g.found = append(g.found, f)
 }
 
 func (g *diagnosis) skip(check, why string) { g.skipped = append(g.skipped, check+": "+why) }
 
-// diagnose turns a window of reads into a report: first the reads that need
-// the stream and CloudWatch, then every check.
+// diagnose turns a window of reads into a report: first the gather phase
+// (the reads that need the stream and CloudWatch, then the facts derived
+// from them), then every check of the table over those facts.
 func (d *Doctor) diagnose(ctx context.Context, samples []sample) (*Report, error) {
-	g := &diagnosis{d: d, opt: d.opt, view: newFleetView(samples, d.opt.FailoverTime), last: samples[len(samples)-1]}
+	fc, err := d.gather(ctx, samples)
+	if err != nil {
+		return nil, err
+	}
+	found := runChecks(fc, checks)
+
+	workers := map[string]bool{}
+	for _, l := range fc.last.leases {
+		if o := actualOwner(l); o != "" {
+			workers[o] = true
+		}
+	}
+	return &Report{
+		App: d.opt.App, Table: d.opt.Table, Stream: d.opt.Stream,
+		Window: fc.view.window(), FailoverTime: d.opt.FailoverTime,
+		Started: samples[0].at, Ended: fc.last.at, Reads: len(samples),
+		Leases: len(fc.last.leases), Workers: len(workers), KCL3: fc.kcl3.present,
+		Findings: found, Cost: d.meter.take(), Capacity: capacityUse(fc),
+	}, nil
+}
+
+// gather reads what the checks need beyond the window's reads and returns
+// the facts, complete: nothing changes them afterwards.
+func (d *Doctor) gather(ctx context.Context, samples []sample) (*facts, error) {
+	g := &diagnosis{d: d}
+	g.opt, g.desc = d.opt, d.desc
+	g.view, g.last = newFleetView(samples, d.opt.FailoverTime), samples[len(samples)-1]
 	var before map[string]leasecore.Lease
 	if len(samples) > 1 {
 		before = samples[len(samples)-2].byKey
@@ -70,39 +72,9 @@ func (d *Doctor) diagnose(ctx context.Context, samples []sample) (*Report, error
 	g.readConsumers(ctx)
 	g.readMetrics(ctx)
 	g.now = d.clock.Now()
-
-	g.checkMalformed()
-	g.checkLiveness()
-	g.checkChurn()
-	g.checkStuck()
-	g.checkShardLag()
-	g.checkStreamLeases()
-	g.checkBlocked()
-	g.checkExpired()
-	g.checkUnassigned()
-	g.checkImbalance()
-	g.checkKCL3()
-	g.checkCapacity()
-	g.checkThrottling()
-	g.checkIteratorAge()
-	g.checkKCLMetrics()
-	g.checkConsumers()
-	g.checkSkipped()
-	sortFindings(g.found)
-
-	workers := map[string]bool{}
-	for _, l := range g.last.leases {
-		if o := actualOwner(l); o != "" {
-			workers[o] = true
-		}
-	}
-	return &Report{
-		App: d.opt.App, Table: d.opt.Table, Stream: d.opt.Stream,
-		Window: g.view.window(), FailoverTime: d.opt.FailoverTime,
-		Started: samples[0].at, Ended: g.last.at, Reads: len(samples),
-		Leases: len(g.last.leases), Workers: len(workers), KCL3: g.kcl3.present,
-		Findings: g.found, Cost: d.meter.take(), Capacity: g.capacity,
-	}, nil
+	g.derive()
+	fc := g.facts
+	return &fc, nil
 }
 
 // checkMalformed reports items no KCL worker can read, one finding per
@@ -110,10 +82,10 @@ func (d *Doctor) diagnose(ctx context.Context, samples []sample) (*Report, error
 // shard is read by no worker until it is repaired (takers skip it, shard
 // sync cannot create it again), and a KCL 2.x worker fails its whole lease
 // listing on it.
-func (g *diagnosis) checkMalformed() {
+func checkMalformed(fc *facts) (out []Finding) {
 	seen := map[string]bool{}
-	for _, item := range g.last.malformedItems {
-		rep := RepairLeaseItem(g.opt.Table, item)
+	for _, item := range fc.last.malformedItems {
+		rep := RepairLeaseItem(fc.opt.Table, item)
 		seen[rep.Key] = true
 		raw, _ := leasecore.MarshalItemJSON(item)
 		lines := []string{rep.Problem, "item: " + string(raw)}
@@ -125,7 +97,7 @@ func (g *diagnosis) checkMalformed() {
 			lines = append(lines, "cannot repair: "+rep.Unrecoverable)
 			fix = "the value cannot be recovered from the item: write the attribute by hand in the KCL's type (docs/kcl-compat.md, Attributes), for a checkpoint the sequence number the shard was processed up to; or delete the item so that the next shard sync creates the lease again at the application's initial position (conditional on the item being unchanged):\n    " + rep.Command
 		}
-		g.add(Finding{
+		out = append(out, Finding{
 			ID: FindMalformed, Severity: SeverityCritical,
 			Summary:  fmt.Sprintf("lease %q cannot be read as a KCL lease: no worker reads its shard", rep.Key),
 			Evidence: Evidence{Lines: lines, Shards: []string{rep.Key}, Values: map[string]float64{"items": 1}},
@@ -134,12 +106,12 @@ func (g *diagnosis) checkMalformed() {
 		})
 	}
 	// Items without a raw copy (none in practice): still reported.
-	for _, m := range g.last.malformed {
+	for _, m := range fc.last.malformed {
 		var me *leasecore.MalformedError
 		if errors.As(m, &me) && seen[me.LeaseKey] {
 			continue
 		}
-		g.add(Finding{
+		out = append(out, Finding{
 			ID: FindMalformed, Severity: SeverityCritical,
 			Summary:  "a lease item cannot be read as a KCL lease",
 			Evidence: Evidence{Lines: []string{m.Error()}, Values: map[string]float64{"items": 1}},
@@ -147,32 +119,34 @@ func (g *diagnosis) checkMalformed() {
 			Fix:      "inspect it with aws dynamodb get-item and write it back in the KCL's types, or delete it",
 		})
 	}
+	return
 }
 
 // checkSkipped says which checks did not run, so "no findings" is never
 // read as "all clear" when it only means "not looked at".
-func (g *diagnosis) checkSkipped() {
-	if len(g.skipped) == 0 {
+func checkSkipped(fc *facts) (out []Finding) {
+	if len(fc.skipped) == 0 {
 		return
 	}
-	g.add(Finding{
+	out = append(out, Finding{
 		ID: FindChecksSkipped, Severity: SeverityInfo,
-		Summary:  "skipped: " + strings.Join(g.skipped, "; "),
-		Evidence: Evidence{Lines: g.skipped},
+		Summary:  "skipped: " + strings.Join(fc.skipped, "; "),
+		Evidence: Evidence{Lines: fc.skipped},
 		Cause:    "the data these checks need was not available",
 		Fix:      "give what is missing (for example --stream) to run them",
 	})
+	return
 }
 
 // takerInterval is KCL 2.x's taker interval, 2 × (failover + 25ms): the
 // longest a live fleet leaves an available lease untaken.
-func (g *diagnosis) takerInterval() time.Duration {
-	return leasecore.Config{FailoverTime: g.opt.FailoverTime}.KCLTakerInterval()
+func (fc *facts) takerInterval() time.Duration {
+	return leasecore.Config{FailoverTime: fc.opt.FailoverTime}.KCLTakerInterval()
 }
 
 // renewInterval is KCL's renewal period, failover/3 − 25ms.
-func (g *diagnosis) renewInterval() time.Duration {
-	return leasecore.Config{FailoverTime: g.opt.FailoverTime}.WithDefaults().RenewInterval
+func (fc *facts) renewInterval() time.Duration {
+	return leasecore.Config{FailoverTime: fc.opt.FailoverTime}.WithDefaults().RenewInterval
 }
 
 // roundDur prints durations without noise: whole seconds from 10s, tenths below.

@@ -1,6 +1,13 @@
 // Package doctor diagnoses a KCL application from its lease table read over
 // a window, its stream and CloudWatch: findings with a severity, a cause and
 // a fix. It reads the shard probe and lag rows from inspect and never writes.
+//
+// A report is made in two phases. The gather phase (diagnose.go) reads the
+// stream and CloudWatch and derives, once, what several checks rest on
+// (facts.go); the facts are not changed after it. Then every check of the
+// table in checks.go runs as a function of the facts that returns its
+// findings, in no order that matters, and one pass at the end sorts the
+// findings and drops duplicates.
 package doctor
 
 import (

@@ -25,10 +25,10 @@ import (
 //
 // The children's marks outlive the parent's lease, which the cleanup
 // deletes.
-func (g *diagnosis) checkExpired() {
+func checkExpired(fc *facts) (out []Finding) {
 	expired := edgeLoss{parents: map[string]string{}, keys: map[string]string{}, children: map[string][]string{}}
 	trimmed := edgeLoss{parents: map[string]string{}, keys: map[string]string{}, children: map[string][]string{}}
-	for _, l := range g.last.leases {
+	for _, l := range fc.last.leases {
 		expired.read(l.ShardIDOrKey(), l.LeaseKey, attrS(l.Extra, reshard.AttrExpired), attrS(l.Extra, reshard.AttrParentExpired))
 		trimmed.read(l.ShardIDOrKey(), l.LeaseKey, attrS(l.Extra, reshard.AttrTrimmed), attrS(l.Extra, reshard.AttrParentTrimmed))
 	}
@@ -46,7 +46,7 @@ func (g *diagnosis) checkExpired() {
 			line += "; children started from TRIM_HORIZON: " + strings.Join(cs, ", ")
 		} else if key := expired.keys[id]; key != "" {
 			// Without children the cleanup never deletes it.
-			line += fmt.Sprintf("; no child shard is left, so its lease stays until deleted: aws dynamodb delete-item --table-name %s --key '{\"leaseKey\":{\"S\":\"%s\"}}'", g.opt.Table, key)
+			line += fmt.Sprintf("; no child shard is left, so its lease stays until deleted: aws dynamodb delete-item --table-name %s --key '{\"leaseKey\":{\"S\":\"%s\"}}'", fc.opt.Table, key)
 		}
 		lines, ids = append(lines, line), append(ids, id)
 	}
@@ -75,7 +75,7 @@ func (g *diagnosis) checkExpired() {
 		}[n == 1])
 	}
 	sort.Strings(ids)
-	g.add(Finding{
+	out = append(out, Finding{
 		ID: FindExpiredShard, Severity: SeverityWarn,
 		Summary: fmt.Sprintf("%s: %s", strings.Join(summary, "; "), listShort(ids)),
 		Evidence: Evidence{Lines: lines, Shards: ids, Values: map[string]float64{
@@ -83,6 +83,7 @@ func (g *diagnosis) checkExpired() {
 		Cause: "the shard was not read within the stream's retention period (the consumer was stopped, or fell behind by more than the retention): either Kinesis answered ResourceNotFound for it, and kcltool run finished it at SHARD_END and started its children from TRIM_HORIZON; or Kinesis refused a closed shard's checkpoint as older than its trim horizon (InvalidArgumentException from GetShardIterator), and kcltool run read the shard again from TRIM_HORIZON to its end before its children, losing only the records before the trim horizon",
 		Fix:   "find why the shard fell behind (kcltool checkpoint diff, this report's lag findings) and raise the retention if needed (aws kinesis increase-stream-retention-period); the records that expired cannot be read again",
 	})
+	return
 }
 
 // edgeLoss gathers one kind of mark: the parents' values by shard id, their

@@ -2,6 +2,8 @@ package doctor
 
 import (
 	"fmt"
+	"reflect"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -121,4 +123,18 @@ func listShort(items []string) string {
 		return strings.Join(items, ", ")
 	}
 	return strings.Join(items[:4], ", ") + fmt.Sprintf(" and %d more", len(items)-4)
+}
+
+// dedupFindings drops every finding equal to one before it: the one place
+// where findings are deduplicated, after all checks ran, so that no check
+// needs to know what another reports. Equal means the same in every field,
+// so two findings that differ in anything are both kept.
+func dedupFindings(fs []Finding) []Finding {
+	out := fs[:0]
+	for _, f := range fs {
+		if !slices.ContainsFunc(out, func(k Finding) bool { return reflect.DeepEqual(k, f) }) {
+			out = append(out, f)
+		}
+	}
+	return out
 }

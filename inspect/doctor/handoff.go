@@ -10,15 +10,15 @@ import (
 // checkHandoffs reports KCL 3.x graceful handoffs, and those that outlast
 // gracefulLeaseHandoffTimeoutMillis plus the failover time, after which the
 // leader should have forced them.
-func (g *diagnosis) checkHandoffs() {
-	limit := g.opt.HandoffTimeout + g.opt.FailoverTime
+func checkHandoffs(fc *facts) (out []Finding) {
+	limit := fc.opt.HandoffTimeout + fc.opt.FailoverTime
 	var stuck, running []string
 	longest := time.Duration(0)
-	for _, l := range g.last.leases {
+	for _, l := range fc.last.leases {
 		if l.CheckpointOwner == "" {
 			continue
 		}
-		span, whole := g.handoffSpan(l)
+		span, whole := fc.handoffSpan(l)
 		longest = max(longest, span)
 		desc := fmt.Sprintf("%s: %s → %s for %s", l.ShardIDOrKey(), l.CheckpointOwner, l.LeaseOwner, roundDur(span))
 		if whole {
@@ -32,7 +32,7 @@ func (g *diagnosis) checkHandoffs() {
 	}
 	switch {
 	case len(stuck) > 0:
-		g.add(Finding{
+		out = append(out, Finding{
 			ID: FindHandoffStuck, Severity: SeverityWarn,
 			Summary:  fmt.Sprintf("%s in KCL 3.x graceful handoff for longer than the handoff timeout plus failover (%s)", plural(len(stuck), "lease"), roundDur(limit)),
 			Evidence: Evidence{Lines: stuck, Values: map[string]float64{"stuckHandoffs": float64(len(stuck)), "longestMillis": float64(longest.Milliseconds())}},
@@ -40,7 +40,7 @@ func (g *diagnosis) checkHandoffs() {
 			Fix:      "check the old owner's logs (its processor's shutdownRequested must return); check the leader findings; the leader reassigns once it sees the timeout",
 		})
 	case len(running) > 0:
-		g.add(Finding{
+		out = append(out, Finding{
 			ID: FindHandoff, Severity: SeverityInfo,
 			Summary:  fmt.Sprintf("%s in KCL 3.x graceful handoff; stuck only after %s", plural(len(running), "lease"), roundDur(limit)),
 			Evidence: Evidence{Lines: running, Values: map[string]float64{"handoffs": float64(len(running))}},
@@ -48,15 +48,16 @@ func (g *diagnosis) checkHandoffs() {
 			Fix:      "nothing: do not edit these leases while the handoff runs (docs/kcl-compat.md, Leader and graceful handoff)",
 		})
 	}
+	return
 }
 
 // handoffSpan is how long the lease has shown this checkpointOwner; whole
 // is set when it already did at the first read.
-func (g *diagnosis) handoffSpan(l leasecore.Lease) (time.Duration, bool) {
-	h := g.view.history(l.LeaseKey)
+func (fc *facts) handoffSpan(l leasecore.Lease) (time.Duration, bool) {
+	h := fc.view.history(l.LeaseKey)
 	first := len(h.obs) - 1
 	for first > 0 && h.obs[first-1].CheckpointOwner == l.CheckpointOwner && h.obs[first-1].LeaseOwner == l.LeaseOwner {
 		first--
 	}
-	return g.last.at.Sub(g.view.samples[h.idx[first]].at), h.idx[first] == 0
+	return fc.last.at.Sub(fc.view.samples[h.idx[first]].at), h.idx[first] == 0
 }

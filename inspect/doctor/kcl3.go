@@ -123,24 +123,25 @@ func (d *Doctor) scanLegacy(ctx context.Context, table, keyAttr string) ([]lease
 }
 
 // checkKCL3 reports the leader, stale worker metrics and handoffs.
-func (g *diagnosis) checkKCL3() {
-	g.checkHandoffs()
-	if !g.kcl3.present {
+func checkKCL3(fc *facts) (out []Finding) {
+	out = append(out, checkHandoffs(fc)...)
+	if !fc.kcl3.present {
 		return
 	}
-	g.checkLeader()
-	g.checkWorkerMetrics()
+	out = append(out, checkLeader(fc)...)
+	out = append(out, checkWorkerMetrics(fc)...)
+	return
 }
 
-func (g *diagnosis) checkLeader() {
-	st := g.kcl3
+func checkLeader(fc *facts) (out []Finding) {
+	st := fc.kcl3
 	where := "the lease table"
 	if st.legacy {
-		where = g.opt.App + "-CoordinatorState"
+		where = fc.opt.App + "-CoordinatorState"
 	}
 	if st.leader == "" {
 		if st.clientVersion == "CLIENT_VERSION_3X" || st.clientVersion == "CLIENT_VERSION_3X_WITH_ROLLBACK" || len(st.metrics) > 0 {
-			g.add(Finding{
+			out = append(out, Finding{
 				ID: FindLeaderMissing, Severity: SeverityWarn,
 				Summary:  "no KCL 3.x leader lock in " + where + ": nobody assigns leases",
 				Evidence: Evidence{Lines: []string{fmt.Sprintf("client version %q, %s", st.clientVersion, plural(len(st.metrics), "worker-metrics item"))}},
@@ -158,11 +159,11 @@ func (g *diagnosis) checkLeader() {
 		Fix:      "nothing",
 	}
 	alive := false
-	if o := g.view.owners[st.leader]; o != nil && o.alive() {
+	if o := fc.view.owners[st.leader]; o != nil && o.alive() {
 		alive = true
 	}
 	for _, m := range st.metrics {
-		if m.Worker == st.leader && !m.LastUpdate.IsZero() && g.now.Sub(m.LastUpdate) <= workerMetricsFreshness {
+		if m.Worker == st.leader && !m.LastUpdate.IsZero() && fc.now.Sub(m.LastUpdate) <= workerMetricsFreshness {
 			alive = true
 		}
 	}
@@ -182,7 +183,8 @@ func (g *diagnosis) checkLeader() {
 	if unchanged > 0 {
 		f.Evidence.Lines = append(f.Evidence.Lines, fmt.Sprintf("recordVersionNumber unchanged for %s", roundDur(unchanged)))
 	}
-	g.add(f)
+	out = append(out, f)
+	return
 }
 
 // lockDuration is the lock's leaseDuration, KCL's 2m when unreadable.
@@ -209,13 +211,13 @@ func unchangedFor(vs []versionSeen) time.Duration {
 // checkWorkerMetrics finds workers the 3.x leader treats as inactive: a
 // worker-metrics item older than 60s, or none at all for a worker holding
 // leases. The leader assigns them nothing new.
-func (g *diagnosis) checkWorkerMetrics() {
+func checkWorkerMetrics(fc *facts) (out []Finding) {
 	have := map[string]inspect.WorkerMetrics{}
-	for _, m := range g.kcl3.metrics {
+	for _, m := range fc.kcl3.metrics {
 		have[m.Worker] = m
 	}
 	held := map[string]int{}
-	for _, l := range g.last.leases {
+	for _, l := range fc.last.leases {
 		if o := actualOwner(l); o != "" {
 			held[o]++
 		}
@@ -224,7 +226,7 @@ func (g *diagnosis) checkWorkerMetrics() {
 	var lines, workers []string
 	for _, name := range slices.Sorted(maps.Keys(have)) {
 		m := have[name]
-		age := g.now.Sub(m.LastUpdate)
+		age := fc.now.Sub(m.LastUpdate)
 		if !m.LastUpdate.IsZero() && age <= workerMetricsFreshness {
 			continue
 		}
@@ -239,7 +241,7 @@ func (g *diagnosis) checkWorkerMetrics() {
 		}
 		lines = append(lines, line)
 	}
-	if len(g.kcl3.metrics) > 0 {
+	if len(fc.kcl3.metrics) > 0 {
 		for _, name := range slices.Sorted(maps.Keys(held)) {
 			if _, ok := have[name]; !ok {
 				sev = SeverityWarn
@@ -251,13 +253,14 @@ func (g *diagnosis) checkWorkerMetrics() {
 	if len(lines) == 0 {
 		return
 	}
-	g.add(Finding{
+	out = append(out, Finding{
 		ID: FindStaleMetrics, Severity: sev,
 		Summary:  fmt.Sprintf("%s without fresh KCL 3.x worker metrics (older than %s): %s", plural(len(workers), "worker"), workerMetricsFreshness, listShort(workers)),
 		Evidence: Evidence{Lines: lines, Workers: workers, Values: map[string]float64{"staleWorkers": float64(len(workers))}},
 		Cause:    "the leader only assigns to workers whose worker-metrics item is fresh; a worker that stopped reporting (dead, or its reporter fails) gets no new leases, and a non-3.x worker in the fleet (for example a 2.x-protocol consumer) never has one",
 		Fix:      "restart workers that stopped reporting; do not mix 2.x-protocol workers into a 3.x fleet; items of workers gone for good are deleted by the leader after a day",
 	})
+	return
 }
 
 // parseMillisAttr reads a millisecond string attribute (the lock's

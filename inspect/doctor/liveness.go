@@ -11,10 +11,10 @@ import (
 // checkLiveness finds dead workers (hold leases, renew none) and struggling
 // ones (renew some, let others expire). Both come from KCL's own expiry
 // rule: a counter unchanged for a failover time.
-func (g *diagnosis) checkLiveness() {
+func checkLiveness(fc *facts) (out []Finding) {
 	var dead, struggling []*ownerLife
-	for _, name := range slices.Sorted(maps.Keys(g.view.owners)) {
-		o := g.view.owners[name]
+	for _, name := range slices.Sorted(maps.Keys(fc.view.owners)) {
+		o := fc.view.owners[name]
 		switch {
 		case o.dead():
 			dead = append(dead, o)
@@ -23,18 +23,19 @@ func (g *diagnosis) checkLiveness() {
 		}
 	}
 	if len(dead) > 0 {
-		g.deadWorkers(dead)
+		out = append(out, deadWorkers(fc, dead)...)
 	}
 	if len(struggling) > 0 {
-		g.strugglingWorkers(struggling)
+		out = append(out, strugglingWorkers(fc, struggling)...)
 	}
+	return
 }
 
-func (g *diagnosis) deadWorkers(dead []*ownerLife) {
+func deadWorkers(fc *facts, dead []*ownerLife) (out []Finding) {
 	// A KCL 2.x taker sees a lease expire a failover time after it first saw
 	// the counter still, and its scans are a taker interval apart: a live
 	// fleet takes a dead worker's lease within failover + 2 taker intervals.
-	untakenLimit := g.opt.FailoverTime + 2*g.takerInterval()
+	untakenLimit := fc.opt.FailoverTime + 2*fc.takerInterval()
 	sev := SeverityWarn
 	var lines, workers, shards []string
 	stranded := 0
@@ -42,7 +43,7 @@ func (g *diagnosis) deadWorkers(dead []*ownerLife) {
 		workers = append(workers, o.name)
 		var taken []string
 		for key := range o.held {
-			h := g.view.history(key)
+			h := fc.view.history(key)
 			for _, m := range h.moves {
 				if m.from == o.name && m.kind == moveFailover {
 					taken = append(taken, fmt.Sprintf("%s → %s", key, m.to))
@@ -64,7 +65,7 @@ func (g *diagnosis) deadWorkers(dead []*ownerLife) {
 		}
 		lines = append(lines, line)
 	}
-	live := g.view.liveOwners()
+	live := fc.view.liveOwners()
 	summary := fmt.Sprintf("%s renewed no lease for a failover time or more: %s", plural(len(dead), "worker"), listShort(workers))
 	if stranded > 0 {
 		summary += fmt.Sprintf("; %s still held by them, unprocessed", plural(stranded, "lease"))
@@ -81,16 +82,17 @@ func (g *diagnosis) deadWorkers(dead []*ownerLife) {
 		}
 	}
 	sort.Strings(shards)
-	g.add(Finding{
+	out = append(out, Finding{
 		ID: FindDeadWorker, Severity: sev, Summary: summary,
 		Evidence: Evidence{Lines: lines, Workers: workers, Shards: shards, Values: map[string]float64{
 			"deadWorkers": float64(len(dead)), "liveWorkers": float64(len(live)), "leasesStillHeld": float64(stranded),
 		}},
 		Cause: cause, Fix: fix,
 	})
+	return
 }
 
-func (g *diagnosis) strugglingWorkers(ws []*ownerLife) {
+func strugglingWorkers(fc *facts, ws []*ownerLife) (out []Finding) {
 	var lines, workers, shards []string
 	for _, o := range ws {
 		workers = append(workers, o.name)
@@ -101,26 +103,27 @@ func (g *diagnosis) strugglingWorkers(ws []*ownerLife) {
 	}
 	shards = uniqueSorted(shards)
 	expired := len(shards)
-	g.add(Finding{
+	out = append(out, Finding{
 		ID: FindStrugglingWorker, Severity: SeverityWarn,
 		Summary: fmt.Sprintf("%s alive but let %s expire: %s", plural(len(ws), "worker"), plural(expired, "lease"), listShort(workers)),
 		Evidence: Evidence{Lines: lines, Workers: workers, Shards: shards, Values: map[string]float64{
 			"workers": float64(len(ws)), "expiredLeases": float64(expired),
 		}},
-		Cause: g.renewFailureCause(),
+		Cause: fc.renewFailureCause(),
 		Fix:   "stop the throttling (on-demand billing or more WCU for the lease table), give the worker CPU and memory headroom, or raise the failover time so a few failed renewals in a row do not lose the lease",
 	})
+	return
 }
 
 // renewFailureCause explains failing renewals, naming the throttling when
 // CloudWatch saw it.
-func (g *diagnosis) renewFailureCause() string {
+func (fc *facts) renewFailureCause() string {
 	base := "renewals of a live worker are failing: every renewal in a failover time failed or was not sent"
-	if t := g.tableThrottles(); t.total() > 0 {
-		return fmt.Sprintf("%s; the lease table was throttled %s in the last %s (CloudWatch), and a throttled renewal is a lost renewal", base, times(t.total()), roundDur(g.opt.MetricsWindow))
+	if t := fc.tableThrottles(); t.total() > 0 {
+		return fmt.Sprintf("%s; the lease table was throttled %s in the last %s (CloudWatch), and a throttled renewal is a lost renewal", base, times(t.total()), roundDur(fc.opt.MetricsWindow))
 	}
 	hint := "most often lease-table throttling (renewals are writes), then worker stalls (GC pauses, CPU starvation) or a failover time too short for the renew path's latency"
-	if g.metrics == nil {
+	if fc.metrics == nil {
 		hint += "; CloudWatch was not read, so throttling could not be confirmed"
 	}
 	return base + ": " + hint

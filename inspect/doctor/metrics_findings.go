@@ -50,26 +50,26 @@ func (t throttles) writes() float64 {
 	return n
 }
 
-func (g *diagnosis) tableThrottles() throttles {
+func (fc *facts) tableThrottles() throttles {
 	t := throttles{byOp: map[string]float64{}, indexRead: map[string]float64{}, indexWrite: map[string]float64{}}
-	if g.metrics == nil {
+	if fc.metrics == nil {
 		return t
 	}
 	for _, op := range leaseTableOps {
-		if v := g.metrics.sum(mDDBThrottled, op); v > 0 {
+		if v := fc.metrics.sum(mDDBThrottled, op); v > 0 {
 			t.byOp[op] = v
 		}
 	}
-	t.readEvents, t.writeEvents = g.metrics.sum(mDDBReadThrot, ""), g.metrics.sum(mDDBWriteThrot, "")
-	subjects, _ := g.metrics.series(mDDBReadThrot)
+	t.readEvents, t.writeEvents = fc.metrics.sum(mDDBReadThrot, ""), fc.metrics.sum(mDDBWriteThrot, "")
+	subjects, _ := fc.metrics.series(mDDBReadThrot)
 	for _, s := range subjects {
 		if s == "" {
 			continue
 		}
-		if v := g.metrics.sum(mDDBReadThrot, s); v > 0 {
+		if v := fc.metrics.sum(mDDBReadThrot, s); v > 0 {
 			t.indexRead[s] = v
 		}
-		if v := g.metrics.sum(mDDBWriteThrot, s); v > 0 {
+		if v := fc.metrics.sum(mDDBWriteThrot, s); v > 0 {
 			t.indexWrite[s] = v
 		}
 	}
@@ -78,8 +78,8 @@ func (g *diagnosis) tableThrottles() throttles {
 
 // checkThrottling reports lease-table throttling seen by CloudWatch, with
 // the capacity that would stop it.
-func (g *diagnosis) checkThrottling() {
-	t := g.tableThrottles()
+func checkThrottling(fc *facts) (out []Finding) {
+	t := fc.tableThrottles()
 	if t.total() == 0 {
 		return
 	}
@@ -99,9 +99,9 @@ func (g *diagnosis) checkThrottling() {
 	if len(parts) > 0 {
 		lines = append([]string{"throttled requests: " + strings.Join(parts, ", ")}, lines...)
 	}
-	w := g.writeNeed()
-	workers := len(g.view.liveOwners())
-	summary := fmt.Sprintf("lease table throttled %s in %s", times(t.total()), roundDur(g.opt.MetricsWindow))
+	w := fc.writeNeed()
+	workers := len(fc.view.liveOwners())
+	summary := fmt.Sprintf("lease table throttled %s in %s", times(t.total()), roundDur(fc.opt.MetricsWindow))
 	if len(parts) > 0 {
 		summary += " (" + strings.Join(parts, ", ") + ")"
 	}
@@ -110,7 +110,7 @@ func (g *diagnosis) checkThrottling() {
 		verb = " renews "
 	}
 	summary += " while " + plural(workers, "worker") + verb + plural(w.held, "lease")
-	mode, wcu := provisioned(g.d.desc)
+	mode, wcu := provisioned(fc.desc)
 	fix := fmt.Sprintf("switch the lease table to on-demand or raise its WCU to at least %d (now %d; the fleet needs about %.1f writes/s)", w.recommend(), wcu, w.need())
 	if wcu == 0 {
 		fix = "the table is on demand: look for a hot partition or a maximum on-demand throughput limit, and cut read pressure (fewer parallel scan segments, fewer workers scanning)"
@@ -124,7 +124,7 @@ func (g *diagnosis) checkThrottling() {
 		sev = SeverityCritical
 		cause = "renewals and checkpoints are writes: throttled ones expire leases of live workers, which the others take, so leases move back and forth and records are processed twice"
 	}
-	g.add(Finding{
+	out = append(out, Finding{
 		ID: FindTableThrottled, Severity: sev, Summary: summary,
 		Evidence: Evidence{Lines: lines, Values: map[string]float64{
 			"throttled": t.total(), "throttledWrites": t.writes(), "leasesHeld": float64(w.held), "liveWorkers": float64(workers),
@@ -133,11 +133,12 @@ func (g *diagnosis) checkThrottling() {
 		Cause: cause + fmt.Sprintf(" (billing mode %s)", mode),
 		Fix:   fix,
 	})
+	return
 }
 
 // checkIteratorAge reports Kinesis iterator ages above --max-behind.
-func (g *diagnosis) checkIteratorAge() {
-	subjects, values := g.metrics.series(mIteratorAge)
+func checkIteratorAge(fc *facts) (out []Finding) {
+	subjects, values := fc.metrics.series(mIteratorAge)
 	if len(subjects) == 0 {
 		return
 	}
@@ -148,7 +149,7 @@ func (g *diagnosis) checkIteratorAge() {
 	}
 	var over []age
 	for i, s := range subjects {
-		if m := time.Duration(maxOf(values[i])) * time.Millisecond; m > g.opt.MaxBehind {
+		if m := time.Duration(maxOf(values[i])) * time.Millisecond; m > fc.opt.MaxBehind {
 			over = append(over, age{s, m})
 		}
 	}
@@ -165,7 +166,7 @@ func (g *diagnosis) checkIteratorAge() {
 	}
 	f := Finding{
 		ID: FindIteratorAge, Severity: SeverityWarn,
-		Summary:  fmt.Sprintf("Kinesis iterator age up to %s (over %s) on %s", roundDur(over[0].max), g.opt.MaxBehind, listShort(subjectsOf(over, func(a age) string { return a.subject }))),
+		Summary:  fmt.Sprintf("Kinesis iterator age up to %s (over %s) on %s", roundDur(over[0].max), fc.opt.MaxBehind, listShort(subjectsOf(over, func(a age) string { return a.subject }))),
 		Evidence: Evidence{Lines: lines, Shards: shards, Values: map[string]float64{"maxIteratorAgeMillis": float64(over[0].max.Milliseconds())}},
 		Cause:    "per-shard iterator age (enhanced monitoring): the named shards' readers fall behind",
 		Fix:      "see shard-lag and stuck-shard for this application's own position; scale the handler or fix the slow shard",
@@ -174,7 +175,8 @@ func (g *diagnosis) checkIteratorAge() {
 		f.Cause = "stream-level iterator age is the oldest reader of any consumer of the stream, other applications included, and hides which shard lags; enable shard-level IteratorAgeMilliseconds (enhanced monitoring) to see per shard"
 		f.Fix = "compare with this application's own lag (shard-lag, kcl-lag); if it is another consumer, look there"
 	}
-	g.add(f)
+	out = append(out, f)
+	return
 }
 
 func subjectsOf[T any](items []T, name func(T) string) []string {
@@ -186,51 +188,52 @@ func subjectsOf[T any](items []T, name func(T) string) []string {
 }
 
 // checkKCLMetrics reads KCL's own churn and lag metrics.
-func (g *diagnosis) checkKCLMetrics() {
-	if g.metrics == nil {
+func checkKCLMetrics(fc *facts) (out []Finding) {
+	if fc.metrics == nil {
 		return
 	}
-	if !g.metrics.hasData(mKCLLost, mKCLTaken, mKCLReassigned, mKCLShardLag, mKCLAppLag) {
-		g.add(Finding{
+	if !fc.metrics.hasData(mKCLLost, mKCLTaken, mKCLReassigned, mKCLShardLag, mKCLAppLag) {
+		out = append(out, Finding{
 			ID: FindKCLMetricsAbsent, Severity: SeverityInfo,
-			Summary:  fmt.Sprintf("no KCL metrics in CloudWatch namespace %q in the last %s", g.opt.App, roundDur(g.opt.MetricsWindow)),
+			Summary:  fmt.Sprintf("no KCL metrics in CloudWatch namespace %q in the last %s", fc.opt.App, roundDur(fc.opt.MetricsWindow)),
 			Evidence: Evidence{Lines: []string{"looked for LostLeases, TakenLeases, NumOfLeasesReassignment, MillisBehindLatest"}},
 			Cause:    "the application publishes no metrics (metricsLevel NONE, or kcltool run without --cloudwatch-metrics), or under another namespace than the application name",
 			Fix:      "pass --app with the KCL application name (the namespace); enable metrics to let doctor use them",
 		})
 		return
 	}
-	g.checkLeaseMoveMetrics()
-	g.checkKCLLag()
+	out = append(out, checkLeaseMoveMetrics(fc)...)
+	out = append(out, checkKCLLag(fc)...)
+	return
 }
 
 // workerSums adds a lease metric per worker; KCL publishes either per
 // worker or, with narrowed dimensions, per operation only, so the larger of
 // the two totals counts.
-func (g *diagnosis) workerSums(use string) (total float64, perWorker map[string]float64) {
+func (fc *facts) workerSums(use string) (total float64, perWorker map[string]float64) {
 	perWorker = map[string]float64{}
-	subjects, _ := g.metrics.series(use)
+	subjects, _ := fc.metrics.series(use)
 	sumWorkers := 0.0
 	for _, s := range subjects {
 		if s == "" {
 			continue
 		}
-		if v := g.metrics.sum(use, s); v > 0 {
+		if v := fc.metrics.sum(use, s); v > 0 {
 			perWorker[s] = v
 			sumWorkers += v
 		}
 	}
-	return max(sumWorkers, g.metrics.sum(use, "")), perWorker
+	return max(sumWorkers, fc.metrics.sum(use, "")), perWorker
 }
 
-func (g *diagnosis) checkLeaseMoveMetrics() {
-	lost, lostBy := g.workerSums(mKCLLost)
-	taken, takenBy := g.workerSums(mKCLTaken)
-	reassigned, _ := g.workerSums(mKCLReassigned)
+func checkLeaseMoveMetrics(fc *facts) (out []Finding) {
+	lost, lostBy := fc.workerSums(mKCLLost)
+	taken, takenBy := fc.workerSums(mKCLTaken)
+	reassigned, _ := fc.workerSums(mKCLReassigned)
 	if lost+taken+reassigned == 0 {
 		return
 	}
-	leases := len(g.last.leases)
+	leases := len(fc.last.leases)
 	var lines []string
 	for _, w := range slices.Sorted(maps.Keys(lostBy)) {
 		lines = append(lines, fmt.Sprintf("%s lost %.0f", w, lostBy[w]))
@@ -241,7 +244,7 @@ func (g *diagnosis) checkLeaseMoveMetrics() {
 	f := Finding{
 		ID: FindKCLLeaseMoves, Severity: SeverityInfo,
 		Summary: fmt.Sprintf("KCL metrics over %s: LostLeases %.0f, TakenLeases %.0f, NumOfLeasesReassignment %.0f (%s in the table)",
-			roundDur(g.opt.MetricsWindow), lost, taken, reassigned, plural(leases, "lease")),
+			roundDur(fc.opt.MetricsWindow), lost, taken, reassigned, plural(leases, "lease")),
 		Evidence: Evidence{Lines: lines, Workers: uniqueSorted(append(slices.Sorted(maps.Keys(lostBy)), slices.Sorted(maps.Keys(takenBy))...)), Values: map[string]float64{
 			"lostLeases": lost, "takenLeases": taken, "leasesReassigned": reassigned, "leases": float64(leases),
 		}},
@@ -250,27 +253,28 @@ func (g *diagnosis) checkLeaseMoveMetrics() {
 	}
 	if lost > float64(leases) || reassigned > float64(leases) {
 		f.Severity = SeverityWarn
-		f.Cause = "more leases were lost or reassigned than the table holds: on average every lease changed hands in the period, which deploys alone rarely explain. " + g.renewFailureCause()
+		f.Cause = "more leases were lost or reassigned than the table holds: on average every lease changed hands in the period, which deploys alone rarely explain. " + fc.renewFailureCause()
 		f.Fix = "look for lease-table throttling and workers that restart in a loop; raise the failover time if renewals are slow"
 	}
-	g.add(f)
+	out = append(out, f)
+	return
 }
 
 // checkKCLLag reads MillisBehindLatest per shard and application-wide.
-func (g *diagnosis) checkKCLLag() {
+func checkKCLLag(fc *facts) (out []Finding) {
 	type lag struct {
 		shard string
 		max   time.Duration
 	}
 	var over []lag
-	subjects, values := g.metrics.series(mKCLShardLag)
+	subjects, values := fc.metrics.series(mKCLShardLag)
 	for i, s := range subjects {
-		if m := time.Duration(maxOf(values[i])) * time.Millisecond; m > g.opt.MaxBehind {
+		if m := time.Duration(maxOf(values[i])) * time.Millisecond; m > fc.opt.MaxBehind {
 			over = append(over, lag{s, m})
 		}
 	}
-	app := time.Duration(maxOf(g.metrics.valuesOf(mKCLAppLag, ""))) * time.Millisecond
-	if len(over) == 0 && app <= g.opt.MaxBehind {
+	app := time.Duration(maxOf(fc.metrics.valuesOf(mKCLAppLag, ""))) * time.Millisecond
+	if len(over) == 0 && app <= fc.opt.MaxBehind {
 		return
 	}
 	sort.Slice(over, func(i, j int) bool { return over[i].max > over[j].max })
@@ -286,14 +290,15 @@ func (g *diagnosis) checkKCLLag() {
 	if len(over) > 0 {
 		worst = max(worst, over[0].max)
 	}
-	summary := fmt.Sprintf("KCL MillisBehindLatest up to %s (over %s)", roundDur(worst), g.opt.MaxBehind)
+	summary := fmt.Sprintf("KCL MillisBehindLatest up to %s (over %s)", roundDur(worst), fc.opt.MaxBehind)
 	if len(over) > 0 {
 		summary += " on " + listShort(shards)
 	}
-	g.add(Finding{
+	out = append(out, Finding{
 		ID: FindKCLLag, Severity: SeverityWarn, Summary: summary,
 		Evidence: Evidence{Lines: lines, Shards: shards, Values: map[string]float64{"maxMillisBehind": float64(worst.Milliseconds()), "laggingShards": float64(len(over))}},
 		Cause:    "the application's record processors fall behind on these shards (KCL's own measure, per shard and for the whole application)",
 		Fix:      "see stuck-shard and shard-lag; scale the processing of the lagging shards",
 	})
+	return
 }

@@ -14,7 +14,7 @@ import (
 
 // checkBlocked explains every child lease that waits on a parent not at
 // SHARD_END, naming the parent and whether it is still being read.
-func (g *diagnosis) checkBlocked() {
+func checkBlocked(fc *facts) (out []Finding) {
 	type parentState struct {
 		key, shard string
 		owner      string
@@ -24,15 +24,15 @@ func (g *diagnosis) checkBlocked() {
 		moving     bool // its checkpoint moved during the window
 	}
 	parents := map[string]*parentState{}
-	for _, r := range g.rows {
+	for _, r := range fc.rows {
 		for _, b := range r.BlockedBy {
 			p := parents[b.LeaseKey]
 			if p == nil {
-				p = &parentState{key: b.LeaseKey, shard: b.ShardID, blocker: b.String(), owner: actualOwner(g.last.byKey[b.LeaseKey])}
-				if h := g.view.history(b.LeaseKey); h != nil {
+				p = &parentState{key: b.LeaseKey, shard: b.ShardID, blocker: b.String(), owner: actualOwner(fc.last.byKey[b.LeaseKey])}
+				if h := fc.view.history(b.LeaseKey); h != nil {
 					p.moving = h.checkpointMoved()
 				}
-				if row := g.lagRow(b.LeaseKey); row != nil && row.State == inspect.LagClosedUndrained && row.MillisBehindLatest != nil && *row.MillisBehindLatest == 0 {
+				if row := fc.lagRow(b.LeaseKey); row != nil && row.State == inspect.LagClosedUndrained && row.MillisBehindLatest != nil && *row.MillisBehindLatest == 0 {
 					p.drained = true
 				}
 				parents[b.LeaseKey] = p
@@ -88,7 +88,8 @@ func (g *diagnosis) checkBlocked() {
 		f.Cause = "after a split or merge the children wait until the parents are read to their end; this clears by itself"
 		f.Fix = "nothing: watch the parents reach SHARD_END"
 	}
-	g.add(f)
+	out = append(out, f)
+	return
 }
 
 func sortedParents[V any](m map[string]V) []string {
@@ -104,16 +105,16 @@ func sortedParents[V any](m map[string]V) []string {
 }
 
 // checkUnassigned reports leases nobody holds that no worker takes.
-func (g *diagnosis) checkUnassigned() {
+func checkUnassigned(fc *facts) (out []Finding) {
 	// A live KCL 2.x fleet takes an unowned lease at its next taker run.
-	limit := g.takerInterval()
+	limit := fc.takerInterval()
 	var long, brief []string
 	longest := time.Duration(0)
-	for _, r := range g.rows {
+	for _, r := range fc.rows {
 		if actualOwner(*r.Lease) != "" || r.State == inspect.StateShardEnd || len(r.BlockedBy) > 0 {
 			continue
 		}
-		span := g.unownedSpan(r.LeaseKey)
+		span := fc.unownedSpan(r.LeaseKey)
 		longest = max(longest, span)
 		if span >= limit {
 			long = append(long, r.ShardIDOrKey())
@@ -126,7 +127,7 @@ func (g *diagnosis) checkUnassigned() {
 	}
 	all := append(append([]string(nil), long...), brief...)
 	sort.Strings(all)
-	live := g.view.liveOwners()
+	live := fc.view.liveOwners()
 	f := Finding{
 		ID: FindUnassigned, Severity: SeverityInfo,
 		Summary: fmt.Sprintf("%s without an owner: %s", plural(len(all), "lease"), listShort(all)),
@@ -149,12 +150,13 @@ func (g *diagnosis) checkUnassigned() {
 		f.Cause = "the live workers are not taking them: they reached maxLeasesForWorker, their taker fails (check their logs for lease-table errors), or in KCL 3.x the leader does not assign (see leader findings)"
 		f.Fix = "raise maxLeasesForWorker or add workers; check the workers' logs for taker errors"
 	}
-	g.add(f)
+	out = append(out, f)
+	return
 }
 
 // unownedSpan is how long the lease has been unowned up to the last read.
-func (g *diagnosis) unownedSpan(key string) time.Duration {
-	h := g.view.history(key)
+func (fc *facts) unownedSpan(key string) time.Duration {
+	h := fc.view.history(key)
 	if h == nil {
 		return 0
 	}
@@ -162,20 +164,20 @@ func (g *diagnosis) unownedSpan(key string) time.Duration {
 	for first > 0 && actualOwner(h.obs[first-1]) == "" {
 		first--
 	}
-	return g.last.at.Sub(g.view.samples[h.idx[first]].at)
+	return fc.last.at.Sub(fc.view.samples[h.idx[first]].at)
 }
 
 // checkImbalance compares live workers' lease counts with the fair share.
 // Dead workers' leases are expired and count as available, as in KCL's
 // taker. An imbalance nobody corrects during the window is a warning.
-func (g *diagnosis) checkImbalance() {
-	if len(g.view.samples) < 2 {
+func checkImbalance(fc *facts) (out []Finding) {
+	if len(fc.view.samples) < 2 {
 		return
 	}
 	imbalancedThroughout := true
 	var last *inspect.Owners
-	for _, s := range g.view.samples {
-		o := inspect.OwnersOf(g.liveListing(s))
+	for _, s := range fc.view.samples {
+		o := inspect.OwnersOf(fc.liveListing(s))
 		if !o.Imbalanced {
 			imbalancedThroughout = false
 		}
@@ -191,7 +193,7 @@ func (g *diagnosis) checkImbalance() {
 		lines = append(lines, fmt.Sprintf("%s: %s (fair share %d)", w.Worker, plural(len(w.Shards), "lease"), last.FairShare))
 		lo, hi = min(lo, len(w.Shards)), max(hi, len(w.Shards))
 	}
-	moved := len(movedKeys(g.view)) > 0
+	moved := len(movedKeys(fc.view)) > 0
 	f := Finding{
 		ID: FindImbalance, Severity: SeverityInfo,
 		Summary: fmt.Sprintf("%s over %s: between %d and %d each, fair share %d", plural(last.Leases, "lease"), plural(len(last.Workers), "worker"), lo, hi, last.FairShare),
@@ -202,28 +204,29 @@ func (g *diagnosis) checkImbalance() {
 		Fix:   "nothing if it converges; raising maxLeasesToStealAtOneTime makes it faster",
 	}
 	switch {
-	case g.kcl3.present:
+	case fc.kcl3.present:
 		f.Cause = "KCL 3.x balances by worker utilization (CPU or throughput), not by lease count: unequal counts are expected when shards carry unequal load"
 		f.Fix = "nothing, unless the worker metrics are stale or failing (see stale-worker-metrics)"
-	case imbalancedThroughout && !moved && g.view.window() >= g.takerInterval():
+	case imbalancedThroughout && !moved && fc.view.window() >= fc.takerInterval():
 		f.Severity = SeverityWarn
-		f.Cause = fmt.Sprintf("imbalanced in every read and no lease moved in %s, longer than a taker interval (%s): the loaded workers keep their leases — different maxLeasesForWorker settings, a worker that cannot steal (its taker fails), or maxLeasesToStealAtOneTime 0", roundDur(g.view.window()), roundDur(g.takerInterval()))
+		f.Cause = fmt.Sprintf("imbalanced in every read and no lease moved in %s, longer than a taker interval (%s): the loaded workers keep their leases — different maxLeasesForWorker settings, a worker that cannot steal (its taker fails), or maxLeasesToStealAtOneTime 0", roundDur(fc.view.window()), roundDur(fc.takerInterval()))
 		f.Fix = "use the same maxLeasesForWorker on every worker and check the under-loaded workers' logs for taker errors"
 	}
-	g.add(f)
+	out = append(out, f)
+	return
 }
 
 // liveListing is a read as a Listing, with the leases of dead workers shown
 // unowned: KCL's taker treats them as available, not as that worker's share.
-func (g *diagnosis) liveListing(s sample) *inspect.Listing {
+func (fc *facts) liveListing(s sample) *inspect.Listing {
 	rows := inspect.LeaseRows(s.leases, nil)
 	for i := range rows {
-		if o := g.view.owners[actualOwner(*rows[i].Lease)]; o != nil && o.dead() {
+		if o := fc.view.owners[actualOwner(*rows[i].Lease)]; o != nil && o.dead() {
 			// A copy: the row shares its lease with the sample.
 			l := *rows[i].Lease
 			l.LeaseOwner, l.CheckpointOwner = "", ""
 			rows[i].Lease = &l
 		}
 	}
-	return &inspect.Listing{Table: g.opt.Table, Leases: rows, NonLeases: s.nonLeases}
+	return &inspect.Listing{Table: fc.opt.Table, Leases: rows, NonLeases: s.nonLeases}
 }

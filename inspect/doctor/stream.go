@@ -81,8 +81,8 @@ func (g *diagnosis) wantsProbe(r *inspect.LagRow) bool {
 	return false
 }
 
-func (g *diagnosis) blocksAChild(parentKey string) bool {
-	for _, row := range g.rows {
+func (fc *facts) blocksAChild(parentKey string) bool {
+	for _, row := range fc.rows {
 		for _, b := range row.BlockedBy {
 			if b.LeaseKey == parentKey {
 				return true
@@ -93,12 +93,12 @@ func (g *diagnosis) blocksAChild(parentKey string) bool {
 }
 
 // lagRow finds the stream row of a lease key.
-func (g *diagnosis) lagRow(key string) *inspect.LagRow {
-	if g.lag == nil {
+func (fc *facts) lagRow(key string) *inspect.LagRow {
+	if fc.lag == nil {
 		return nil
 	}
-	for i := range g.lag.Rows {
-		if r := &g.lag.Rows[i]; r.Lease != nil && r.Lease.LeaseKey == key {
+	for i := range fc.lag.Rows {
+		if r := &fc.lag.Rows[i]; r.Lease != nil && r.Lease.LeaseKey == key {
 			return r
 		}
 	}

@@ -46,6 +46,38 @@ func kinesisClass(err error) string {
 	return kinOther
 }
 
+// probeFailures sorts the rows whose probe failed: stuck (the lease held
+// still by a live owner, as in checkStuck) or unmeasured (the checkpoint
+// moves, or nobody holds the lease; orphan leases are reported apart).
+// Like checkStuck, it needs the stream and two reads.
+func (fc *facts) probeFailures() (stuck, unmeasured []*inspect.LagRow) {
+	if fc.lag == nil || len(fc.view.samples) < 2 {
+		return nil, nil
+	}
+	for i := range fc.lag.Rows {
+		r := &fc.lag.Rows[i]
+		if r.Lease == nil || r.ProbeErr == nil || r.Shard == nil {
+			continue
+		}
+		if fc.heldStill(r) {
+			stuck = append(stuck, r)
+		} else if r.State != inspect.LagOrphanLease {
+			unmeasured = append(unmeasured, r)
+		}
+	}
+	return stuck, unmeasured
+}
+
+// unmeasuredSkip is the checks-skipped entry for the rows doctor could
+// not read: their lag is unknown, not zero.
+func unmeasuredSkip(rows []*inspect.LagRow) string {
+	var parts []string
+	for _, r := range rows {
+		parts = append(parts, fmt.Sprintf("%s (%s: %v)", r.ShardID, kinesisClass(r.ProbeErr), r.ProbeErr))
+	}
+	return "lag of " + plural(len(rows), "shard") + ": doctor's reads of them failed: " + strings.Join(parts, "; ")
+}
+
 // checkKinesisStuck finds the stuck pattern (lease renewed by a live owner
 // that keeps it, checkpoint still) on shards whose probe failed: doctor's
 // own GetShardIterator at the checkpoint and GetRecords, under a short
@@ -54,32 +86,12 @@ func kinesisClass(err error) string {
 // keeps renewing while it retries its reads, so no other worker takes the
 // shard, and the handler never gets a record. A shard whose probe fails
 // while its checkpoint moves is not stuck: its lag is reported unmeasured.
-func (g *diagnosis) checkKinesisStuck() {
-	g.kinesisStuck = map[string]bool{}
-	var stuck, unmeasured []*inspect.LagRow
-	for i := range g.lag.Rows {
-		r := &g.lag.Rows[i]
-		if r.Lease == nil || r.ProbeErr == nil || r.Shard == nil {
-			continue
-		}
-		if g.heldStill(r) {
-			stuck = append(stuck, r)
-			g.kinesisStuck[r.Lease.LeaseKey] = true
-		} else if r.State != inspect.LagOrphanLease {
-			unmeasured = append(unmeasured, r)
-		}
-	}
-	if len(unmeasured) > 0 {
-		var parts []string
-		for _, r := range unmeasured {
-			parts = append(parts, fmt.Sprintf("%s (%s: %v)", r.ShardID, kinesisClass(r.ProbeErr), r.ProbeErr))
-		}
-		g.skip("lag of "+plural(len(unmeasured), "shard"), "doctor's reads of them failed: "+strings.Join(parts, "; "))
-	}
+func checkKinesisStuck(fc *facts) (out []Finding) {
+	stuck, _ := fc.probeFailures()
 	if len(stuck) == 0 {
 		return
 	}
-	window := g.view.window()
+	window := fc.view.window()
 	sev := SeverityWarn
 	values := map[string]float64{"stuckShards": float64(len(stuck)), "windowMillis": float64(window.Milliseconds())}
 	var lines, shards, workers []string
@@ -92,7 +104,7 @@ func (g *diagnosis) checkKinesisStuck() {
 			// A definite refusal does not heal by waiting.
 			sev = SeverityCritical
 		}
-		h := g.view.history(r.Lease.LeaseKey)
+		h := fc.view.history(r.Lease.LeaseKey)
 		owner := actualOwner(*r.Lease)
 		shards, workers = append(shards, r.Lease.LeaseKey), append(workers, owner)
 		lines = append(lines, fmt.Sprintf("%s: checkpoint %s unchanged over %d reads (%s) while %s renewed it %d times; doctor's read at the checkpoint failed (%s): %v",
@@ -103,17 +115,18 @@ func (g *diagnosis) checkKinesisStuck() {
 		names = append(names, c)
 	}
 	sort.Strings(names)
-	g.add(Finding{
+	out = append(out, Finding{
 		ID: FindStuckShard, Severity: sev,
 		Summary: fmt.Sprintf("%s stuck: Kinesis calls failing or timing out (%s); leases renewed, checkpoints not moving for %s: %s",
 			plural(len(shards), "shard"), strings.Join(names, ", "), roundDur(window), listShort(shards)),
 		Evidence: Evidence{Lines: lines, Shards: shards, Workers: uniqueSorted(workers), Values: values},
-		Cause: "Kinesis does not serve these shards' reads: doctor's own GetShardIterator at the checkpoint and GetRecords (under a " + roundDur(g.opt.ProbeTimeout) +
+		Cause: "Kinesis does not serve these shards' reads: doctor's own GetShardIterator at the checkpoint and GetRecords (under a " + roundDur(fc.opt.ProbeTimeout) +
 			" deadline) failed as shown, and the worker's reads fail the same way; it keeps renewing the lease while it retries them, so no other worker takes the shard over, and the handler never gets the records. The handler is not what holds it up. " +
 			"throttled: other consumers of the shard use up its 5 reads a second (or KMS throttles); timeout: the network path to Kinesis; access denied: the role lacks kinesis:GetShardIterator/GetRecords (or kms:Decrypt); not found: the shard or its data expired; invalid position: the checkpoint is older than the trim horizon, or from a stream deleted and created again",
 		Fix: "look in the worker's log for \"reads of the shard are failing\" and the error it names; by class: throttled — fewer consumers per shard (enhanced fan-out) or more shards; timeout — check the VPC endpoint, proxy, NAT and DNS to Kinesis; access denied — grant kinesis:GetShardIterator, kinesis:GetRecords (and kms:Decrypt for an encrypted stream) to the worker's role; " +
 			"invalid position — an open shard is retried for ever (as the KCL does): stop the workers and kcltool checkpoint reset --shard ID --to trim-horizon --execute; kcltool run gives up on a call after --kinesis-timeout and retries it",
 	})
+	return
 }
 
 // probeClient makes the probe's reads with one SDK retry: a probe asks
