@@ -3,6 +3,8 @@ package doctor
 import (
 	"errors"
 	"fmt"
+	"reflect"
+	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -146,6 +148,7 @@ func everything() *facts {
 		}),
 		with(progressing("s-child", "w2"), func(l *leasecore.Lease) { l.ParentShardIDs = []string{"s-stuck"} }),
 		moved("s-moved", "w1", "w2", 1),
+		progressing("s-unread", "w2"),
 	)
 	stuck := lagRow(fc, "s-stuck", inspect.LagBehind, true)
 	stuck.MillisBehindLatest = behind(2 * time.Minute)
@@ -156,7 +159,9 @@ func everything() *facts {
 	gone := lagRow(fc, "s-gone", inspect.LagOrphanLease, false)
 	gone.Shard = nil
 	missing := inspect.LagRow{Stream: "s", ShardID: "s-new", State: inspect.LagMissingLease, Shard: &reshard.Node{ShardID: "s-new", Open: true}}
-	withLag(fc, stuck, orph, lag, gone, missing)
+	unread := lagRow(fc, "s-unread", inspect.LagBehind, true)
+	unread.ProbeErr = errors.New("GetRecords: throttled")
+	withLag(fc, stuck, orph, lag, gone, missing, unread)
 
 	fc.last.malformed = []error{errors.New("lease s-bad: leaseCounter is not a number")}
 	fc.kcl3 = kcl3State{present: true, leader: "w1", metrics: []inspect.WorkerMetrics{{Worker: "w1", LastUpdate: fc.now}}}
@@ -174,4 +179,28 @@ func everything() *facts {
 	fc.cwSkipped = &why
 	fc.skipped = append(fc.skipped, "enhanced fan-out consumer checks on s2: listing its consumers failed")
 	return fc
+}
+
+// TestFactsDerive: the facts several checks rest on are derived once, in
+// the gather phase: a failed probe of a lease held still makes it
+// kinesis-stuck, one of a lease that moves makes its lag unmeasured (a
+// checks-skipped entry), and with a single read neither is known.
+func TestFactsDerive(t *testing.T) {
+	build := func(reads int) *facts {
+		fc := handBuilt(reads, renewed("held", "w1", "100"), progressing("moving", "w1"))
+		h, m := lagRow(fc, "held", inspect.LagBehind, true), lagRow(fc, "moving", inspect.LagBehind, true)
+		h.ProbeErr, m.ProbeErr = errors.New("GetRecords: boom"), errors.New("GetShardIterator: bang")
+		return withLag(fc, h, m)
+	}
+	fc := build(3)
+	if !fc.kinesisStuck["held"] || fc.kinesisStuck["moving"] || len(fc.kinesisStuck) != 1 {
+		t.Errorf("kinesisStuck = %v, want held only", fc.kinesisStuck)
+	}
+	want := []string{"lag of 1 shard: doctor's reads of them failed: moving (error: GetShardIterator: bang)"}
+	if !reflect.DeepEqual(fc.skipped, want) {
+		t.Errorf("skipped = %q, want %q", fc.skipped, want)
+	}
+	if one := build(1); len(one.kinesisStuck) != 0 || len(one.skipped) != 0 {
+		t.Errorf("one read: kinesisStuck %v, skipped %q; want neither", one.kinesisStuck, one.skipped)
+	}
 }
