@@ -251,30 +251,33 @@ func writeJSONLines(w io.Writer, items any) error {
 	if v.Kind() != reflect.Slice {
 		return fmt.Errorf("JSON lines of a %T, not a slice", items)
 	}
+	// Each item as a value, as json.Marshal(items) would see it.
+	return writeJSONLinesOf(w, v.Len(), func(i int) any { return v.Index(i).Interface() })
+}
+
+// writeJSONLinesOf writes what writeJSONLines writes for n items, asking
+// item(i) for each in turn, so a long listing is encoded as it is built and
+// never held whole a second time. One encoder and one buffer serve every
+// item. A value encoding/json refuses (a NaN float) fails the write instead
+// of printing bad JSON.
+func writeJSONLinesOf(w io.Writer, n int, item func(i int) any) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
-	if v.Len() == 0 {
+	if n == 0 {
 		bw.WriteString("[]\n")
 		return bw.Flush()
 	}
 	bw.WriteString("[\n")
-	// Items that append themselves share one buffer; the rest go through
-	// encoding/json, so any type can still be listed.
-	var buf []byte
-	for i := range v.Len() {
-		var b []byte
-		var err error
-		if a, ok := v.Index(i).Addr().Interface().(jsonAppender); ok {
-			buf, err = a.appendJSON(buf[:0])
-			b = buf
-		} else {
-			b, err = json.Marshal(v.Index(i).Interface())
-		}
-		if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	for i := range n {
+		buf.Reset()
+		if err := enc.Encode(item(i)); err != nil {
 			return err
 		}
+		b := buf.Bytes()
 		bw.WriteString("  ")
-		bw.Write(b)
-		if i < v.Len()-1 {
+		bw.Write(b[:len(b)-1]) // Encode ends the object with a newline
+		if i < n-1 {
 			bw.WriteByte(',')
 		}
 		bw.WriteByte('\n')
