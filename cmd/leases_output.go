@@ -241,22 +241,26 @@ type nonLeaseJSON struct {
 	EntityType optString `json:"entityType"`
 }
 
+// nonLeaseRows is the one row builder of `leases ls --non-leases`: the JSON
+// items, and the CSV records and table rows taken from them.
+func nonLeaseRows(l *inspect.Listing) []nonLeaseJSON {
+	out := make([]nonLeaseJSON, 0, len(l.NonLeases))
+	for _, n := range l.NonLeases {
+		out = append(out, nonLeaseJSON{LeaseKey: n.Key, EntityType: optString(n.EntityType)})
+	}
+	return out
+}
+
 func renderNonLeases(io *IOStreams, format string, l *inspect.Listing) error {
 	rows := func() [][]string {
 		rows := make([][]string, 0, len(l.NonLeases))
-		for _, n := range l.NonLeases {
-			rows = append(rows, []string{n.Key, n.EntityType})
+		for _, j := range nonLeaseRows(l) {
+			rows = append(rows, []string{j.LeaseKey, string(j.EntityType)})
 		}
 		return rows
 	}
 	return newPrinter(io, format).Print(output{
-		Items: func() any {
-			out := make([]nonLeaseJSON, 0, len(l.NonLeases))
-			for _, n := range l.NonLeases {
-				out = append(out, nonLeaseJSON{LeaseKey: n.Key, EntityType: optString(n.EntityType)})
-			}
-			return out
-		},
+		Items:  func() any { return nonLeaseRows(l) },
 		Schema: "leases ls --non-leases",
 		Rows:   rows,
 		Text: func(p *Printer) error {
