@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"bufio"
 	"encoding/base64"
 	"encoding/csv"
 	"fmt"
@@ -14,56 +13,91 @@ import (
 	"github.com/kcltool/kcltool/reshard"
 )
 
-// leaseJSON is the documented JSON shape of one lease (docs/json.md; the
-// key list is jsonSchemas["leases ls"]). Keys are the KCL attribute names.
-// Every key is always present: an attribute the item does not have is null,
-// a list it does not have is []. Hash keys and sequence numbers are strings,
-// other numbers are numbers. Fields may be added, never renamed.
+// leaseJSON is one lease as kcltool prints it, built once per lease by
+// leaseRow: the JSON object as it stands, and the values the CSV record
+// (csvRecord) and the table's cells (cells) are taken from, so the three
+// forms cannot drift apart. The JSON is the documented shape (docs/json.md;
+// the key list is jsonSchemas["leases ls"]): keys are the KCL attribute
+// names, every key is always present, an attribute the item does not have
+// is null and a list it does not have is []. Hash keys and sequence numbers
+// are strings, other numbers are numbers. Fields may be added, never
+// renamed.
+//
+// Optional strings are *string, nil when empty, rather than optString:
+// encoding/json writes null for a nil pointer itself, where a MarshalJSON
+// per field costs an allocation and a compaction of its result
+// (docs/benchmarks.md). The pointers point into the lease, so building the
+// row allocates nothing for them.
 type leaseJSON struct {
-	LeaseKey                           string    `json:"leaseKey"`
-	LeaseOwner                         optString `json:"leaseOwner"`
-	LeaseCounter                       int64     `json:"leaseCounter"`
-	OwnerSwitchesSinceCheckpoint       int64     `json:"ownerSwitchesSinceCheckpoint"`
-	Checkpoint                         string    `json:"checkpoint"`
-	CheckpointSubSequenceNumber        int64     `json:"checkpointSubSequenceNumber"`
-	PendingCheckpoint                  optString `json:"pendingCheckpoint"`
-	PendingCheckpointSubSequenceNumber *int64    `json:"pendingCheckpointSubSequenceNumber"`
-	PendingCheckpointState             optString `json:"pendingCheckpointState"`
-	ParentShardID                      []string  `json:"parentShardId"`
-	ChildShardIDs                      []string  `json:"childShardIds"`
-	StartingHashKey                    optString `json:"startingHashKey"`
-	EndingHashKey                      optString `json:"endingHashKey"`
-	ThroughputKBps                     *float64  `json:"throughputKBps"`
-	CheckpointOwner                    optString `json:"checkpointOwner"`
-	EntityType                         optString `json:"entityType"`
-	StreamName                         optString `json:"streamName"`
-	ShardID                            optString `json:"shardId"`
-	State                              string    `json:"state"`
-	BlockedBy                          []string  `json:"blockedBy"`
-	RenewalsSeen                       *int64    `json:"renewalsSeen"`
+	LeaseKey                           string   `json:"leaseKey"`
+	LeaseOwner                         *string  `json:"leaseOwner"`
+	LeaseCounter                       int64    `json:"leaseCounter"`
+	OwnerSwitchesSinceCheckpoint       int64    `json:"ownerSwitchesSinceCheckpoint"`
+	Checkpoint                         string   `json:"checkpoint"`
+	CheckpointSubSequenceNumber        int64    `json:"checkpointSubSequenceNumber"`
+	PendingCheckpoint                  *string  `json:"pendingCheckpoint"`
+	PendingCheckpointSubSequenceNumber *int64   `json:"pendingCheckpointSubSequenceNumber"`
+	PendingCheckpointState             *string  `json:"pendingCheckpointState"`
+	ParentShardID                      []string `json:"parentShardId"`
+	ChildShardIDs                      []string `json:"childShardIds"`
+	StartingHashKey                    *string  `json:"startingHashKey"`
+	EndingHashKey                      *string  `json:"endingHashKey"`
+	ThroughputKBps                     *float64 `json:"throughputKBps"`
+	CheckpointOwner                    *string  `json:"checkpointOwner"`
+	EntityType                         *string  `json:"entityType"`
+	StreamName                         *string  `json:"streamName"`
+	ShardID                            *string  `json:"shardId"`
+	State                              string   `json:"state"`
+	BlockedBy                          []string `json:"blockedBy"`
+	RenewalsSeen                       *int64   `json:"renewalsSeen"`
+
+	// shard is the shard id the CSV and the table show: the raw shard id,
+	// from a multi-stream lease key when the item has no shardId, else the
+	// lease key. Not a JSON key (shardId is the attribute as stored).
+	shard string
 }
 
-func toLeaseJSON(r inspect.LeaseRow) leaseJSON {
+// leaseRow is the one row builder of `leases ls`: JSON, CSV and table are
+// all written from what it returns.
+func leaseRow(r *inspect.LeaseRow) leaseJSON {
+	l := r.Lease
 	j := leaseJSON{
-		LeaseKey: r.LeaseKey, LeaseOwner: optString(r.LeaseOwner), LeaseCounter: r.LeaseCounter,
-		OwnerSwitchesSinceCheckpoint: r.OwnerSwitchesSinceCheckpoint,
-		Checkpoint:                   r.Checkpoint.SequenceNumber,
-		CheckpointSubSequenceNumber:  r.Checkpoint.SubSequenceNumber,
-		ParentShardID:                orEmpty(r.ParentShardIDs), ChildShardIDs: orEmpty(r.ChildShardIDs),
-		StartingHashKey: optString(r.StartingHashKey), EndingHashKey: optString(r.EndingHashKey),
-		ThroughputKBps: r.ThroughputKBps, CheckpointOwner: optString(r.CheckpointOwner),
-		EntityType: optString(r.EntityType), StreamName: optString(r.StreamName), ShardID: optString(r.ShardID),
+		LeaseKey: l.LeaseKey, LeaseOwner: nonEmpty(&l.LeaseOwner), LeaseCounter: l.LeaseCounter,
+		OwnerSwitchesSinceCheckpoint: l.OwnerSwitchesSinceCheckpoint,
+		Checkpoint:                   l.Checkpoint.SequenceNumber,
+		CheckpointSubSequenceNumber:  l.Checkpoint.SubSequenceNumber,
+		ParentShardID:                orEmpty(l.ParentShardIDs), ChildShardIDs: orEmpty(l.ChildShardIDs),
+		StartingHashKey: nonEmpty(&l.StartingHashKey), EndingHashKey: nonEmpty(&l.EndingHashKey),
+		ThroughputKBps: l.ThroughputKBps, CheckpointOwner: nonEmpty(&l.CheckpointOwner),
+		EntityType: nonEmpty(&l.EntityType), StreamName: nonEmpty(&l.StreamName), ShardID: nonEmpty(&l.ShardID),
 		State: string(r.State), BlockedBy: orEmpty(blockerIDs(r.BlockedBy)), RenewalsSeen: r.RenewalsSeen,
+		shard: l.ShardIDOrKey(),
 	}
-	if p := r.PendingCheckpoint; p != nil {
-		j.PendingCheckpoint = optString(p.SequenceNumber)
-		sub := p.SubSequenceNumber
-		j.PendingCheckpointSubSequenceNumber = &sub
+	if p := l.PendingCheckpoint; p != nil {
+		j.PendingCheckpoint = nonEmpty(&p.SequenceNumber)
+		j.PendingCheckpointSubSequenceNumber = &p.SubSequenceNumber
 	}
-	if r.PendingCheckpointState != nil {
-		j.PendingCheckpointState = optString(base64.StdEncoding.EncodeToString(r.PendingCheckpointState))
+	if l.PendingCheckpointState != nil {
+		s := base64.StdEncoding.EncodeToString(l.PendingCheckpointState)
+		j.PendingCheckpointState = &s
 	}
 	return j
+}
+
+// nonEmpty is s, or nil (JSON null) when *s is empty.
+func nonEmpty(s *string) *string {
+	if *s == "" {
+		return nil
+	}
+	return s
+}
+
+// str is *s, or "" for nil: an absent value in a CSV field or a table cell.
+func str(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 var leaseColumns = []string{"SHARD", "OWNER", "COUNTER", "CHECKPOINT", "SUBSEQ", "SWITCHES", "PARENTS", "STATE"}
@@ -74,6 +108,31 @@ var leaseWideColumns = []string{"CHILDREN", "CHECKPOINT-OWNER", "THROUGHPUT-KBPS
 var leaseCSVColumns = []string{"leaseKey", "shardId", "leaseOwner", "leaseCounter", "checkpoint",
 	"checkpointSubSequenceNumber", "ownerSwitchesSinceCheckpoint", "parentShardId", "childShardIds",
 	"checkpointOwner", "throughputKBps", "startingHashKey", "endingHashKey", "streamName", "state"}
+
+// csvRecord appends the lease's CSV fields (leaseCSVColumns) to rec.
+func (j *leaseJSON) csvRecord(rec []string) []string {
+	return append(rec, j.LeaseKey, j.shard, str(j.LeaseOwner), itoa(j.LeaseCounter),
+		j.Checkpoint, itoa(j.CheckpointSubSequenceNumber), itoa(j.OwnerSwitchesSinceCheckpoint),
+		strings.Join(j.ParentShardID, ";"), strings.Join(j.ChildShardIDs, ";"), str(j.CheckpointOwner),
+		floatStr(j.ThroughputKBps), str(j.StartingHashKey), str(j.EndingHashKey), str(j.StreamName), j.State)
+}
+
+// cells appends the lease's table cells (leaseColumns, and with -o wide
+// leaseWideColumns) to buf.
+func (j *leaseJSON) cells(p *Printer, wide bool, buf []string) []string {
+	owner := str(j.LeaseOwner)
+	if j.CheckpointOwner != nil && !wide {
+		owner = *j.CheckpointOwner + "→" + owner
+	}
+	buf = append(buf, j.shard, owner, itoa(j.LeaseCounter), p.Short(j.Checkpoint),
+		itoa(j.CheckpointSubSequenceNumber), itoa(j.OwnerSwitchesSinceCheckpoint), strings.Join(j.ParentShardID, ","),
+		stateCell(j.State, j.BlockedBy))
+	if wide {
+		buf = append(buf, strings.Join(j.ChildShardIDs, ","), str(j.CheckpointOwner), floatStr(j.ThroughputKBps),
+			hashRange(str(j.StartingHashKey), str(j.EndingHashKey)), str(j.StreamName), j.LeaseKey)
+	}
+	return buf
+}
 
 // renderLeases prints the listing. JSON and CSV are written lease by lease
 // as they are built, never a second copy of the whole table: a 100,000-lease
@@ -90,30 +149,13 @@ func renderLeases(streams *IOStreams, format string, l *inspect.Listing) error {
 }
 
 // writeLeasesJSON writes the leases as writeJSONLines writes a []leaseJSON:
-// an array, one compact object a line.
+// an array, one compact object a line, each by encoding/json.
 func writeLeasesJSON(w io.Writer, rows []inspect.LeaseRow) error {
-	bw := bufio.NewWriterSize(w, 64<<10)
-	if len(rows) == 0 {
-		bw.WriteString("[]\n")
-		return bw.Flush()
-	}
-	bw.WriteString("[\n")
-	var buf []byte
-	for i := range rows {
-		j := toLeaseJSON(rows[i])
-		var err error
-		if buf, err = j.appendJSON(buf[:0]); err != nil {
-			return err
-		}
-		bw.WriteString("  ")
-		bw.Write(buf)
-		if i < len(rows)-1 {
-			bw.WriteByte(',')
-		}
-		bw.WriteByte('\n')
-	}
-	bw.WriteString("]\n")
-	return bw.Flush()
+	var j leaseJSON // one row reused: a pointer to a fresh one would escape per lease
+	return writeJSONLinesOf(w, len(rows), func(i int) any {
+		j = leaseRow(&rows[i])
+		return &j
+	})
 }
 
 // writeLeasesCSV writes the header and one record per lease, RFC 4180.
@@ -123,12 +165,9 @@ func writeLeasesCSV(w io.Writer, rows []inspect.LeaseRow) error {
 		return err
 	}
 	rec := make([]string, len(leaseCSVColumns))
-	for _, r := range rows {
-		rec = append(rec[:0], r.LeaseKey, r.ShardIDOrKey(), r.LeaseOwner, itoa(r.LeaseCounter),
-			r.Checkpoint.SequenceNumber, itoa(r.Checkpoint.SubSequenceNumber), itoa(r.OwnerSwitchesSinceCheckpoint),
-			strings.Join(r.ParentShardIDs, ";"), strings.Join(r.ChildShardIDs, ";"), r.CheckpointOwner,
-			floatStr(r.ThroughputKBps), r.StartingHashKey, r.EndingHashKey, r.StreamName, string(r.State))
-		if err := cw.Write(rec); err != nil {
+	for i := range rows {
+		j := leaseRow(&rows[i])
+		if err := cw.Write(j.csvRecord(rec[:0])); err != nil {
 			return err
 		}
 	}
@@ -143,19 +182,8 @@ func leasesTable(p *Printer, l *inspect.Listing) error {
 		header = append(append([]string{}, leaseColumns...), leaseWideColumns...)
 	}
 	row := func(i int, cells []string) []string {
-		r := &l.Leases[i]
-		owner := r.LeaseOwner
-		if r.CheckpointOwner != "" && !wide {
-			owner = r.CheckpointOwner + "→" + r.LeaseOwner
-		}
-		cells = append(cells, r.ShardIDOrKey(), owner, itoa(r.LeaseCounter), p.Short(r.Checkpoint.SequenceNumber),
-			itoa(r.Checkpoint.SubSequenceNumber), itoa(r.OwnerSwitchesSinceCheckpoint), strings.Join(r.ParentShardIDs, ","),
-			stateCell(*r))
-		if wide {
-			cells = append(cells, strings.Join(r.ChildShardIDs, ","), r.CheckpointOwner, floatStr(r.ThroughputKBps),
-				hashRange(r.StartingHashKey, r.EndingHashKey), r.StreamName, r.LeaseKey)
-		}
-		return cells
+		j := leaseRow(&l.Leases[i])
+		return j.cells(p, wide, cells)
 	}
 	if len(l.Leases) == 0 {
 		p.Empty("no leases in table %q match", l.Table)
@@ -166,11 +194,12 @@ func leasesTable(p *Printer, l *inspect.Listing) error {
 	return nil
 }
 
-func stateCell(r inspect.LeaseRow) string {
-	if r.State == inspect.StateWaitingOnParent {
-		return string(r.State) + "(" + strings.Join(blockerIDs(r.BlockedBy), ",") + ")"
+// stateCell is the STATE cell: a child waiting on its parents names them.
+func stateCell(state string, blockedBy []string) string {
+	if state == string(inspect.StateWaitingOnParent) {
+		return state + "(" + strings.Join(blockedBy, ",") + ")"
 	}
-	return string(r.State)
+	return state
 }
 
 // writeLeaseSummary prints the counts under the table, and with --sample
@@ -212,22 +241,26 @@ type nonLeaseJSON struct {
 	EntityType optString `json:"entityType"`
 }
 
+// nonLeaseRows is the one row builder of `leases ls --non-leases`: the JSON
+// items, and the CSV records and table rows taken from them.
+func nonLeaseRows(l *inspect.Listing) []nonLeaseJSON {
+	out := make([]nonLeaseJSON, 0, len(l.NonLeases))
+	for _, n := range l.NonLeases {
+		out = append(out, nonLeaseJSON{LeaseKey: n.Key, EntityType: optString(n.EntityType)})
+	}
+	return out
+}
+
 func renderNonLeases(io *IOStreams, format string, l *inspect.Listing) error {
 	rows := func() [][]string {
 		rows := make([][]string, 0, len(l.NonLeases))
-		for _, n := range l.NonLeases {
-			rows = append(rows, []string{n.Key, n.EntityType})
+		for _, j := range nonLeaseRows(l) {
+			rows = append(rows, []string{j.LeaseKey, string(j.EntityType)})
 		}
 		return rows
 	}
 	return newPrinter(io, format).Print(output{
-		Items: func() any {
-			out := make([]nonLeaseJSON, 0, len(l.NonLeases))
-			for _, n := range l.NonLeases {
-				out = append(out, nonLeaseJSON{LeaseKey: n.Key, EntityType: optString(n.EntityType)})
-			}
-			return out
-		},
+		Items:  func() any { return nonLeaseRows(l) },
 		Schema: "leases ls --non-leases",
 		Rows:   rows,
 		Text: func(p *Printer) error {

@@ -10,17 +10,14 @@ import (
 	"reflect"
 	"strings"
 
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/renderer"
-	"github.com/olekukonko/tablewriter/tw"
 	"github.com/spf13/cobra"
 )
 
 // This file is kcltool's one output layer. A command builds an output (its
 // rows as JSON documents, as CSV records and as a table) and hands it to a
 // Printer, which picks the form -o asks for. The JSON key lists and CSV
-// headers are in json_schema.go; tablewriter and lipgloss are configured
-// here and nowhere else.
+// headers are in json_schema.go; lipgloss is configured here and the
+// table engine is in table.go.
 
 // Output formats every read command accepts with -o.
 const (
@@ -179,63 +176,6 @@ func (p *Printer) Empty(format string, args ...any) {
 	fmt.Fprintf(p.io.ErrOut, "kcltool: "+format+"\n", args...)
 }
 
-// Table renders an aligned, borderless table in the kubectl style:
-// upper-case headers, three spaces between columns, no trailing blanks.
-// Empty cells show as "-" so columns stay countable for awk.
-func (p *Printer) Table(header []string, rows [][]string) error {
-	var buf bytes.Buffer
-	t := newTableWriter(&buf)
-	t.Header(anySlice(header)...)
-	for _, r := range rows {
-		cells := make([]string, len(r))
-		for i, c := range r {
-			if c == "" {
-				c = "-"
-			}
-			cells[i] = c
-		}
-		if err := t.Append(cells); err != nil {
-			return err
-		}
-	}
-	if err := t.Render(); err != nil {
-		return err
-	}
-	st := p.Styles()
-	lines := strings.Split(strings.TrimRight(buf.String(), "\n"), "\n")
-	for i, line := range lines {
-		line = strings.TrimRight(line, " ")
-		if i == 0 {
-			line = st.Header.Render(line)
-		}
-		if _, err := fmt.Fprintln(p.out, line); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// newTableWriter is kcltool's one tablewriter configuration.
-func newTableWriter(w io.Writer) *tablewriter.Table {
-	return tablewriter.NewTable(w,
-		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{
-			Borders: tw.BorderNone,
-			Symbols: tw.NewSymbols(tw.StyleNone),
-			Settings: tw.Settings{
-				Separators: tw.Separators{BetweenColumns: tw.Off, BetweenRows: tw.Off},
-				Lines:      tw.Lines{ShowHeaderLine: tw.Off},
-			},
-		})),
-		tablewriter.WithHeaderAutoFormat(tw.Off),
-		tablewriter.WithHeaderAlignment(tw.AlignLeft),
-		tablewriter.WithRowAlignment(tw.AlignLeft),
-		tablewriter.WithPadding(tw.Padding{Left: "", Right: "   ", Overwrite: true}),
-		tablewriter.WithRowAutoWrap(tw.WrapNone),
-		tablewriter.WithHeaderAutoWrap(tw.WrapNone),
-		tablewriter.WithTrimSpace(tw.Off),
-	)
-}
-
 // writeJSON writes v as indented JSON with a trailing newline.
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
@@ -251,30 +191,33 @@ func writeJSONLines(w io.Writer, items any) error {
 	if v.Kind() != reflect.Slice {
 		return fmt.Errorf("JSON lines of a %T, not a slice", items)
 	}
+	// Each item as a value, as json.Marshal(items) would see it.
+	return writeJSONLinesOf(w, v.Len(), func(i int) any { return v.Index(i).Interface() })
+}
+
+// writeJSONLinesOf writes what writeJSONLines writes for n items, asking
+// item(i) for each in turn, so a long listing is encoded as it is built and
+// never held whole a second time. One encoder and one buffer serve every
+// item. A value encoding/json refuses (a NaN float) fails the write instead
+// of printing bad JSON.
+func writeJSONLinesOf(w io.Writer, n int, item func(i int) any) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
-	if v.Len() == 0 {
+	if n == 0 {
 		bw.WriteString("[]\n")
 		return bw.Flush()
 	}
 	bw.WriteString("[\n")
-	// Items that append themselves share one buffer; the rest go through
-	// encoding/json, so any type can still be listed.
-	var buf []byte
-	for i := range v.Len() {
-		var b []byte
-		var err error
-		if a, ok := v.Index(i).Addr().Interface().(jsonAppender); ok {
-			buf, err = a.appendJSON(buf[:0])
-			b = buf
-		} else {
-			b, err = json.Marshal(v.Index(i).Interface())
-		}
-		if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	for i := range n {
+		buf.Reset()
+		if err := enc.Encode(item(i)); err != nil {
 			return err
 		}
+		b := buf.Bytes()
 		bw.WriteString("  ")
-		bw.Write(b)
-		if i < v.Len()-1 {
+		bw.Write(b[:len(b)-1]) // Encode ends the object with a newline
+		if i < n-1 {
 			bw.WriteByte(',')
 		}
 		bw.WriteByte('\n')
@@ -294,14 +237,6 @@ func writeCSV(w io.Writer, header []string, rows [][]string) error {
 	}
 	cw.Flush()
 	return cw.Error()
-}
-
-func anySlice(s []string) []any {
-	out := make([]any, len(s))
-	for i, v := range s {
-		out[i] = v
-	}
-	return out
 }
 
 // shorten keeps the head and tail of a long sequence number on a terminal,
