@@ -38,7 +38,13 @@ type RefusedError struct {
 	Handoff []string
 }
 
-func (e *RefusedError) Error() string {
+// Error says why, naming the override by its option (ExecOptions.Force);
+// cmd says it with the flag's name through Explain.
+func (e *RefusedError) Error() string { return e.Explain("set Force") }
+
+// Explain says why the plan was refused; override is how the reader goes
+// ahead anyway, in the caller's words ("pass --force").
+func (e *RefusedError) Explain(override string) string {
 	var parts []string
 	if len(e.Moved) > 0 {
 		who := "unowned leases"
@@ -49,10 +55,10 @@ func (e *RefusedError) Error() string {
 		if len(e.Moved) != 1 {
 			counters = fmt.Sprintf("%d lease counters", len(e.Moved))
 		}
-		parts = append(parts, fmt.Sprintf("the application is running: %s moved during the sample (%s); stop it first, or pass --force to reset it live", counters, who))
+		parts = append(parts, fmt.Sprintf("the application is running: %s moved during the sample (%s); stop it first, or %s to reset it live", counters, who, override))
 	}
 	if len(e.Handoff) > 0 {
-		parts = append(parts, fmt.Sprintf("leases in a KCL 3.x graceful handoff (checkpointOwner set): %s; wait for the handoff to finish, or pass --force", strings.Join(e.Handoff, ", ")))
+		parts = append(parts, fmt.Sprintf("leases in a KCL 3.x graceful handoff (checkpointOwner set): %s; wait for the handoff to finish, or %s", strings.Join(e.Handoff, ", "), override))
 	}
 	return strings.Join(parts, "; ")
 }
