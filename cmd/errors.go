@@ -12,6 +12,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/kcltool/kcltool/internal/awserr"
+	"github.com/kcltool/kcltool/reset"
 )
 
 // Exit codes, documented in `kcltool help exit-codes`.
@@ -172,3 +173,31 @@ func innermost(err error) error {
 		err = next
 	}
 }
+
+// sayFlags says, in an error from a domain package, the settings it names
+// as the flags that set them: domain packages name settings (reset.Setting),
+// only cmd knows flags. The error's text is otherwise kept byte for byte,
+// wrapping included, and it still unwraps to the original.
+func sayFlags(err error) error {
+	var ie *reset.InputError
+	if !errors.As(err, &ie) {
+		return err
+	}
+	inner, said := ie.Error(), ie.Say(resetFlag)
+	if inner == said {
+		return err
+	}
+	return &saidError{text: strings.Replace(err.Error(), inner, said, 1), err: err}
+}
+
+// resetFlag is the flag of a reset setting: the setting's own name.
+func resetFlag(s reset.Setting) string { return "--" + string(s) }
+
+// saidError is an error said in cmd's words.
+type saidError struct {
+	text string
+	err  error
+}
+
+func (e *saidError) Error() string { return e.text }
+func (e *saidError) Unwrap() error { return e.err }

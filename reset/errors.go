@@ -10,13 +10,19 @@ import (
 // that does not parse or lies in the future, a sequence number that is not a
 // record of the shard, a file that is neither an export nor a positions CSV.
 // Planning writes nothing, so nothing was written.
-type InputError struct{ Err error }
+type InputError struct {
+	Err error
+	// format and args made Err (inputErrorf), kept so that Say can say
+	// the Settings among args in the caller's words.
+	format string
+	args   []any
+}
 
 func (e *InputError) Error() string { return e.Err.Error() }
 func (e *InputError) Unwrap() error { return e.Err }
 
 func inputErrorf(format string, args ...any) error {
-	return &InputError{Err: fmt.Errorf(format, args...)}
+	return &InputError{Err: fmt.Errorf(format, args...), format: format, args: args}
 }
 
 // IsInputError reports whether err is (or wraps) an *InputError.
