@@ -192,6 +192,8 @@ func sayFlags(err error) error {
 			said = x.Say(func(s reset.Setting) string { return settingFlag(string(s)) })
 		case *runner.ConsumerGoneError:
 			said = x.Say(settingFlag)
+		case *runner.MultiStreamTableError:
+			said = x.Say(settingFlag)
 		case *leasecore.TableNotFoundError:
 			said = x.Say(settingFlag)
 		default:
