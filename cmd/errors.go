@@ -12,6 +12,9 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/kcltool/kcltool/internal/awserr"
+	"github.com/kcltool/kcltool/leasecore"
+	"github.com/kcltool/kcltool/reset"
+	"github.com/kcltool/kcltool/runner"
 )
 
 // Exit codes, documented in `kcltool help exit-codes`.
@@ -172,3 +175,47 @@ func innermost(err error) error {
 		err = next
 	}
 }
+
+// sayFlags says, in an error from a domain package, the settings it names
+// as the flags that set them: domain packages name settings (reset.Setting),
+// only cmd knows flags. The error's text is otherwise kept byte for byte,
+// wrapping included, and it still unwraps to the original.
+func sayFlags(err error) error {
+	if err == nil {
+		return nil
+	}
+	text := err.Error()
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		var said string
+		switch x := e.(type) {
+		case *reset.InputError:
+			said = x.Say(func(s reset.Setting) string { return settingFlag(string(s)) })
+		case *runner.ConsumerGoneError:
+			said = x.Say(settingFlag)
+		case *runner.MultiStreamTableError:
+			said = x.Say(settingFlag)
+		case *leasecore.TableNotFoundError:
+			said = x.Say(settingFlag)
+		default:
+			continue
+		}
+		text = strings.Replace(text, e.Error(), said, 1)
+	}
+	if text == err.Error() {
+		return err
+	}
+	return &saidError{text: text, err: err}
+}
+
+// settingFlag is the flag of a setting a domain error names: settings are
+// spelled as their flags are, without the dashes.
+func settingFlag(setting string) string { return "--" + setting }
+
+// saidError is an error said in cmd's words.
+type saidError struct {
+	text string
+	err  error
+}
+
+func (e *saidError) Error() string { return e.text }
+func (e *saidError) Unwrap() error { return e.err }

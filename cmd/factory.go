@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
@@ -26,6 +27,9 @@ type Factory struct {
 	IO     *IOStreams
 	Clock  leasecore.Clock
 	Getenv func(string) string
+	// Environ is the environment run's handlers inherit; runner never
+	// reads it itself. NewFactory sets os.Environ.
+	Environ func() []string
 
 	// Set by the root command's persistent flags.
 	Region, Profile, EndpointURL string
@@ -48,7 +52,7 @@ type Factory struct {
 
 // NewFactory returns a Factory over the given streams and environment.
 func NewFactory(io *IOStreams, getenv func(string) string) *Factory {
-	return &Factory{IO: io, Clock: leasecore.RealClock(), Getenv: getenv}
+	return &Factory{IO: io, Clock: leasecore.RealClock(), Getenv: getenv, Environ: os.Environ}
 }
 
 // logger is Log, or a logger that discards when none was built.

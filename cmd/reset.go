@@ -163,7 +163,7 @@ func (o *resetOptions) target(f *Factory) (reset.Target, error) {
 		}
 		cp, err := reset.ParseCheckpoint(o.ToSequence, o.SubSequence)
 		if err != nil {
-			return t, usageErrorf("invalid --to-sequence: %v", err)
+			return t, usageErrorf("invalid --to-sequence: %w", err)
 		}
 		t.Sequence = &cp
 	case o.FromFile != "":

@@ -116,7 +116,7 @@ func executePlan(cmd *cobra.Command, f *Factory, plan *reset.Plan, a *applyFlags
 		if rerr := renderPlan(f.IO, a.Output, plan, nil); rerr != nil {
 			return rerr
 		}
-		return &ExitError{Code: ExitProblems, Err: fmt.Errorf("not applied, nothing written: %w", err)}
+		return &ExitError{Code: ExitProblems, Err: fmt.Errorf("not applied, nothing written: %w", forceRefusal{refused})}
 	}
 	if err != nil {
 		return explainAWS(err, f.awsContext(plan.Table, ""))
@@ -241,3 +241,9 @@ func safeName(s string) string {
 // shellQuote quotes a word of a printed command for a POSIX shell; the one
 // implementation is shared with doctor's repair commands.
 var shellQuote = shellquote.Quote
+
+// forceRefusal says reset's refusal with the flag that overrides it.
+type forceRefusal struct{ *reset.RefusedError }
+
+func (r forceRefusal) Error() string { return r.Explain("pass --force") }
+func (r forceRefusal) Unwrap() error { return r.RefusedError }

@@ -32,7 +32,7 @@ func Run(ctx context.Context, f *Factory, args []string) int {
 	if err == nil {
 		err = root.ExecuteContext(ctx)
 	}
-	err = explainCredentials(err)
+	err = sayFlags(explainCredentials(err))
 	code := exitCode(ctx, err)
 	if err != nil && code != ExitOK {
 		logRaw(f.logger(), err)

@@ -90,7 +90,7 @@ func (o *runOptions) workerConfig(f *Factory) (runner.Config, error) {
 		KinesisTimeout: o.KinesisTimeout, DynamoDBTimeout: o.DynamoDBTimeout,
 		BatchSize: o.BatchSize, BatchWindow: o.BatchWindow, MaxParallel: o.MaxParallel,
 		MultiLang: o.MultiLang, MultiLangTimeout: o.MultiLangTimeout,
-		Handler: &runner.Handler{Argv: argv, Format: format, Timeout: o.HandlerTimeout, Clock: f.Clock},
+		Handler: &runner.Handler{Argv: argv, Format: format, Timeout: o.HandlerTimeout, Env: f.Environ(), Clock: f.Clock},
 		Backoff: runner.Backoff{Initial: o.RetryBackoff}, MaxRetries: o.MaxRetries, MaxRecordAge: o.MaxRecordAge,
 		BisectOnError: o.BisectOnError, OnFailureDir: o.OnFailure,
 		ShutdownGrace: o.ShutdownGrace, ShardSyncInterval: o.ShardSyncInterval,

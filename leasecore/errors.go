@@ -42,11 +42,17 @@ type TableNotFoundError struct {
 }
 
 func (e *TableNotFoundError) Error() string {
+	return e.Say(func(setting string) string { return "the " + setting + " option" })
+}
+
+// Say is Error with the setting it suggests (create-table) said by name:
+// cmd says it as its flag.
+func (e *TableNotFoundError) Say(name func(setting string) string) string {
 	where := ""
 	if e.Region != "" {
 		where = " in " + e.Region
 	}
-	return fmt.Sprintf("lease table %q not found%s (is the application name right? pass --create-table to create it the way the KCL does)", e.Table, where)
+	return fmt.Sprintf("lease table %q not found%s (is the application name right? pass %s to create it the way the KCL does)", e.Table, where, name("create-table"))
 }
 
 // KCL3TableError refuses a lease table that a KCL 3.x application uses. In

@@ -91,7 +91,7 @@ func ScanTable(ctx context.Context, api ScanAPI, table string, opt ScanOptions) 
 		opt.MaxRetries = 8
 	}
 	if opt.Sleep == nil {
-		opt.Sleep = sleepCtx
+		opt.Sleep = func(ctx context.Context, d time.Duration) error { return Sleep(ctx, RealClock(), d) }
 	}
 	results := make([]segmentScan, segments)
 	errs := make([]error, segments)
@@ -230,17 +230,6 @@ func (r *ScanResult) add(item map[string]types.AttributeValue) {
 func Backoff(attempt int) time.Duration { return scanBackoff.Delay(attempt, nil) }
 
 var scanBackoff = backoff.Policy{Base: 50 * time.Millisecond, Max: 5 * time.Second, Min: 1, Jitter: backoff.Full}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
 
 // String names the item for warnings.
 func (n NonLeaseItem) String() string { return fmt.Sprintf("%s (%s)", n.Key, n.EntityType) }

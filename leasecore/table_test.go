@@ -22,8 +22,10 @@ func TestEnsureTableCreatesKCLShape(t *testing.T) {
 	if !errors.As(err, &nf) || nf.Table != table || nf.Region != emulator.Region {
 		t.Fatalf("missing table without --create-table: %v, want *TableNotFoundError", err)
 	}
-	if !strings.Contains(err.Error(), "--create-table") {
-		t.Errorf("error does not suggest --create-table: %v", err)
+	// It suggests the setting; cmd says it as --create-table
+	// (TestDomainErrorsSayFlags).
+	if !strings.Contains(err.Error(), "the create-table option") {
+		t.Errorf("error does not suggest creating the table: %v", err)
 	}
 
 	if err := EnsureTable(ctx, ddb, table, true); err != nil {

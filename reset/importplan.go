@@ -52,15 +52,15 @@ func PlanImport(ctx context.Context, ddb TableAPI, opt ImportOptions) (*Plan, er
 		clock = leasecore.RealClock()
 	}
 	if opt.Prune && opt.PositionsOnly {
-		return nil, inputErrorf("--prune deletes leases of the application's own table; it does not go with --to-app")
+		return nil, inputErrorf("%s deletes leases of the application's own table; it does not go with %s", SettingPrune, SettingToApp)
 	}
 	p := &Plan{Kind: "import", Table: opt.Table, Target: "export " + opt.File}
 	if err := refuseInvalid(p, opt.File, opt.Export.Invalid, opt.SkipInvalid); err != nil {
 		return nil, err
 	}
 	if unnamed := opt.Export.UnnamedInvalid(); opt.Prune && len(unnamed) > 0 {
-		return nil, inputErrorf("%s: --prune cannot tell which leases these entries are, so it could delete one the file has: %s; fix them, or import without --prune",
-			opt.File, listEntries(unnamed))
+		return nil, inputErrorf("%s: %s cannot tell which leases these entries are, so it could delete one the file has: %s; fix them, or import without %s",
+			opt.File, SettingPrune, listEntries(unnamed), SettingPrune)
 	}
 	now := clock.Now()
 	var scan leasecore.ScanResult

@@ -35,9 +35,12 @@ type InvalidEntriesError struct {
 	Entries []InvalidEntry
 }
 
-func (e *InvalidEntriesError) Error() string {
-	return fmt.Sprintf("%s: %s cannot be used, so nothing was written: %s; fix the file, or pass --skip-invalid to apply the rest (exit 3)",
-		e.File, entries(len(e.Entries)), listEntries(e.Entries))
+func (e *InvalidEntriesError) Error() string { return e.Say(Setting.String) }
+
+// Say is Error with the skip setting said by name (InputError.Say).
+func (e *InvalidEntriesError) Say(name func(Setting) string) string {
+	return fmt.Sprintf("%s: %s cannot be used, so nothing was written: %s; fix the file, or pass %s to apply the rest (exit 3)",
+		e.File, entries(len(e.Entries)), listEntries(e.Entries), name(SettingSkip))
 }
 
 // refuseInvalid is the rule of every file a plan reads: any entry that

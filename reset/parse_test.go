@@ -67,7 +67,8 @@ func TestParseCheckpoint(t *testing.T) {
 			t.Errorf("%s: %v", ok, err)
 		}
 	}
-	for in, why := range map[string]string{"AT_TIMESTAMP": "use --at", "49x": "not a sequence number", "": "not a sequence number"} {
+	for in, why := range map[string]string{"AT_TIMESTAMP": "use the at option", // cmd says --at (TestResetErrorsSayFlags)
+		"49x": "not a sequence number", "": "not a sequence number"} {
 		if _, err := ParseCheckpoint(in, 0); err == nil || !strings.Contains(err.Error(), why) {
 			t.Errorf("ParseCheckpoint(%q): %v, want %q", in, err, why)
 		}

@@ -56,10 +56,10 @@ func PlanReset(ctx context.Context, ddb TableAPI, kin StreamAPI, opt ResetOption
 		return nil, inputErrorf("%s is in the future (it is %s now): a reset can only go to a time records may have arrived at", stamp(t.At), stamp(now))
 	}
 	if t.Sequence != nil && len(opt.Shards) != 1 {
-		return nil, inputErrorf("a sequence number belongs to one shard: give exactly one --shard with --to-sequence")
+		return nil, inputErrorf("a sequence number belongs to one shard: give exactly one %s with %s", SettingShard, SettingToSequence)
 	}
 	if t.needsStream() && opt.Stream == "" {
-		return nil, inputErrorf("--stream is required: the reset reads the stream's shards")
+		return nil, inputErrorf("%s is required: the reset reads the stream's shards", SettingStream)
 	}
 	scan, err := leasecore.ScanTable(ctx, ddb, opt.Table, leasecore.ScanOptions{ConsistentRead: true, KeepItems: true})
 	if err != nil {

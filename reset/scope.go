@@ -35,7 +35,7 @@ func pickStream(leases []leasecore.Lease, stream string) (reshard.Stream, []leas
 		return reshard.Stream{}, nil, inputErrorf("no leases of stream %q in this multi-stream lease table (its streams: %s)", stream, strings.Join(all, ", "))
 	case 1:
 	default:
-		return reshard.Stream{}, nil, inputErrorf("several streams named %q in this lease table (%s): pass --stream with the full identifier", stream, strings.Join(matchIDs, ", "))
+		return reshard.Stream{}, nil, inputErrorf("several streams named %q in this lease table (%s): pass %s with the full identifier", stream, strings.Join(matchIDs, ", "), SettingStream)
 	}
 	return match[0], reshard.LeasesOfStream(leases, match[0]), nil
 }

@@ -21,7 +21,7 @@ func ParseCheckpoint(s string, sub int64) (leasecore.SequenceNumber, error) {
 	v := strings.TrimSpace(s)
 	switch {
 	case v == leasecore.AT_TIMESTAMP:
-		return leasecore.SequenceNumber{}, errors.New("AT_TIMESTAMP cannot be written as a reset: the lease does not store the time and each KCL worker would use its own configured timestamp; use --at TIME, which resolves the time to a sequence number per shard")
+		return leasecore.SequenceNumber{}, inputErrorf("AT_TIMESTAMP cannot be written as a reset: the lease does not store the time and each KCL worker would use its own configured timestamp; use %s TIME, which resolves the time to a sequence number per shard", SettingAt)
 	case !leasecore.ValidCheckpoint(v):
 		return leasecore.SequenceNumber{}, errors.New("\"" + s + "\" is not a sequence number (decimal digits) or TRIM_HORIZON, LATEST, SHARD_END")
 	case sub < 0:

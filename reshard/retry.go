@@ -2,9 +2,9 @@ package reshard
 
 import (
 	"context"
-	"errors"
 	"time"
 
+	"github.com/kcltool/kcltool/internal/backoff"
 	"github.com/kcltool/kcltool/leasecore"
 )
 
@@ -40,16 +40,14 @@ func (r Retry) sleep(ctx context.Context, d time.Duration) error {
 // the retries are spent. Waits use leasecore.Backoff (exponential, full
 // jitter) so that many workers retrying together spread apart.
 func (r Retry) do(ctx context.Context, op string, retryable func(error) bool, call func() error) error {
-	for attempt := 1; ; attempt++ {
+	return backoff.Retry(ctx, r.sleep, leasecore.Backoff, func(attempt int) (bool, error) {
 		err := call()
 		if err == nil || !retryable(err) || attempt > r.maxRetries() {
-			return err
+			return false, err
 		}
 		if r.OnRetry != nil {
 			r.OnRetry(op, attempt, err)
 		}
-		if serr := r.sleep(ctx, leasecore.Backoff(attempt)); serr != nil {
-			return errors.Join(err, serr)
-		}
-	}
+		return true, err
+	})
 }

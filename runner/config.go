@@ -200,6 +200,8 @@ func (c Config) Validate() error {
 		return errors.New("no stream")
 	case c.Handler == nil || len(c.Handler.Argv) == 0:
 		return errors.New("no handler command")
+	case c.Handler.Env == nil:
+		return ErrNoHandlerEnv
 	case c.MaxRecords > DefaultMaxRecords:
 		return fmt.Errorf("max records %d is above the %d Kinesis allows per GetRecords call", c.MaxRecords, DefaultMaxRecords)
 	}

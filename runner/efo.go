@@ -50,11 +50,18 @@ type ConsumerGoneError struct {
 	Err error
 }
 
-func (e *ConsumerGoneError) Error() string {
+func (e *ConsumerGoneError) Error() string { return e.Say(settingOption) }
+
+// Say is Error with the settings it names (consumer-arn, consumer-name)
+// said by name: cmd says them as its flags.
+func (e *ConsumerGoneError) Say(name func(setting string) string) string {
 	return fmt.Sprintf("enhanced fan-out consumer %s does not exist (deregistered, or a wrong ARN): %v; "+
-		"register it again (aws kinesis register-stream-consumer) and pass its new ARN with --consumer-arn, "+
-		"or use --consumer-name to have kcltool register it", e.ARN, e.Err)
+		"register it again (aws kinesis register-stream-consumer) and pass its new ARN with %s, "+
+		"or use %s to have kcltool register it", e.ARN, e.Err, name("consumer-arn"), name("consumer-name"))
 }
+
+// settingOption names a setting in an error nobody renamed.
+func settingOption(setting string) string { return "the " + setting + " option" }
 
 func (e *ConsumerGoneError) Unwrap() error { return e.Err }
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -81,7 +82,7 @@ func TestWorkerReadsResolveToOneHost(t *testing.T) {
 				stream = reshard.Stream{ARN: c.arn}
 			}
 			w, err := NewWorker(Config{App: "app", Stream: stream, WorkerID: "w1",
-				Handler: &Handler{Argv: []string{"true"}}, Log: slog.New(slog.DiscardHandler)},
+				Handler: &Handler{Argv: []string{"true"}, Env: os.Environ()}, Log: slog.New(slog.DiscardHandler)},
 				dynamodb.NewFromConfig(cfg), kinesis.NewFromConfig(cfg))
 			if err != nil {
 				t.Fatal(err)

@@ -81,6 +81,10 @@ type Result struct {
 	Duration time.Duration
 }
 
+// ErrNoHandlerEnv: a Handler was built without the environment its
+// processes inherit (Handler.Env).
+var ErrNoHandlerEnv = errors.New("no handler environment: Handler.Env must be set by the caller")
+
 // pipeGrace is how long Run keeps reading stdout and stderr after the
 // handler has exited. A background process the handler left behind may
 // hold them open forever; it must not hold the shard too.
@@ -95,8 +99,11 @@ type Handler struct {
 	// Timeout bounds one run; when it passes, the handler's whole process
 	// group is killed. Zero means no limit.
 	Timeout time.Duration
-	// Env is the environment the KCLTOOL_* variables are added to; nil
-	// means this process's environment.
+	// Env is the environment the handler inherits, given by the caller
+	// (cmd passes its own); the KCLTOOL_* variables are added to it. It
+	// must be set: runner never reads the environment itself, and a nil
+	// Env fails every run (ErrNoHandlerEnv) rather than start a handler
+	// without PATH. An empty, non-nil slice gives only KCLTOOL_*.
 	Env []string
 	// Dir is the working directory; empty means this process's.
 	Dir string
@@ -138,6 +145,10 @@ func (h *Handler) Run(ctx context.Context, b Batch) Result {
 		res.Err = errors.New("no handler command")
 		return res
 	}
+	if h.Env == nil {
+		res.Err = ErrNoHandlerEnv
+		return res
+	}
 	if err := context.Cause(ctx); err != nil {
 		res.Err = fmt.Errorf("not started: %w", err)
 		return res
@@ -159,9 +170,9 @@ func (h *Handler) Run(ctx context.Context, b Batch) Result {
 		defer wg.Done()
 		g.watch(ctx, clock, h.Timeout)
 	}()
-	termSent, waitErr := g.wait(cmd, stdin)
+	termSent, waitErr := g.wait(clock, cmd, stdin)
 	wg.Wait()
-	endLeftovers(g.pgid, termSent)
+	endLeftovers(clock, g.pgid, termSent)
 
 	res.StderrTail = out.stderr.String()
 	res.Stderr = out.stderrLog.result()
@@ -207,9 +218,6 @@ func (h *Handler) command(b Batch) (*exec.Cmd, handlerOutput) {
 	cmd.Args[0] = h.Argv[0]
 	cmd.Dir = h.Dir
 	base := h.Env
-	if base == nil {
-		base = os.Environ()
-	}
 	// Appended last so that they win over KCLTOOL_* variables the parent
 	// environment may hold (kcltool reads its own flags from those): for
 	// duplicate keys os/exec passes only the last.
@@ -315,14 +323,14 @@ func (g *procGroup) watch(ctx context.Context, clock leasecore.Clock, timeout ti
 
 // wait reaps the handler, having told what it left in its group to stop
 // (at termSent; zero if not).
-func (g *procGroup) wait(cmd *exec.Cmd, stdin *os.File) (time.Time, error) {
+func (g *procGroup) wait(clock leasecore.Clock, cmd *exec.Cmd, stdin *os.File) (time.Time, error) {
 	// The handler's exit ends its batch. What it left in its group is told
 	// to stop now, while the handler, not yet reaped, still holds the
 	// group's id: their hold on stdout and stderr then ends too, and Wait
 	// need not sit out pipeGrace.
 	var termSent time.Time
 	if waitExitedUnreaped(g.pgid) {
-		termSent = time.Now()
+		termSent = clock.Now()
 		_ = syscall.Kill(-g.pgid, syscall.SIGTERM)
 	}
 	waitErr := cmd.Wait()

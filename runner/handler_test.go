@@ -172,14 +172,14 @@ func TestHandlerRawFormat(t *testing.T) {
 // arguments.
 func TestHandlerArgvWithoutShell(t *testing.T) {
 	path, dir := script(t, `printf '%s\n' "$@" > "$(dirname "$0")/args"`)
-	h := &Handler{Argv: []string{path, "two words", "$HOME", "*"}}
+	h := &Handler{Argv: []string{path, "two words", "$HOME", "*"}, Env: os.Environ()}
 	if res := h.Run(context.Background(), testBatch(1)); res.Outcome != Succeeded {
 		t.Fatalf("result = %+v", res)
 	}
 	if got := readFile(t, filepath.Join(dir, "args")); got != "two words\n$HOME\n*\n" {
 		t.Errorf("args = %q", got)
 	}
-	res := (&Handler{Argv: []string{filepath.Join(dir, "missing")}}).Run(context.Background(), testBatch(1))
+	res := (&Handler{Argv: []string{filepath.Join(dir, "missing")}, Env: os.Environ()}).Run(context.Background(), testBatch(1))
 	if res.Outcome != Failed || res.ExitCode != -1 || res.Err == nil {
 		t.Errorf("missing program: %+v", res)
 	}
@@ -263,7 +263,7 @@ func TestHandlerBatchItemFailures(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, "stdout"), []byte(c.stdout+"\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			res := (&Handler{Argv: []string{path}}).Run(context.Background(), b)
+			res := (&Handler{Argv: []string{path}, Env: os.Environ()}).Run(context.Background(), b)
 			if res.Outcome != c.outcome || (c.outcome == PartiallyFailed && res.FailedFrom != c.from) {
 				t.Fatalf("outcome %v from %d (%v), want %v from %d", res.Outcome, res.FailedFrom, res.Err, c.outcome, c.from)
 			}

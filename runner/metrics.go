@@ -24,6 +24,9 @@ type Metrics struct {
 	// lease returns the coordinator's counters; nil until the worker runs.
 	lease func() leasecore.Stats
 	slots *Slots
+	// clock is the worker's: failingSince was stamped with it, so the
+	// failing spell's length is read from it too. Nil until the worker runs.
+	clock leasecore.Clock
 	// cw, when set, also receives every observation.
 	cw atomic.Pointer[cloudWatchPublisher]
 }
@@ -31,10 +34,22 @@ type Metrics struct {
 // NewMetrics returns an empty collection.
 func NewMetrics() *Metrics { return &Metrics{shards: map[string]*shardStats{}} }
 
-func (m *Metrics) bind(app, stream, worker string, lease func() leasecore.Stats, slots *Slots) {
+func (m *Metrics) bind(app, stream, worker string, lease func() leasecore.Stats, slots *Slots, clock leasecore.Clock) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.app, m.stream, m.worker, m.lease, m.slots = app, stream, worker, lease, slots
+	m.app, m.stream, m.worker, m.lease, m.slots, m.clock = app, stream, worker, lease, slots, clock
+}
+
+// now reads the worker's clock; the real one before the worker binds it
+// (no shard has figures then).
+func (m *Metrics) now() time.Time {
+	m.mu.Lock()
+	clock := m.clock
+	m.mu.Unlock()
+	if clock == nil {
+		clock = leasecore.RealClock()
+	}
+	return clock.Now()
 }
 
 // shard returns the figures of one shard, creating them on first use, and

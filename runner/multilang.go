@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -51,14 +50,10 @@ func (p *mlProcessor) initAtStart() bool { return true }
 func (p *mlProcessor) Initialize(ctx context.Context, in InitializeInput) error {
 	cfg := p.r.w.cfg
 	h := cfg.Handler
-	env := h.Env
-	if env == nil {
-		env = os.Environ()
-	}
-	env = append(append([]string(nil), env...),
+	env := append(append([]string(nil), h.Env...),
 		"KCLTOOL_APP="+in.App, "KCLTOOL_STREAM="+in.Stream, "KCLTOOL_SHARD_ID="+in.ShardID, "KCLTOOL_WORKER_ID="+in.WorkerID)
 	stats := p.r.stats
-	c, err := startMLChild(h.Argv, h.Dir, env, p.r.log, stats.childReaped)
+	c, err := startMLChild(p.r.w.clock, h.Argv, h.Dir, env, p.r.log, stats.childReaped)
 	if err != nil {
 		p.dead = err
 		stats.childRestart()
@@ -79,11 +74,11 @@ func (p *mlProcessor) ProcessRecords(ctx context.Context, _ <-chan struct{}, b B
 	if n := len(b.Records); n > 0 {
 		p.last = &leasecore.SequenceNumber{SequenceNumber: b.Records[n-1].SequenceNumber, SubSequenceNumber: b.Records[n-1].SubSequenceNumber}
 	}
-	start := time.Now()
+	start := p.r.w.clock.Now()
 	// A graceful stop lets the batch finish, as the MLD does: the reading
 	// stops after it and the child gets shutdownRequested.
 	n, err := p.exchange(ctx, newMLProcessRecords(b.Records, b.MillisBehindLatest), mlProcessRecords, cp, false)
-	st := ProcessStats{Runs: 1, Checkpoints: n, HandlerTime: time.Since(start)}
+	st := ProcessStats{Runs: 1, Checkpoints: n, HandlerTime: p.r.w.clock.Now().Sub(start)}
 	if err != nil {
 		st.Failures = 1
 	}

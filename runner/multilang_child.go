@@ -12,12 +12,15 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/kcltool/kcltool/leasecore"
 )
 
 // mlChild is one running MultiLang child: its stdin, its stdout as lines,
 // its stderr logged line by line, in its own process group so that
 // stopping it stops everything it started.
 type mlChild struct {
+	clock leasecore.Clock // times the grace its leftovers get (endLeftovers)
 	cmd   *exec.Cmd
 	stdin *os.File
 	pgid  int
@@ -42,7 +45,7 @@ const mlLineMax = 16 << 20
 
 // startMLChild starts the child; reaped gets its CPU time (its rusage, with
 // the processes it waited for) once it has exited and been reaped.
-func startMLChild(argv []string, dir string, env []string, log *slog.Logger, reaped func(cpu time.Duration)) (*mlChild, error) {
+func startMLChild(clock leasecore.Clock, argv []string, dir string, env []string, log *slog.Logger, reaped func(cpu time.Duration)) (*mlChild, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir, cmd.Env = dir, env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -69,7 +72,7 @@ func startMLChild(argv []string, dir string, env []string, log *slog.Logger, rea
 		_ = stdoutR.Close()
 		return nil, fmt.Errorf("start the MultiLang child %q: %w", argv[0], err)
 	}
-	c := &mlChild{cmd: cmd, stdin: stdin, pgid: cmd.Process.Pid, lines: make(chan []byte, 16), exited: make(chan struct{})}
+	c := &mlChild{clock: clock, cmd: cmd, stdin: stdin, pgid: cmd.Process.Pid, lines: make(chan []byte, 16), exited: make(chan struct{})}
 	go c.readLines(stdoutR)
 	go func() {
 		c.waitErr = cmd.Wait()
@@ -228,7 +231,7 @@ func (c *mlChild) stop(ctx context.Context) {
 		<-c.exited
 	}
 	// What the child left behind in its group goes too.
-	endLeftovers(c.pgid, time.Time{})
+	endLeftovers(c.clock, c.pgid, time.Time{})
 }
 
 // kill stops the child's process group at once.
@@ -240,7 +243,7 @@ func (c *mlChild) kill() {
 	}
 	c.closeStdin()
 	<-c.exited
-	endLeftovers(c.pgid, time.Time{})
+	endLeftovers(c.clock, c.pgid, time.Time{})
 }
 
 // exitStatus says how the child ended; call it once exited is closed.

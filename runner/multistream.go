@@ -43,12 +43,53 @@ func defaultStreams(first reshard.Stream, all []reshard.Stream) (reshard.Stream,
 // MultiStreamTableError refuses a run whose stream mode does not match the
 // lease table's leases.
 type MultiStreamTableError struct {
-	Table  string
+	Table string
+	// Reason is why, its settings said by name (settingOption).
 	Reason string
+	// format and args made Reason; args of type setting or phrase are
+	// said by Say.
+	format string
+	args   []any
 }
 
 func (e *MultiStreamTableError) Error() string {
 	return fmt.Sprintf("lease table %q: %s", e.Table, e.Reason)
+}
+
+// Say is Error with the settings it names said by name: cmd says them as
+// its flags.
+func (e *MultiStreamTableError) Say(name func(setting string) string) string {
+	if e.format == "" { // built with a Reason only
+		return e.Error()
+	}
+	return fmt.Sprintf("lease table %q: %s", e.Table, sayf(name, e.format, e.args...))
+}
+
+func multiStreamTableError(table, format string, args ...any) *MultiStreamTableError {
+	return &MultiStreamTableError{Table: table, Reason: sayf(settingOption, format, args...), format: format, args: args}
+}
+
+// setting is a setting named in an error, spelled as its flag without
+// the dashes; phrase is words about settings.
+type (
+	setting string
+	phrase  func(name func(setting string) string) string
+)
+
+// sayf formats with each setting and phrase among args said through name.
+func sayf(name func(string) string, format string, args ...any) string {
+	out := make([]any, len(args))
+	for i, a := range args {
+		switch a := a.(type) {
+		case setting:
+			out[i] = name(string(a))
+		case phrase:
+			out[i] = a(name)
+		default:
+			out[i] = a
+		}
+	}
+	return fmt.Sprintf(format, out...)
 }
 
 // resolveStreams picks the stream mode from the configuration and the
@@ -75,19 +116,19 @@ func (w *Worker) resolveStreams(ctx context.Context) error {
 	multi := cfg.StreamMode == StreamModeMulti || len(cfg.Streams) > 1 || cfg.StreamMode == StreamModeAuto && multiCount > 0
 	switch {
 	case multiCount > 0 && singleCount > 0:
-		return &MultiStreamTableError{Table: cfg.Table, Reason: fmt.Sprintf(
+		return multiStreamTableError(cfg.Table,
 			"it holds both single-stream leases (such as %q) and multi-stream leases (such as %q); the KCL reads only one kind, "+
-				"so kcltool refuses to guess: remove the leases of the wrong kind (kcltool checkpoint export first) or use another --table", singleKey, multiKey)}
+				"so kcltool refuses to guess: remove the leases of the wrong kind (kcltool checkpoint export first) or use another %s", singleKey, multiKey, setting("table"))
 	case !multi && multiCount > 0:
-		return &MultiStreamTableError{Table: cfg.Table, Reason: fmt.Sprintf(
+		return multiStreamTableError(cfg.Table,
 			"it is a KCL multi-stream table (%d leases keyed account:stream:epoch:shardId, such as %q), and a single-stream run "+
-				"would take its leases and read them as this stream's shards; run in multi-stream mode (leave out --multi-stream=false) "+
-				"or use another --table", multiCount, multiKey)}
+				"would take its leases and read them as this stream's shards; run in multi-stream mode (leave out %s=false) "+
+				"or use another %s", multiCount, multiKey, setting("multi-stream"), setting("table"))
 	case multi && singleCount > 0:
-		return &MultiStreamTableError{Table: cfg.Table, Reason: fmt.Sprintf(
+		return multiStreamTableError(cfg.Table,
 			"it is a single-stream table (%d leases keyed by shard id, such as %q), and a multi-stream run "+
-				"(%s) cannot use it: the KCL does not convert one into the other; use a new --table for the multi-stream application, "+
-				"or run one --stream without --multi-stream", singleCount, singleKey, multiReason(cfg))}
+				"(%s) cannot use it: the KCL does not convert one into the other; use a new %s for the multi-stream application, "+
+				"or run one %s without %s", singleCount, singleKey, multiReason(cfg), setting("table"), setting("stream"), setting("multi-stream"))
 	}
 	if !multi {
 		w.streams = []reshard.Stream{cfg.Stream}
@@ -132,11 +173,11 @@ func (w *Worker) resolveStreams(ctx context.Context) error {
 	return nil
 }
 
-func multiReason(cfg Config) string {
-	if len(cfg.Streams) > 1 {
-		return fmt.Sprintf("%d --stream flags", len(cfg.Streams))
+func multiReason(cfg Config) phrase {
+	if n := len(cfg.Streams); n > 1 {
+		return func(name func(string) string) string { return fmt.Sprintf("%d %s flags", n, name("stream")) }
 	}
-	return "--multi-stream"
+	return func(name func(string) string) string { return name("multi-stream") }
 }
 
 // include is the coordinator's lease filter: a worker never takes, renews

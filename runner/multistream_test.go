@@ -156,10 +156,14 @@ func TestStreamModeMustMatchTheTable(t *testing.T) {
 		mode    StreamMode
 		streams int
 		want    string
+		// said is what cmd prints: the settings said as flags.
+		said string
 	}{
-		{"single-stream mode on a multi-stream table", func(t *testing.T, s stack) { seedF5(t, s, true) }, StreamModeSingle, 1, "is a KCL multi-stream table"},
-		{"two streams on a single-stream table", seedSingle, StreamModeAuto, 2, "is a single-stream table"},
-		{"--multi-stream on a single-stream table", seedSingle, StreamModeMulti, 1, "is a single-stream table"},
+		{"single-stream mode on a multi-stream table", func(t *testing.T, s stack) { seedF5(t, s, true) }, StreamModeSingle, 1, "is a KCL multi-stream table",
+			"run in multi-stream mode (leave out --multi-stream=false) or use another --table"},
+		{"two streams on a single-stream table", seedSingle, StreamModeAuto, 2, "is a single-stream table",
+			"(2 --stream flags) cannot use it: the KCL does not convert one into the other; use a new --table for the multi-stream application, or run one --stream without --multi-stream"},
+		{"--multi-stream on a single-stream table", seedSingle, StreamModeMulti, 1, "is a single-stream table", "(--multi-stream) cannot use it"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newStack(t, 1)
@@ -183,6 +187,12 @@ func TestStreamModeMustMatchTheTable(t *testing.T) {
 			var mse *MultiStreamTableError
 			if !errors.As(err, &mse) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Run: %v; want a *MultiStreamTableError saying %q", err, tc.want)
+			}
+			if strings.Contains(mse.Reason, "--") { // the table's name has the test's
+				t.Errorf("the error names a flag: %v", err)
+			}
+			if said := mse.Say(func(s string) string { return "--" + s }); !strings.Contains(said, tc.said) {
+				t.Errorf("said as flags: %s\nwant %q in it", said, tc.said)
 			}
 			after := leases(t, s)
 			if len(after) != len(before) {

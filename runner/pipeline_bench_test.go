@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -85,7 +86,7 @@ func BenchmarkHandlerRun(b *testing.B) {
 	}
 	f := &fetcher{shardID: "shardId-000000000000", stats: &shardStats{}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	batch := Batch{App: "a", Stream: "s", ShardID: "shardId-000000000000", WorkerID: "w", Records: f.page(&out, &fast).records}
-	h := &Handler{Argv: ShellCommand("cat >/dev/null")}
+	h := &Handler{Argv: ShellCommand("cat >/dev/null"), Env: os.Environ()}
 	self0, children0 := rusage(b)
 	for b.Loop() {
 		if res := h.Run(context.Background(), batch); res.Outcome != Succeeded {

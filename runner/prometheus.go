@@ -80,11 +80,12 @@ func (m *Metrics) WritePrometheus(w io.Writer) error {
 		}
 	}
 	p.family("kcltool_shard_read_failing_seconds", "gauge", "How long the shard's Kinesis reads have been failing without a success in between (0 while they succeed; shards this worker reads now).")
+	now := m.now()
 	for _, s := range shards {
 		if s.held.Load() {
 			failing := 0.0
 			if since := s.failingSince.Load(); since != 0 {
-				failing = max(0, time.Since(time.Unix(0, since)).Seconds())
+				failing = max(0, now.Sub(time.Unix(0, since)).Seconds())
 			}
 			p.sample("kcltool_shard_read_failing_seconds", labels(s), failing)
 		}

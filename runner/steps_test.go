@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -46,7 +47,7 @@ func TestExitStatus(t *testing.T) {
 }
 
 func TestFeedStdinAndStartHandler(t *testing.T) {
-	h := &Handler{Argv: ShellCommand(`cat`), Format: FormatRaw}
+	h := &Handler{Argv: ShellCommand(`cat`), Format: FormatRaw, Env: os.Environ()}
 	cmd, out := h.command(testBatch(2))
 	stdin, err := startHandler(cmd)
 	if err != nil {
@@ -116,7 +117,7 @@ func TestDecide(t *testing.T) {
 // hands batches to the policy with the checkpointer it is given.
 func TestBatchProcessor(t *testing.T) {
 	var cps checkpoints
-	p := batchProcessor{policy: &Policy{Handler: &Handler{Argv: ShellCommand(`cat >/dev/null`)}}}
+	p := batchProcessor{policy: &Policy{Handler: &Handler{Argv: ShellCommand(`cat >/dev/null`), Env: os.Environ()}}}
 	if _, err := p.ProcessRecords(context.Background(), nil, testBatch(2), CheckpointFunc(cps.fn)); err != nil {
 		t.Fatal(err)
 	}

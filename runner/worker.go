@@ -154,7 +154,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	w.coord = coord
-	w.metrics.bind(cfg.App, w.streamsLabel(), cfg.WorkerID, coord.Stats, w.slots)
+	w.metrics.bind(cfg.App, w.streamsLabel(), cfg.WorkerID, coord.Stats, w.slots, w.clock)
 	w.runCtx, w.cancelRuns = context.WithCancelCause(ctx)
 	loopsCtx, stopLoops := context.WithCancel(ctx)
 	var loops sync.WaitGroup
