@@ -355,21 +355,29 @@ func show(ctx context.Context, bin string, args ...string) error {
 // waitHandled waits until want distinct orders are in the log, and returns
 // how many lines it holds. Lines alone are not enough: an order handled
 // twice (a lease moved) is two lines, and a wait for want lines once ended
-// with 44 orders still unread on a loaded machine.
+// with 44 orders still unread on a loaded machine. It gives up when no new
+// order was handled for 40 s, not 40 s after it began: on a loaded machine
+// (the race detector, other tests beside it) the handler, a shell script
+// per batch, keeps up more slowly, and the demo failed while still making
+// progress (2222 of 2400 after 40 s). ctx bounds the whole wait.
 func waitHandled(ctx context.Context, path string, want int) (int, error) {
-	deadline := time.Now().Add(40 * time.Second)
+	const quiet = 40 * time.Second
+	last, progress := -1, time.Now()
 	for {
 		lines := readLines(path)
 		n := distinctOrders(lines)
 		if n >= want {
 			return len(lines), nil
 		}
-		if time.Now().After(deadline) {
-			return len(lines), fmt.Errorf("only %d of %d orders handled after 40s", n, want)
+		if n > last {
+			last, progress = n, time.Now()
+		}
+		if time.Since(progress) > quiet {
+			return len(lines), fmt.Errorf("only %d of %d orders handled, and none for %s", n, want, quiet)
 		}
 		select {
 		case <-ctx.Done():
-			return n, ctx.Err()
+			return n, fmt.Errorf("only %d of %d orders handled: %w", n, want, ctx.Err())
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
