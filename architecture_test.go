@@ -40,6 +40,14 @@ var forbiddenImports = []string{"github.com/spf13/cobra", "github.com/charmbrace
 // new call is either moved to the clock or the caller, or added to
 // allowedCalls with its reason.
 func TestDomainPackagesKeepTheRules(t *testing.T) {
+	checkDomainFiles(t, violations, allowedCalls, "allowedCalls")
+}
+
+// checkDomainFiles runs check on every non-test Go file of the domain
+// packages and reports what it finds outside allowed, and every entry of
+// allowed (named name) that no longer occurs.
+func checkDomainFiles(t *testing.T, check func(*testing.T, string) []violation, allowed map[string]string, name string) {
+	t.Helper()
 	var found []string
 	used := map[string]bool{}
 	for _, dir := range domainPackages {
@@ -53,8 +61,8 @@ func TestDomainPackagesKeepTheRules(t *testing.T) {
 			if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 				return nil
 			}
-			for _, v := range violations(t, path) {
-				if _, ok := allowedCalls[v.key]; ok {
+			for _, v := range check(t, path) {
+				if _, ok := allowed[v.key]; ok {
 					used[v.key] = true
 					continue
 				}
@@ -70,9 +78,9 @@ func TestDomainPackagesKeepTheRules(t *testing.T) {
 	for _, f := range found {
 		t.Error(f)
 	}
-	for key := range allowedCalls {
+	for key := range allowed {
 		if !used[key] {
-			t.Errorf("allowedCalls has %q, which no longer occurs: remove it", key)
+			t.Errorf("%s has %q, which no longer occurs: remove it", name, key)
 		}
 	}
 }
@@ -151,41 +159,7 @@ var allowedFlagErrors = map[string]string{
 // are cmd's, which says them. The check reads the string literals in
 // errors.New, fmt.Errorf and *Errorf calls, and in Error methods.
 func TestDomainErrorsNameNoFlag(t *testing.T) {
-	var found []string
-	used := map[string]bool{}
-	for _, dir := range domainPackages {
-		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if d.IsDir() && d.Name() == "testdata" {
-				return filepath.SkipDir
-			}
-			if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-				return nil
-			}
-			for _, v := range flagErrors(t, path) {
-				if _, ok := allowedFlagErrors[v.key]; ok {
-					used[v.key] = true
-					continue
-				}
-				found = append(found, v.where+": "+v.what)
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	sort.Strings(found)
-	for _, f := range found {
-		t.Error(f)
-	}
-	for key := range allowedFlagErrors {
-		if !used[key] {
-			t.Errorf("allowedFlagErrors has %q, which no longer occurs: remove it", key)
-		}
-	}
+	checkDomainFiles(t, flagErrors, allowedFlagErrors, "allowedFlagErrors")
 }
 
 func flagErrors(t *testing.T, path string) []violation {

@@ -91,10 +91,6 @@ func (p *Plan) Counts() map[Action]int {
 	return m
 }
 
-// Creates reports whether applying the plan creates leases: undoing it then
-// needs import --prune, which deletes them again.
-func (p *Plan) Creates() bool { return p.Counts()[ActionCreate] > 0 }
-
 func (p *Plan) warnf(format string, args ...any) {
 	p.Warnings = append(p.Warnings, sprintf(format, args...))
 }

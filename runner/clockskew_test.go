@@ -39,19 +39,7 @@ func TestWorkerServerClockOff(t *testing.T) {
 			s.put(t, func(k string) string { return k + ":after" }, keys("k", 20)...)
 			eventually(t, 30*time.Second, "40 records handled", func() bool { return len(readHandled(t, out)) >= 40 })
 
-			last := map[string]string{}
-			for _, h := range readHandled(t, out) {
-				last[h.ShardID] = h.SequenceNumber
-			}
-			eventually(t, 10*time.Second, "checkpoints at the last records", func() bool {
-				ls := leases(t, s)
-				for shard, seq := range last {
-					if ls[shard].Checkpoint.SequenceNumber != seq {
-						return false
-					}
-				}
-				return true
-			})
+			eventuallyCheckpointedAt(t, s, "checkpoints at the last records", lastPerShard(readHandled(t, out)))
 			// Each client is refused until it has seen one answer: a few
 			// calls made at once at the start, never a shard's every read.
 			refused := map[string]int64{}

@@ -106,19 +106,8 @@ func TestMultiLangConsumesWithOneChildPerShard(t *testing.T) {
 	eventually(t, 30*time.Second, "80 records handled", func() bool { return len(readHandled(t, su.out)) >= 80 })
 	got := readHandled(t, su.out)
 	checkExactlyOnceInOrder(t, got, 20, 4)
-	last := map[string]string{}
-	for _, h := range got {
-		last[h.ShardID] = h.SequenceNumber
-	}
-	eventually(t, 10*time.Second, "the child's checkpoints at the last records", func() bool {
-		ls := leases(t, s)
-		for shard, seq := range last {
-			if ls[shard].Checkpoint.SequenceNumber != seq {
-				return false
-			}
-		}
-		return true
-	})
+	last := lastPerShard(got)
+	eventuallyCheckpointedAt(t, s, "the child's checkpoints at the last records", last)
 	ev := eventLines(t, su.events)
 	for shard := range last {
 		if n := countEvents(ev, shard, "initialize"); n != 1 {
@@ -282,21 +271,12 @@ func TestMultiLangMisbehavingChildren(t *testing.T) {
 				return len(seen) == 60
 			})
 			got := readHandled(t, su.out)
-			last := map[string]string{}
+			last := lastPerShard(got)
 			perShard := map[string]int{}
 			for _, h := range got {
-				last[h.ShardID] = h.SequenceNumber
 				perShard[h.ShardID]++
 			}
-			eventually(t, 10*time.Second, "checkpoints at the last records", func() bool {
-				ls := leases(t, s)
-				for shard, seq := range last {
-					if ls[shard].Checkpoint.SequenceNumber != seq {
-						return false
-					}
-				}
-				return true
-			})
+			eventuallyCheckpointedAt(t, s, "checkpoints at the last records", last)
 			if !strings.Contains(su.logs.String(), c.log) {
 				t.Errorf("the log does not say %q", c.log)
 			}

@@ -207,3 +207,27 @@ func keys(prefix string, n int) []string {
 
 // outFile is a handler output file in the test's directory.
 func outFile(t *testing.T) string { return filepath.Join(t.TempDir(), "out.jsonl") }
+
+// lastPerShard is the sequence number of each shard's last handled record.
+func lastPerShard(got []handled) map[string]string {
+	last := map[string]string{}
+	for _, h := range got {
+		last[h.ShardID] = h.SequenceNumber
+	}
+	return last
+}
+
+// eventuallyCheckpointedAt waits until every shard of last has its lease's
+// checkpoint at the sequence number last gives it.
+func eventuallyCheckpointedAt(t *testing.T, s stack, what string, last map[string]string) {
+	t.Helper()
+	eventually(t, 10*time.Second, what, func() bool {
+		ls := leases(t, s)
+		for shard, seq := range last {
+			if ls[shard].Checkpoint.SequenceNumber != seq {
+				return false
+			}
+		}
+		return true
+	})
+}
