@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"github.com/kcltool/kcltool/internal/clock"
 	"log/slog"
 	"net/http"
 	"os"
@@ -16,7 +17,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
-	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
 )
 
@@ -25,7 +25,7 @@ import (
 // flag errors never read credentials or touch the network.
 type Factory struct {
 	IO     *IOStreams
-	Clock  leasecore.Clock
+	Clock  clock.Clock
 	Getenv func(string) string
 	// Environ is the environment run's handlers inherit; runner never
 	// reads it itself. NewFactory sets os.Environ.
@@ -52,7 +52,7 @@ type Factory struct {
 
 // NewFactory returns a Factory over the given streams and environment.
 func NewFactory(io *IOStreams, getenv func(string) string) *Factory {
-	return &Factory{IO: io, Clock: leasecore.RealClock(), Getenv: getenv, Environ: os.Environ}
+	return &Factory{IO: io, Clock: clock.RealClock(), Getenv: getenv, Environ: os.Environ}
 }
 
 // logger is Log, or a logger that discards when none was built.

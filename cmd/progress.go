@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"github.com/kcltool/kcltool/internal/clock"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -10,7 +11,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reset"
 )
 
@@ -24,7 +24,7 @@ import (
 // the one place that turns them into text.
 type progress struct {
 	w     io.Writer // nil when stderr is not a terminal: every method is a no-op
-	clock leasecore.Clock
+	clock clock.Clock
 
 	mu    sync.Mutex
 	shown bool   // a line is on the screen
@@ -39,7 +39,7 @@ func newProgress(f *Factory) *progress {
 		p.w = f.IO.ErrOut
 	}
 	if p.clock == nil {
-		p.clock = leasecore.RealClock()
+		p.clock = clock.RealClock()
 	}
 	return p
 }

@@ -3,6 +3,7 @@ package cmd
 import (
 	"bytes"
 	"context"
+	"github.com/kcltool/kcltool/internal/clock"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +15,7 @@ import (
 	"github.com/kcltool/kcltool/leasecore"
 )
 
-func progressFactory(tty bool, clock leasecore.Clock) (*Factory, *lockedBuffer) {
+func progressFactory(tty bool, clock clock.Clock) (*Factory, *lockedBuffer) {
 	errOut := &lockedBuffer{}
 	f := NewFactory(&IOStreams{Out: &bytes.Buffer{}, ErrOut: errOut, ErrTTY: tty}, func(string) string { return "" })
 	if clock != nil {

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kcltool/kcltool/internal/clock"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -16,7 +17,6 @@ import (
 
 	"github.com/kcltool/kcltool/internal/awserr"
 	"github.com/kcltool/kcltool/internal/backoff"
-	"github.com/kcltool/kcltool/leasecore"
 )
 
 // RegisterAPI is the part of the Kinesis client that registration calls,
@@ -45,7 +45,7 @@ type RegisterOptions struct {
 	// its absence is ErrConsumerNotFound.
 	ARN string
 	// Clock paces the waits; default the real clock.
-	Clock leasecore.Clock
+	Clock clock.Clock
 	// PollEvery is the pause between DescribeStreamConsumer calls while the
 	// consumer is CREATING or DELETING (default 1 s; Kinesis allows 20
 	// describes per second per stream, shared by every worker).
@@ -73,7 +73,7 @@ var retryPolicy = backoff.Policy{Base: 200 * time.Millisecond, Max: 5 * time.Sec
 // name is still being deleted), so it describes again and goes on.
 func EnsureActive(ctx context.Context, api RegisterAPI, opt RegisterOptions) (RegisteredConsumer, error) {
 	if opt.Clock == nil {
-		opt.Clock = leasecore.RealClock()
+		opt.Clock = clock.RealClock()
 	}
 	if opt.PollEvery <= 0 {
 		opt.PollEvery = DefaultPollEvery
@@ -131,7 +131,7 @@ func EnsureActive(ctx context.Context, api RegisterAPI, opt RegisterOptions) (Re
 		if failures > 0 {
 			wait = retryPolicy.Delay(failures-1, nil)
 		}
-		if err := leasecore.Sleep(ctx, opt.Clock, wait); err != nil {
+		if err := clock.Sleep(ctx, opt.Clock, wait); err != nil {
 			return last, err
 		}
 	}

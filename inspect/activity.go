@@ -2,11 +2,11 @@ package inspect
 
 import (
 	"context"
+	"github.com/kcltool/kcltool/internal/clock"
 	"sort"
 	"time"
 
 	"github.com/kcltool/kcltool/internal/awserr"
-	"github.com/kcltool/kcltool/leasecore"
 )
 
 // AppActivity is what a lease table says about whether its application is
@@ -40,9 +40,9 @@ func (a *AppActivity) Live() bool { return len(a.Moved) > 0 }
 // ReadAppActivity reads the lease table once, or twice sample apart, and
 // says who holds and who renews leases. A missing table is not an error:
 // it is reported as Missing.
-func ReadAppActivity(ctx context.Context, api TableAPI, table string, sample time.Duration, clock leasecore.Clock) (*AppActivity, error) {
+func ReadAppActivity(ctx context.Context, api TableAPI, table string, sample time.Duration, clk clock.Clock) (*AppActivity, error) {
 	a := &AppActivity{Table: table}
-	l, err := ListLeases(ctx, api, table, ListOptions{Sample: sample, Clock: clock})
+	l, err := ListLeases(ctx, api, table, ListOptions{Sample: sample, Clock: clk})
 	if awserr.NotFound(err) {
 		a.Missing = true
 		return a, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kcltool/kcltool/internal/clock"
 	"sync"
 	"time"
 
@@ -82,7 +83,7 @@ type LagOptions struct {
 	// Retry applies to ListShards.
 	Retry reshard.Retry
 	// Clock ages the first unread record; the real clock when nil.
-	Clock leasecore.Clock
+	Clock clock.Clock
 	// Progress, when set, hears of each shard probed: done of total. It may
 	// be called from several goroutines at once.
 	Progress func(done, total int)
@@ -155,7 +156,7 @@ func DiffLeases(ctx context.Context, kin StreamAPI, table string, scan leasecore
 		res.Rows = append(res.Rows, streamRows(g, s, reshard.LeasesOfStream(scan.Leases, s), byKey)...)
 	}
 	if opt.Clock == nil {
-		opt.Clock = leasecore.RealClock()
+		opt.Clock = clock.RealClock()
 	}
 	n, err := probeLag(ctx, kin, res.Rows, opt)
 	res.Reads = n
@@ -324,7 +325,7 @@ func probeLag(ctx context.Context, kin StreamAPI, rows []LagRow, opt LagOptions)
 // first record after it, or Kinesis's MillisBehindLatest when that is larger.
 // Any unread record makes the shard at least 1 ms behind: MillisBehindLatest
 // alone reads 0 when the unread records arrived within the same moment.
-func Probe(ctx context.Context, kin StreamAPI, r *LagRow, clock leasecore.Clock) (behind int64, read bool, err error) {
+func Probe(ctx context.Context, kin StreamAPI, r *LagRow, clk clock.Clock) (behind int64, read bool, err error) {
 	in := &kinesis.GetShardIteratorInput{
 		StreamName: aws.String(r.Stream), ShardId: aws.String(r.ShardID),
 		ShardIteratorType:      types.ShardIteratorTypeAfterSequenceNumber,
@@ -346,7 +347,7 @@ func Probe(ctx context.Context, kin StreamAPI, r *LagRow, clock leasecore.Clock)
 	if len(out.Records) > 0 {
 		age := int64(0)
 		if ts := out.Records[0].ApproximateArrivalTimestamp; ts != nil {
-			age = clock.Now().Sub(*ts).Milliseconds()
+			age = clk.Now().Sub(*ts).Milliseconds()
 		}
 		behind = max(behind, age, 1)
 	}
@@ -354,13 +355,13 @@ func Probe(ctx context.Context, kin StreamAPI, r *LagRow, clock leasecore.Clock)
 }
 
 // ProbeWithin is Probe under a deadline of timeout (none when 0).
-func ProbeWithin(ctx context.Context, kin StreamAPI, r *LagRow, clock leasecore.Clock, timeout time.Duration) (behind int64, read bool, err error) {
+func ProbeWithin(ctx context.Context, kin StreamAPI, r *LagRow, clk clock.Clock, timeout time.Duration) (behind int64, read bool, err error) {
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	return Probe(ctx, kin, r, clock)
+	return Probe(ctx, kin, r, clk)
 }
 
 // ProbeError names the call of a failed probe: read is Probe's (the

@@ -6,6 +6,7 @@ package inspect
 import (
 	"context"
 	"fmt"
+	"github.com/kcltool/kcltool/internal/clock"
 	"sort"
 	"time"
 
@@ -68,7 +69,7 @@ type ListOptions struct {
 	// Sample reads the table twice this far apart to tell expired leases.
 	Sample time.Duration
 	// Clock times the sample; the real clock when nil.
-	Clock leasecore.Clock
+	Clock clock.Clock
 }
 
 // ListLeases reads a lease table and derives each lease's state.
@@ -86,11 +87,11 @@ func ListLeases(ctx context.Context, api TableAPI, table string, opt ListOptions
 	final := first
 	var before map[string]leasecore.Lease
 	if opt.Sample > 0 {
-		clock := opt.Clock
-		if clock == nil {
-			clock = leasecore.RealClock()
+		clk := opt.Clock
+		if clk == nil {
+			clk = clock.RealClock()
 		}
-		if err := leasecore.Sleep(ctx, clock, opt.Sample); err != nil {
+		if err := clock.Sleep(ctx, clk, opt.Sample); err != nil {
 			return nil, err
 		}
 		second, err := leasecore.ScanTable(ctx, api, table, scanOpt)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kcltool/kcltool/internal/clock"
 	"slices"
 
 	"github.com/kcltool/kcltool/internal/awserr"
@@ -90,7 +91,7 @@ func (c *Coordinator) CheckpointTenure(ctx context.Context, key string, tenure u
 		}
 		c.stats.retries.Add(1)
 		c.log.Debug("retrying checkpoint", "lease", key, "attempt", attempt, "err", err)
-		if serr := Sleep(ctx, c.clock, c.retryBackoff(attempt)); serr != nil {
+		if serr := clock.Sleep(ctx, c.clock, c.retryBackoff(attempt)); serr != nil {
 			return err
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kcltool/kcltool/internal/backoff"
+	"github.com/kcltool/kcltool/internal/clock"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -44,7 +46,7 @@ type Coordinator struct {
 	api   meteredAPI
 	table string
 	cfg   Config
-	clock Clock
+	clock clock.Clock
 	log   *slog.Logger
 	stats counters
 
@@ -118,15 +120,15 @@ func (hl *heldLease) unresolved(sent time.Time, err error) {
 // NewCoordinator prepares a worker for the lease table. It makes no calls;
 // run EnsureTable and CheckNotKCL3 first, then Start, and finally Stop, which
 // also ends the event delivery goroutine.
-func NewCoordinator(api CoordinatorAPI, table string, cfg Config, clock Clock, opt Options) (*Coordinator, error) {
+func NewCoordinator(api CoordinatorAPI, table string, cfg Config, clk clock.Clock, opt Options) (*Coordinator, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if table == "" {
 		return nil, errors.New("lease table name is empty")
 	}
-	if clock == nil {
-		clock = RealClock()
+	if clk == nil {
+		clk = clock.RealClock()
 	}
 	log := opt.Logger
 	if log == nil {
@@ -138,7 +140,7 @@ func NewCoordinator(api CoordinatorAPI, table string, cfg Config, clock Clock, o
 	}
 	cfg = cfg.WithDefaults()
 	c := &Coordinator{
-		table: table, cfg: cfg, clock: clock, rng: rng,
+		table: table, cfg: cfg, clock: clk, rng: rng,
 		log:  log.With("worker", cfg.WorkerID, "table", table),
 		held: map[string]*heldLease{}, seen: map[string]*observation{},
 		poke: make(chan struct{}, 1), include: opt.Include,
@@ -386,7 +388,7 @@ func (c *Coordinator) releaseOne(ctx context.Context, hl *heldLease) error {
 			return err
 		}
 		c.stats.retries.Add(1)
-		if serr := Sleep(ctx, c.clock, Backoff(attempt)); serr != nil {
+		if serr := clock.Sleep(ctx, c.clock, backoff.Default(attempt)); serr != nil {
 			return err
 		}
 	}

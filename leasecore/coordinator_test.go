@@ -2,6 +2,7 @@ package leasecore
 
 import (
 	"context"
+	"github.com/kcltool/kcltool/internal/clock"
 	"testing"
 	"time"
 )
@@ -124,7 +125,7 @@ func TestStopTakingTakesNothing(t *testing.T) {
 	ddb, table := newLeaseTable(t, 6)
 	cfg := fastConfig
 	cfg.WorkerID = "a"
-	c, err := NewCoordinator(ddb, table, cfg, RealClock(), Options{})
+	c, err := NewCoordinator(ddb, table, cfg, clock.RealClock(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package leasecore
 import (
 	"context"
 	"errors"
+	"github.com/kcltool/kcltool/internal/clock"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -14,9 +15,9 @@ import (
 // renewal round at a time against dynalite, time moved by Advance. They show
 // that expiry is judged only by the observer's own clock, with no sleeping.
 
-func fakeWorker(t *testing.T, api CoordinatorAPI, table, id string, clock Clock, events *[]LeaseEvent) *Coordinator {
+func fakeWorker(t *testing.T, api CoordinatorAPI, table, id string, clk clock.Clock, events *[]LeaseEvent) *Coordinator {
 	t.Helper()
-	c, err := NewCoordinator(api, table, Config{WorkerID: id}, clock, Options{
+	c, err := NewCoordinator(api, table, Config{WorkerID: id}, clk, Options{
 		Rand:    rand.New(rand.NewPCG(3, 4)),
 		OnEvent: func(e LeaseEvent) { *events = append(*events, e) }, // single delivery goroutine
 	})

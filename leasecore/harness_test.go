@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/kcltool/kcltool/internal/clock"
 	"log/slog"
 	"math/rand/v2"
 	"strings"
@@ -56,7 +57,7 @@ func startWorker(t testing.TB, api CoordinatorAPI, table, id string, cfg Config)
 	w := &testWorker{t: t, id: id, logs: &syncBuffer{}}
 	cfg.WorkerID = id
 	logger := slog.New(slog.NewTextHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	c, err := NewCoordinator(api, table, cfg, RealClock(), Options{
+	c, err := NewCoordinator(api, table, cfg, clock.RealClock(), Options{
 		Logger:  logger,
 		OnEvent: func(e LeaseEvent) { w.mu.Lock(); w.events = append(w.events, e); w.mu.Unlock() },
 		Rand:    rand.New(rand.NewPCG(uint64(len(id)), 7)),

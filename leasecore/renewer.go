@@ -3,6 +3,7 @@ package leasecore
 import (
 	"context"
 	"errors"
+	"github.com/kcltool/kcltool/internal/clock"
 	"slices"
 	"sync"
 	"time"
@@ -17,7 +18,7 @@ func (c *Coordinator) renewLoop(ctx context.Context) {
 	for {
 		next = next.Add(c.cfg.RenewInterval)
 		if wait := next.Sub(c.clock.Now()); wait > 0 {
-			if Sleep(ctx, c.clock, wait) != nil {
+			if clock.Sleep(ctx, c.clock, wait) != nil {
 				return
 			}
 		} else {
@@ -111,7 +112,7 @@ func (c *Coordinator) renewOne(ctx context.Context, hl *heldLease, roundEnd time
 		c.stats.retries.Add(1)
 		c.log.Debug("retrying lease renewal", "lease", hl.lease.LeaseKey, "attempt", attempt, "err", err)
 		hl.mu.Unlock() // let a checkpoint through while we wait
-		serr := Sleep(ctx, c.clock, wait)
+		serr := clock.Sleep(ctx, c.clock, wait)
 		hl.mu.Lock()
 		if serr != nil {
 			return

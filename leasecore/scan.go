@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kcltool/kcltool/internal/clock"
 	"sync"
 	"time"
 
@@ -91,7 +92,7 @@ func ScanTable(ctx context.Context, api ScanAPI, table string, opt ScanOptions) 
 		opt.MaxRetries = 8
 	}
 	if opt.Sleep == nil {
-		opt.Sleep = func(ctx context.Context, d time.Duration) error { return Sleep(ctx, RealClock(), d) }
+		opt.Sleep = func(ctx context.Context, d time.Duration) error { return clock.Sleep(ctx, clock.RealClock(), d) }
 	}
 	results := make([]segmentScan, segments)
 	errs := make([]error, segments)
@@ -198,7 +199,7 @@ func fetchPages(ctx context.Context, api ScanAPI, in *dynamodb.ScanInput, opt Sc
 			}
 			attempt++
 			retries++
-			if err := opt.Sleep(ctx, Backoff(attempt)); err != nil {
+			if err := opt.Sleep(ctx, backoff.Default(attempt)); err != nil {
 				return retries, err
 			}
 			continue
@@ -224,12 +225,6 @@ func (r *ScanResult) add(item map[string]types.AttributeValue) {
 	}
 	r.Leases = append(r.Leases, l)
 }
-
-// Backoff is exponential backoff with full jitter: a random wait in
-// [0, min(5s, 50ms·2^attempt)), which spreads retries of many workers apart.
-func Backoff(attempt int) time.Duration { return scanBackoff.Delay(attempt, nil) }
-
-var scanBackoff = backoff.Policy{Base: 50 * time.Millisecond, Max: 5 * time.Second, Min: 1, Jitter: backoff.Full}
 
 // String names the item for warnings.
 func (n NonLeaseItem) String() string { return fmt.Sprintf("%s (%s)", n.Key, n.EntityType) }

@@ -3,6 +3,7 @@ package leasecore
 import (
 	"context"
 	"fmt"
+	"github.com/kcltool/kcltool/internal/backoff"
 	"sync"
 	"testing"
 	"time"
@@ -154,7 +155,7 @@ func TestBackoffGrowsAndIsCapped(t *testing.T) {
 	for attempt := 1; attempt < 20; attempt++ {
 		ceiling := min(50*time.Millisecond<<min(attempt, 10), 5*time.Second)
 		for range 50 {
-			if d := Backoff(attempt); d <= 0 || d > ceiling {
+			if d := backoff.Default(attempt); d <= 0 || d > ceiling {
 				t.Fatalf("Backoff(%d) = %s, want (0, %s]", attempt, d, ceiling)
 			}
 		}

@@ -3,6 +3,7 @@ package leasecore
 import (
 	"context"
 	"fmt"
+	"github.com/kcltool/kcltool/internal/clock"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -52,10 +53,10 @@ const (
 // *TableNotFoundError. A table of another shape is refused: it is not a KCL
 // lease table.
 func EnsureTable(ctx context.Context, api TableAPI, table string, create bool) error {
-	return ensureTable(ctx, api, table, create, RealClock())
+	return ensureTable(ctx, api, table, create, clock.RealClock())
 }
 
-func ensureTable(ctx context.Context, api TableAPI, table string, create bool, clock Clock) error {
+func ensureTable(ctx context.Context, api TableAPI, table string, create bool, clk clock.Clock) error {
 	desc, err := describe(ctx, api, table)
 	if err != nil {
 		return err
@@ -78,7 +79,7 @@ func ensureTable(ctx context.Context, api TableAPI, table string, create bool, c
 	} else if err := checkLeaseTableShape(table, desc); err != nil {
 		return err
 	}
-	return waitActive(ctx, api, table, clock)
+	return waitActive(ctx, api, table, clk)
 }
 
 // describe returns nil (and no error) when the table does not exist.
@@ -104,8 +105,8 @@ func checkLeaseTableShape(table string, d *types.TableDescription) error {
 	return fmt.Errorf("table %q is not a KCL lease table: its key is %v, a lease table has a single hash key %q", table, keys, AttrLeaseKey)
 }
 
-func waitActive(ctx context.Context, api DescribeTableAPI, table string, clock Clock) error {
-	deadline := clock.Now().Add(tableWaitTimeout)
+func waitActive(ctx context.Context, api DescribeTableAPI, table string, clk clock.Clock) error {
+	deadline := clk.Now().Add(tableWaitTimeout)
 	delay := tableFirstPoll
 	for {
 		desc, err := describe(ctx, api, table)
@@ -115,10 +116,10 @@ func waitActive(ctx context.Context, api DescribeTableAPI, table string, clock C
 		if desc != nil && desc.TableStatus == types.TableStatusActive {
 			return nil
 		}
-		if clock.Now().After(deadline) {
+		if clk.Now().After(deadline) {
 			return fmt.Errorf("lease table %q is not ACTIVE after %s", table, tableWaitTimeout)
 		}
-		if err := Sleep(ctx, clock, delay); err != nil {
+		if err := clock.Sleep(ctx, clk, delay); err != nil {
 			return err
 		}
 		delay = min(delay*2, tableMaxPollDelay)

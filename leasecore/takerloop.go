@@ -2,6 +2,7 @@ package leasecore
 
 import (
 	"context"
+	"github.com/kcltool/kcltool/internal/clock"
 	"sync"
 	"time"
 
@@ -39,7 +40,7 @@ func (c *Coordinator) runTaker(ctx context.Context) time.Duration {
 	started := c.clock.Now()
 	res, err := ScanTable(WithCapacityOp(ctx, OpScan), c.api, c.table, ScanOptions{
 		Segments: c.cfg.ScanSegments,
-		Sleep:    func(ctx context.Context, d time.Duration) error { return Sleep(ctx, c.clock, d) },
+		Sleep:    func(ctx context.Context, d time.Duration) error { return clock.Sleep(ctx, c.clock, d) },
 	})
 	c.stats.retries.Add(int64(res.Retries))
 	if err != nil {
@@ -217,7 +218,7 @@ func (c *Coordinator) takeOne(ctx context.Context, l Lease, steal bool) bool {
 			return false
 		}
 		c.stats.retries.Add(1)
-		if Sleep(ctx, c.clock, c.retryBackoff(attempt)) != nil {
+		if clock.Sleep(ctx, c.clock, c.retryBackoff(attempt)) != nil {
 			return false
 		}
 	}

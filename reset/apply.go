@@ -3,6 +3,7 @@ package reset
 import (
 	"context"
 	"fmt"
+	"github.com/kcltool/kcltool/internal/clock"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -40,7 +41,7 @@ type ExecOptions struct {
 	// Force applies to a live application and to leases in a KCL 3.x
 	// handoff: each write is conditioned on the lease as just read.
 	Force bool
-	Clock leasecore.Clock
+	Clock clock.Clock
 	// Backup receives the whole table as last read, after the checks and
 	// before the first write, and the keys of the leases about to be
 	// written (the plan's writes less those that changed since the plan):
@@ -106,9 +107,9 @@ func (x *Execution) Count(o Outcome) int {
 // the rest are not attempted, so a child is never reset without its
 // recreated parent.
 func Execute(ctx context.Context, api TableAPI, p *Plan, opt ExecOptions) (*Execution, error) {
-	clock := opt.Clock
-	if clock == nil {
-		clock = leasecore.RealClock()
+	clk := opt.Clock
+	if clk == nil {
+		clk = clock.RealClock()
 	}
 	if !opt.Force {
 		var handoff []string
@@ -121,7 +122,7 @@ func Execute(ctx context.Context, api TableAPI, p *Plan, opt ExecOptions) (*Exec
 			return nil, &RefusedError{Handoff: handoff}
 		}
 	}
-	if err := leasecore.Sleep(ctx, clock, p.ReadAt.Add(opt.Sample).Sub(clock.Now())); err != nil {
+	if err := clock.Sleep(ctx, clk, p.ReadAt.Add(opt.Sample).Sub(clk.Now())); err != nil {
 		return nil, err
 	}
 	second, err := leasecore.ScanTable(ctx, api, p.Table, leasecore.ScanOptions{ConsistentRead: true, KeepItems: true})
@@ -150,11 +151,11 @@ func Execute(ctx context.Context, api TableAPI, p *Plan, opt ExecOptions) (*Exec
 				writes = append(writes, c.LeaseKey)
 			}
 		}
-		if err := opt.Backup(NewExport(p.Table, clock.Now(), second.Items), writes); err != nil {
+		if err := opt.Backup(NewExport(p.Table, clk.Now(), second.Items), writes); err != nil {
 			return nil, fmt.Errorf("save the backup: %w (nothing was written)", err)
 		}
 	}
-	w := &writer{api: api, table: p.Table, force: opt.Force, retries: opt.ForceRetries, clock: clock}
+	w := &writer{api: api, table: p.Table, force: opt.Force, retries: opt.ForceRetries, clock: clk}
 	if w.retries <= 0 {
 		w.retries = 5
 	}
@@ -205,7 +206,7 @@ type writer struct {
 	table   string
 	force   bool
 	retries int
-	clock   leasecore.Clock
+	clock   clock.Clock
 }
 
 func (w *writer) apply(ctx context.Context, c Change) Result {

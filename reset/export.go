@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/kcltool/kcltool/internal/clock"
 	"io"
 	"strconv"
 	"time"
@@ -510,11 +511,11 @@ func (e *Export) UnnamedInvalid() []InvalidEntry {
 }
 
 // ExportTable reads the whole table, strongly consistent, into an export.
-func ExportTable(ctx context.Context, api leasecore.ScanAPI, table string, clock leasecore.Clock) (*Export, error) {
-	if clock == nil {
-		clock = leasecore.RealClock()
+func ExportTable(ctx context.Context, api leasecore.ScanAPI, table string, clk clock.Clock) (*Export, error) {
+	if clk == nil {
+		clk = clock.RealClock()
 	}
-	at := clock.Now()
+	at := clk.Now()
 	scan, err := leasecore.ScanTable(ctx, api, table, leasecore.ScanOptions{ConsistentRead: true, KeepItems: true})
 	if err != nil {
 		return nil, fmt.Errorf("scan lease table %q: %w", table, err)

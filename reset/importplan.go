@@ -3,6 +3,7 @@ package reset
 import (
 	"context"
 	"fmt"
+	"github.com/kcltool/kcltool/internal/clock"
 	"sort"
 	"strconv"
 
@@ -36,7 +37,7 @@ type ImportOptions struct {
 	// NoTable says the table does not exist yet (a dry run of an import
 	// that would create it): the plan is made against an empty table.
 	NoTable bool
-	Clock   leasecore.Clock
+	Clock   clock.Clock
 }
 
 // PlanImport reads the table and decides, lease by lease, what restoring
@@ -47,9 +48,9 @@ type ImportOptions struct {
 // worker metrics) belong to the running application and are never written;
 // nor is an item that does not decode as a lease.
 func PlanImport(ctx context.Context, ddb TableAPI, opt ImportOptions) (*Plan, error) {
-	clock := opt.Clock
-	if clock == nil {
-		clock = leasecore.RealClock()
+	clk := opt.Clock
+	if clk == nil {
+		clk = clock.RealClock()
 	}
 	if opt.Prune && opt.PositionsOnly {
 		return nil, inputErrorf("%s deletes leases of the application's own table; it does not go with %s", SettingPrune, SettingToApp)
@@ -62,7 +63,7 @@ func PlanImport(ctx context.Context, ddb TableAPI, opt ImportOptions) (*Plan, er
 		return nil, inputErrorf("%s: %s cannot tell which leases these entries are, so it could delete one the file has: %s; fix them, or import without %s",
 			opt.File, SettingPrune, listEntries(unnamed), SettingPrune)
 	}
-	now := clock.Now()
+	now := clk.Now()
 	var scan leasecore.ScanResult
 	if !opt.NoTable {
 		var err error

@@ -3,6 +3,7 @@ package reset
 import (
 	"context"
 	"fmt"
+	"github.com/kcltool/kcltool/internal/clock"
 	"slices"
 	"strings"
 	"time"
@@ -25,7 +26,7 @@ type ResetOptions struct {
 	// means every lease of the stream.
 	Shards []string
 	Target Target
-	Clock  leasecore.Clock
+	Clock  clock.Clock
 	// Concurrency bounds the shards searched at once for a time (default 8).
 	Concurrency int
 	// Retry applies to ListShards.
@@ -42,11 +43,11 @@ func PlanReset(ctx context.Context, ddb TableAPI, kin StreamAPI, opt ResetOption
 	if err := opt.Target.Validate(); err != nil {
 		return nil, &InputError{Err: err}
 	}
-	clock := opt.Clock
-	if clock == nil {
-		clock = leasecore.RealClock()
+	clk := opt.Clock
+	if clk == nil {
+		clk = clock.RealClock()
 	}
-	now := clock.Now()
+	now := clk.Now()
 	t := opt.Target
 	skipped := &Plan{}
 	if err := refuseInvalid(skipped, t.File, t.Invalid, t.SkipInvalid); err != nil {

@@ -3,6 +3,7 @@ package reset
 import (
 	"context"
 	"fmt"
+	"github.com/kcltool/kcltool/internal/clock"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -78,7 +79,7 @@ func (w *writer) readBack(ctx context.Context, key string) (map[string]types.Att
 		if err == nil || attempt == readBackAttempts || ctx.Err() != nil {
 			return item, err
 		}
-		if serr := leasecore.Sleep(ctx, w.clock, wait); serr != nil {
+		if serr := clock.Sleep(ctx, w.clock, wait); serr != nil {
 			return nil, err
 		}
 		wait = min(2*wait, readBackMaxWait)

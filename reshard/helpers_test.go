@@ -3,6 +3,7 @@ package reshard
 import (
 	"bytes"
 	"context"
+	"github.com/kcltool/kcltool/internal/clock"
 	"io"
 	"math/big"
 	"net/http"
@@ -317,7 +318,7 @@ func noRetryConfig() aws.Config {
 	return cfg
 }
 
-// instantClock is a leasecore.Clock whose timers fire at once; it records
+// instantClock is a clock.Clock whose timers fire at once; it records
 // the waits asked of it, so retry tests check the backoff without sleeping.
 type instantClock struct {
 	mu    sync.Mutex
@@ -326,7 +327,7 @@ type instantClock struct {
 
 func (c *instantClock) Now() time.Time { return time.Unix(0, 0) }
 
-func (c *instantClock) NewTimer(d time.Duration) leasecore.Timer {
+func (c *instantClock) NewTimer(d time.Duration) clock.Timer {
 	c.mu.Lock()
 	c.waits = append(c.waits, d)
 	c.mu.Unlock()

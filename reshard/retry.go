@@ -2,10 +2,10 @@ package reshard
 
 import (
 	"context"
+	"github.com/kcltool/kcltool/internal/clock"
 	"time"
 
 	"github.com/kcltool/kcltool/internal/backoff"
-	"github.com/kcltool/kcltool/leasecore"
 )
 
 // Retry says how throttled or transiently failing AWS calls are retried, on
@@ -14,9 +14,9 @@ import (
 type Retry struct {
 	// MaxRetries bounds the retries of one call (default 8).
 	MaxRetries int
-	// Clock times the waits between attempts (leasecore.RealClock when nil);
+	// Clock times the waits between attempts (clock.RealClock when nil);
 	// tests inject one so that backoff costs no wall time.
-	Clock leasecore.Clock
+	Clock clock.Clock
 	// OnRetry, if set, observes each retry so that logs or metrics show them.
 	OnRetry func(op string, attempt int, err error)
 }
@@ -29,18 +29,18 @@ func (r Retry) maxRetries() int {
 }
 
 func (r Retry) sleep(ctx context.Context, d time.Duration) error {
-	clock := r.Clock
-	if clock == nil {
-		clock = leasecore.RealClock()
+	clk := r.Clock
+	if clk == nil {
+		clk = clock.RealClock()
 	}
-	return leasecore.Sleep(ctx, clock, d)
+	return clock.Sleep(ctx, clk, d)
 }
 
 // do runs call until it succeeds, fails with an error retryable rejects, or
-// the retries are spent. Waits use leasecore.Backoff (exponential, full
+// the retries are spent. Waits use backoff.Default (exponential, full
 // jitter) so that many workers retrying together spread apart.
 func (r Retry) do(ctx context.Context, op string, retryable func(error) bool, call func() error) error {
-	return backoff.Retry(ctx, r.sleep, leasecore.Backoff, func(attempt int) (bool, error) {
+	return backoff.Retry(ctx, r.sleep, backoff.Default, func(attempt int) (bool, error) {
 		err := call()
 		if err == nil || !retryable(err) || attempt > r.maxRetries() {
 			return false, err

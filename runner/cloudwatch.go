@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"github.com/kcltool/kcltool/internal/clock"
 	"log/slog"
 	"maps"
 	"sort"
@@ -59,7 +60,7 @@ type cloudWatchPublisher struct {
 	namespace string
 	worker    string
 	log       *slog.Logger
-	clock     leasecore.Clock
+	clock     clock.Clock
 
 	mu   sync.Mutex
 	data map[cwKey]*cwStat
@@ -68,8 +69,8 @@ type cloudWatchPublisher struct {
 	lastUnits           map[string]leasecore.Units
 }
 
-func newCloudWatchPublisher(api CloudWatchAPI, namespace, worker string, clock leasecore.Clock, log *slog.Logger) *cloudWatchPublisher {
-	return &cloudWatchPublisher{api: api, namespace: namespace, worker: worker, clock: clock, log: log, data: map[cwKey]*cwStat{}}
+func newCloudWatchPublisher(api CloudWatchAPI, namespace, worker string, clk clock.Clock, log *slog.Logger) *cloudWatchPublisher {
+	return &cloudWatchPublisher{api: api, namespace: namespace, worker: worker, clock: clk, log: log, data: map[cwKey]*cwStat{}}
 }
 
 func (p *cloudWatchPublisher) observe(k cwKey, v float64) {
@@ -184,7 +185,7 @@ func (p *cloudWatchPublisher) put(ctx context.Context, in *cloudwatch.PutMetricD
 		if err == nil || ctx.Err() != nil || !awserr.RetryableRead(err) || attempt >= putAttempts {
 			return err
 		}
-		if serr := leasecore.Sleep(ctx, p.clock, fetchBackoff(attempt)); serr != nil {
+		if serr := clock.Sleep(ctx, p.clock, fetchBackoff(attempt)); serr != nil {
 			return err
 		}
 	}
@@ -211,7 +212,7 @@ func datum(k cwKey, s *cwStat, at time.Time) types.MetricDatum {
 // logged and its data dropped: metrics must never hold up processing.
 func (p *cloudWatchPublisher) run(ctx context.Context, interval time.Duration, lease func() leasecore.Stats) {
 	for {
-		if leasecore.Sleep(ctx, p.clock, interval) != nil {
+		if clock.Sleep(ctx, p.clock, interval) != nil {
 			return
 		}
 		p.publish(ctx, lease)

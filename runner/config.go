@@ -3,6 +3,7 @@ package runner
 import (
 	"errors"
 	"fmt"
+	"github.com/kcltool/kcltool/internal/clock"
 	"log/slog"
 	"time"
 
@@ -117,7 +118,7 @@ type Config struct {
 	CloudWatchInterval time.Duration
 
 	Log   *slog.Logger
-	Clock leasecore.Clock
+	Clock clock.Clock
 }
 
 func (c Config) withDefaults() Config {
@@ -185,7 +186,7 @@ func (c Config) withDefaults() Config {
 		c.Log = slog.New(slog.DiscardHandler)
 	}
 	if c.Clock == nil {
-		c.Clock = leasecore.RealClock()
+		c.Clock = clock.RealClock()
 	}
 	return c
 }

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"github.com/kcltool/kcltool/internal/clock"
 	"log/slog"
 	"time"
 
@@ -46,7 +47,7 @@ type fetcher struct {
 	start       leasecore.SequenceNumber
 	atTimestamp time.Time
 	hashRange   leasecore.HashRange
-	clock       leasecore.Clock
+	clock       clock.Clock
 	log         *slog.Logger
 	stats       *shardStats
 	// fromTrimHorizon starts the reading at TRIM_HORIZON instead of at
@@ -111,7 +112,7 @@ func newFetcher(kin KinesisAPI, stream reshard.Stream, shardID string, start lea
 func (f *fetcher) next(ctx context.Context) (page, error) {
 	for {
 		if wait := f.lastCall.Add(minCallSpacing).Sub(f.clock.Now()); wait > 0 {
-			if err := leasecore.Sleep(ctx, f.clock, wait); err != nil {
+			if err := clock.Sleep(ctx, f.clock, wait); err != nil {
 				return page{}, err
 			}
 		}
@@ -195,7 +196,7 @@ func (f *fetcher) failed(ctx context.Context, op string, err error) error {
 	if f.failures%refreshAfter == 0 {
 		f.iterator = nil
 	}
-	return leasecore.Sleep(ctx, f.clock, fetchBackoff(f.failures))
+	return clock.Sleep(ctx, f.clock, fetchBackoff(f.failures))
 }
 
 // recovered ends a run of failed calls, saying so at info if the run was

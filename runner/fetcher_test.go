@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"github.com/kcltool/kcltool/internal/clock"
 	"io"
 	"log/slog"
 	"net/http"
@@ -26,7 +27,7 @@ import (
 // callClock records, on the test's clock, when each GetRecords call went out.
 type callClock struct {
 	KinesisAPI
-	clock leasecore.Clock
+	clock clock.Clock
 	mu    sync.Mutex
 	at    []time.Time
 }
@@ -47,9 +48,9 @@ func TestFetcherPacing(t *testing.T) {
 	for round := range 3 {
 		s.put(t, func(k string) string { return fmt.Sprintf("%s:%d", k, round) }, keys("p", 15)...)
 	}
-	clock := &stepClock{now: time.Unix(1_700_000_000, 0)}
-	api := &callClock{KinesisAPI: s.kin, clock: clock}
-	cfg := Config{MaxRecords: 10, Clock: clock}
+	clk := &stepClock{now: time.Unix(1_700_000_000, 0)}
+	api := &callClock{KinesisAPI: s.kin, clock: clk}
+	cfg := Config{MaxRecords: 10, Clock: clk}
 	f := newFetcher(api, reshard.Stream{Name: s.stream}, "shardId-000000000000", leasecore.SequenceNumber{SequenceNumber: leasecore.TRIM_HORIZON},
 		cfg, leasecore.HashRange{}, NewMetrics().shard("shardId-000000000000"), slog.New(slog.DiscardHandler))
 	ctx := context.Background()
@@ -60,7 +61,7 @@ func TestFetcherPacing(t *testing.T) {
 			t.Fatal(err)
 		}
 		sizes = append(sizes, len(p.records))
-		if err := leasecore.Sleep(ctx, clock, f.pause(p, time.Second)); err != nil {
+		if err := clock.Sleep(ctx, clk, f.pause(p, time.Second)); err != nil {
 			t.Fatal(err)
 		}
 	}

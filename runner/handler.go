@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kcltool/kcltool/internal/clock"
 	"io"
 	"os"
 	"os/exec"
@@ -14,7 +15,6 @@ import (
 	"time"
 
 	"github.com/kcltool/kcltool/kinesisrec"
-	"github.com/kcltool/kcltool/leasecore"
 )
 
 // Batch is one handler invocation: records of one shard, in order, and the
@@ -108,7 +108,7 @@ type Handler struct {
 	// Dir is the working directory; empty means this process's.
 	Dir string
 	// Clock times the timeout and the run; nil means the real clock.
-	Clock leasecore.Clock
+	Clock clock.Clock
 
 	// The program is looked up in PATH once, not for every batch.
 	lookOnce sync.Once
@@ -135,11 +135,11 @@ const (
 // (build it), startHandler, feedStdin, watch (kill on timeout or cancel), wait,
 // then classify the exit (exitStatus, classifyStdout).
 func (h *Handler) Run(ctx context.Context, b Batch) Result {
-	clock := h.Clock
-	if clock == nil {
-		clock = leasecore.RealClock()
+	clk := h.Clock
+	if clk == nil {
+		clk = clock.RealClock()
 	}
-	started := clock.Now()
+	started := clk.Now()
 	res := Result{Outcome: Failed, ExitCode: -1}
 	if len(h.Argv) == 0 {
 		res.Err = errors.New("no handler command")
@@ -168,15 +168,15 @@ func (h *Handler) Run(ctx context.Context, b Batch) Result {
 	}()
 	go func() {
 		defer wg.Done()
-		g.watch(ctx, clock, h.Timeout)
+		g.watch(ctx, clk, h.Timeout)
 	}()
-	termSent, waitErr := g.wait(clock, cmd, stdin)
+	termSent, waitErr := g.wait(clk, cmd, stdin)
 	wg.Wait()
-	endLeftovers(clock, g.pgid, termSent)
+	endLeftovers(clk, g.pgid, termSent)
 
 	res.StderrTail = out.stderr.String()
 	res.Stderr = out.stderrLog.result()
-	res.Duration = clock.Now().Sub(started)
+	res.Duration = clk.Now().Sub(started)
 	if ps := cmd.ProcessState; ps != nil {
 		res.CPU = ps.UserTime() + ps.SystemTime()
 	}
@@ -274,10 +274,10 @@ type procGroup struct {
 
 // watch kills the group when timeout passes or ctx is cancelled, and
 // returns once the handler is reaped or killed.
-func (g *procGroup) watch(ctx context.Context, clock leasecore.Clock, timeout time.Duration) {
+func (g *procGroup) watch(ctx context.Context, clk clock.Clock, timeout time.Duration) {
 	var timedOut <-chan time.Time
 	if timeout > 0 {
-		t := clock.NewTimer(timeout)
+		t := clk.NewTimer(timeout)
 		defer t.Stop()
 		timedOut = t.C()
 	}
@@ -309,7 +309,7 @@ func (g *procGroup) watch(ctx context.Context, clock leasecore.Clock, timeout ti
 		return
 	}
 	g.mu.Unlock()
-	t := clock.NewTimer(grace)
+	t := clk.NewTimer(grace)
 	select {
 	case <-g.done:
 	case <-t.C():
@@ -323,14 +323,14 @@ func (g *procGroup) watch(ctx context.Context, clock leasecore.Clock, timeout ti
 
 // wait reaps the handler, having told what it left in its group to stop
 // (at termSent; zero if not).
-func (g *procGroup) wait(clock leasecore.Clock, cmd *exec.Cmd, stdin *os.File) (time.Time, error) {
+func (g *procGroup) wait(clk clock.Clock, cmd *exec.Cmd, stdin *os.File) (time.Time, error) {
 	// The handler's exit ends its batch. What it left in its group is told
 	// to stop now, while the handler, not yet reaped, still holds the
 	// group's id: their hold on stdout and stderr then ends too, and Wait
 	// need not sit out pipeGrace.
 	var termSent time.Time
 	if waitExitedUnreaped(g.pgid) {
-		termSent = clock.Now()
+		termSent = clk.Now()
 		_ = syscall.Kill(-g.pgid, syscall.SIGTERM)
 	}
 	waitErr := cmd.Wait()

@@ -2,10 +2,9 @@ package runner
 
 import (
 	"context"
+	"github.com/kcltool/kcltool/internal/clock"
 	"syscall"
 	"time"
-
-	"github.com/kcltool/kcltool/leasecore"
 )
 
 // leftoverGrace is how long processes a handler left behind in its process
@@ -24,21 +23,21 @@ const leftoverGrace = 2 * time.Second
 // Once the group is empty, its id could only come back as the group of a
 // new process after the kernel's pid counter wrapped around, which no
 // check here could be as fast as.
-func endLeftovers(clock leasecore.Clock, pgid int, termSent time.Time) {
+func endLeftovers(clk clock.Clock, pgid int, termSent time.Time) {
 	if syscall.Kill(-pgid, syscall.SIGTERM) == syscall.ESRCH {
 		return // nothing left: the common case costs one syscall
 	}
 	if termSent.IsZero() {
-		termSent = clock.Now()
+		termSent = clk.Now()
 	}
 	deadline, killed := termSent.Add(leftoverGrace), false
 	for wait := time.Millisecond; groupAlive(pgid); wait = min(2*wait, 100*time.Millisecond) {
-		if now := clock.Now(); !killed && now.After(deadline) {
+		if now := clk.Now(); !killed && now.After(deadline) {
 			_ = syscall.Kill(-pgid, syscall.SIGKILL)
 			killed, deadline = true, now.Add(time.Second)
 		} else if killed && now.After(deadline) {
 			return // stuck in the kernel (D state); nothing more to do
 		}
-		_ = leasecore.Sleep(context.Background(), clock, wait)
+		_ = clock.Sleep(context.Background(), clk, wait)
 	}
 }

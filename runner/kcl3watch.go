@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kcltool/kcltool/internal/clock"
 
 	"github.com/kcltool/kcltool/leasecore"
 )
@@ -32,7 +33,7 @@ func (e *KCL3AppearedError) Unwrap() error { return e.Err }
 // logged: the check is repeated.
 func (w *Worker) kcl3Loop(ctx context.Context) {
 	for {
-		if leasecore.Sleep(ctx, w.clock, w.cfg.ShardSyncInterval) != nil {
+		if clock.Sleep(ctx, w.clock, w.cfg.ShardSyncInterval) != nil {
 			return
 		}
 		err := leasecore.ProbeKCL3(ctx, w.ddb, w.cfg.Table, w.cfg.App)

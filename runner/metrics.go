@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"github.com/kcltool/kcltool/internal/clock"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -26,7 +27,7 @@ type Metrics struct {
 	slots *Slots
 	// clock is the worker's: failingSince was stamped with it, so the
 	// failing spell's length is read from it too. Nil until the worker runs.
-	clock leasecore.Clock
+	clock clock.Clock
 	// cw, when set, also receives every observation.
 	cw atomic.Pointer[cloudWatchPublisher]
 }
@@ -34,22 +35,22 @@ type Metrics struct {
 // NewMetrics returns an empty collection.
 func NewMetrics() *Metrics { return &Metrics{shards: map[string]*shardStats{}} }
 
-func (m *Metrics) bind(app, stream, worker string, lease func() leasecore.Stats, slots *Slots, clock leasecore.Clock) {
+func (m *Metrics) bind(app, stream, worker string, lease func() leasecore.Stats, slots *Slots, clk clock.Clock) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.app, m.stream, m.worker, m.lease, m.slots, m.clock = app, stream, worker, lease, slots, clock
+	m.app, m.stream, m.worker, m.lease, m.slots, m.clock = app, stream, worker, lease, slots, clk
 }
 
 // now reads the worker's clock; the real one before the worker binds it
 // (no shard has figures then).
 func (m *Metrics) now() time.Time {
 	m.mu.Lock()
-	clock := m.clock
+	clk := m.clock
 	m.mu.Unlock()
-	if clock == nil {
-		clock = leasecore.RealClock()
+	if clk == nil {
+		clk = clock.RealClock()
 	}
-	return clock.Now()
+	return clk.Now()
 }
 
 // shard returns the figures of one shard, creating them on first use, and

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kcltool/kcltool/internal/clock"
 	"strings"
 	"time"
 
@@ -187,7 +188,7 @@ func (p *mlProcessor) exchange(ctx context.Context, msg any, action string, cp C
 	written := 0
 	for {
 		var expired <-chan time.Time
-		var t leasecore.Timer
+		var t clock.Timer
 		if timeout > 0 {
 			t = p.r.w.clock.NewTimer(timeout)
 			expired = t.C()

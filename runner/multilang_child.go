@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kcltool/kcltool/internal/clock"
 	"io"
 	"log/slog"
 	"os"
@@ -12,15 +13,13 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"github.com/kcltool/kcltool/leasecore"
 )
 
 // mlChild is one running MultiLang child: its stdin, its stdout as lines,
 // its stderr logged line by line, in its own process group so that
 // stopping it stops everything it started.
 type mlChild struct {
-	clock leasecore.Clock // times the grace its leftovers get (endLeftovers)
+	clock clock.Clock // times the grace its leftovers get (endLeftovers)
 	cmd   *exec.Cmd
 	stdin *os.File
 	pgid  int
@@ -45,7 +44,7 @@ const mlLineMax = 16 << 20
 
 // startMLChild starts the child; reaped gets its CPU time (its rusage, with
 // the processes it waited for) once it has exited and been reaped.
-func startMLChild(clock leasecore.Clock, argv []string, dir string, env []string, log *slog.Logger, reaped func(cpu time.Duration)) (*mlChild, error) {
+func startMLChild(clk clock.Clock, argv []string, dir string, env []string, log *slog.Logger, reaped func(cpu time.Duration)) (*mlChild, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir, cmd.Env = dir, env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -72,7 +71,7 @@ func startMLChild(clock leasecore.Clock, argv []string, dir string, env []string
 		_ = stdoutR.Close()
 		return nil, fmt.Errorf("start the MultiLang child %q: %w", argv[0], err)
 	}
-	c := &mlChild{clock: clock, cmd: cmd, stdin: stdin, pgid: cmd.Process.Pid, lines: make(chan []byte, 16), exited: make(chan struct{})}
+	c := &mlChild{clock: clk, cmd: cmd, stdin: stdin, pgid: cmd.Process.Pid, lines: make(chan []byte, 16), exited: make(chan struct{})}
 	go c.readLines(stdoutR)
 	go func() {
 		c.waitErr = cmd.Wait()

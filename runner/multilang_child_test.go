@@ -4,13 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/kcltool/kcltool/internal/clock"
 	"io"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/kcltool/kcltool/leasecore"
 )
 
 // A line longer than the pipe takes at once is written whole before the
@@ -18,7 +17,7 @@ import (
 // another line follows at once, as cancelled's leaseLost does: the next
 // line never lands inside it.
 func TestMLChildSendKeepsLinesWhole(t *testing.T) {
-	c, err := startMLChild(leasecore.RealClock(), []string{"cat"}, "", nil, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	c, err := startMLChild(clock.RealClock(), []string{"cat"}, "", nil, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +55,7 @@ func TestMLChildLineBufferReusedOnlyWhenWritten(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	start := func(argv ...string) *mlChild {
 		t.Helper()
-		c, err := startMLChild(leasecore.RealClock(), argv, "", nil, log, nil)
+		c, err := startMLChild(clock.RealClock(), argv, "", nil, log, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -188,7 +187,7 @@ func TestMLChildStderrCutAndUnendedLines(t *testing.T) {
 		return a
 	}}))
 	script := `head -c 5000 /dev/zero | tr '\0' x >&2; printf '\nfirst\n' >&2; printf 'record k1 done. ' >&2; printf 'record k2 done.' >&2`
-	c, err := startMLChild(leasecore.RealClock(), []string{"sh", "-c", script}, "", nil, log, nil)
+	c, err := startMLChild(clock.RealClock(), []string{"sh", "-c", script}, "", nil, log, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kcltool/kcltool/internal/clock"
 	"log/slog"
 	"math/rand/v2"
 	"time"
@@ -39,7 +40,7 @@ type CheckpointFunc func(ctx context.Context, at leasecore.SequenceNumber) error
 type Policy struct {
 	Handler BatchHandler
 	// Clock times backoff and record age; nil means the real clock.
-	Clock   leasecore.Clock
+	Clock   clock.Clock
 	Backoff Backoff
 	// MaxRetries is how many times a failing batch is retried before the
 	// worker gives up on it; UnlimitedRetries never gives up.
@@ -305,9 +306,9 @@ func (p *Policy) sleep(ctx context.Context, stop <-chan struct{}, d time.Duratio
 	}
 }
 
-func (p *Policy) clock() leasecore.Clock {
+func (p *Policy) clock() clock.Clock {
 	if p.Clock == nil {
-		return leasecore.RealClock()
+		return clock.RealClock()
 	}
 	return p.Clock
 }

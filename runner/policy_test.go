@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/kcltool/kcltool/internal/clock"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -34,7 +35,7 @@ func (c *stepClock) Now() time.Time {
 	return c.now
 }
 
-func (c *stepClock) NewTimer(d time.Duration) leasecore.Timer {
+func (c *stepClock) NewTimer(d time.Duration) clock.Timer {
 	c.mu.Lock()
 	c.now = c.now.Add(d)
 	c.sleeps = append(c.sleeps, d)
@@ -74,14 +75,14 @@ func (c *checkpoints) fn(_ context.Context, at leasecore.SequenceNumber) error {
 }
 
 func newPolicy(h BatchHandler) (*Policy, *stepClock, *bytes.Buffer) {
-	clock := &stepClock{now: arrival.Add(10 * time.Millisecond)}
+	clk := &stepClock{now: arrival.Add(10 * time.Millisecond)}
 	logs := &bytes.Buffer{}
 	return &Policy{
-		Handler: h, Clock: clock, MaxRetries: UnlimitedRetries,
+		Handler: h, Clock: clk, MaxRetries: UnlimitedRetries,
 		Backoff: Backoff{Initial: time.Second, Max: 3 * time.Second},
 		Rand:    func() float64 { return 0.5 },
 		Log:     slog.New(slog.NewJSONHandler(logs, nil)),
-	}, clock, logs
+	}, clk, logs
 }
 
 // runsLog is the KCLTOOL_* view of each run a test handler appends to

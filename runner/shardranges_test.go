@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"github.com/kcltool/kcltool/internal/clock"
 	"math/big"
 	"sync/atomic"
 	"testing"
@@ -32,7 +33,7 @@ func (c *listCounter) ListShards(ctx context.Context, in *kinesis.ListShardsInpu
 func TestShardRangeListsAgainOnlyForAShardNewerThanTheListing(t *testing.T) {
 	s := newStack(t, 1)
 	kin := &listCounter{KinesisAPI: s.kin}
-	w := &Worker{kin: kin, clock: leasecore.RealClock(), table: reshard.Table{Retry: reshard.Retry{MaxRetries: 1}}}
+	w := &Worker{kin: kin, clock: clock.RealClock(), table: reshard.Table{Retry: reshard.Retry{MaxRetries: 1}}}
 	stream := reshard.Stream{Name: s.stream}
 	run := func(shardID string, since time.Time) (leasecore.HashRange, bool, error) {
 		r := &shardRun{w: w, stream: stream, shardID: shardID, ctx: context.Background()}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kcltool/kcltool/internal/clock"
 	"log/slog"
 	"math/rand/v2"
 	"time"
@@ -254,7 +255,7 @@ func (r *shardRun) read(start leasecore.SequenceNumber) (err error) {
 			return ErrStopped
 		}
 		var due <-chan time.Time
-		var t leasecore.Timer
+		var t clock.Timer
 		if d, ok := b.wait(now); ok {
 			t = r.w.clock.NewTimer(d)
 			due = t.C()

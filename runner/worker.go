@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kcltool/kcltool/internal/clock"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -24,7 +25,7 @@ type Worker struct {
 	ddb     DynamoDBAPI
 	kin     KinesisAPI
 	log     *slog.Logger
-	clock   leasecore.Clock
+	clock   clock.Clock
 	table   reshard.Table
 	metrics *Metrics
 	slots   *Slots
@@ -396,7 +397,7 @@ func (w *Worker) syncStream(ctx context.Context, s reshard.Stream, listed *lease
 // every reshard.
 func (w *Worker) cleanupLoop(ctx context.Context) {
 	for {
-		if leasecore.Sleep(ctx, w.clock, w.cfg.CleanupInterval) != nil {
+		if clock.Sleep(ctx, w.clock, w.cfg.CleanupInterval) != nil {
 			return
 		}
 		for _, s := range w.streams {

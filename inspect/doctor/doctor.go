@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kcltool/kcltool/internal/clock"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -100,7 +101,7 @@ type Options struct {
 	// Retry applies to ListShards.
 	Retry reshard.Retry
 	// Clock times the reads and ages; the real clock when nil.
-	Clock leasecore.Clock
+	Clock clock.Clock
 	// Progress, when set, hears of each read: done of total in the window.
 	Progress func(done, total int)
 }
@@ -132,7 +133,7 @@ func (o Options) withDefaults() Options {
 		o.ProbeTimeout = DefaultProbeTimeout
 	}
 	if o.Clock == nil {
-		o.Clock = leasecore.RealClock()
+		o.Clock = clock.RealClock()
 	}
 	return o
 }
@@ -141,7 +142,7 @@ func (o Options) withDefaults() Options {
 // window and joins what it saw with the stream and CloudWatch.
 type Doctor struct {
 	opt      Options
-	clock    leasecore.Clock
+	clock    clock.Clock
 	meter    *meter
 	table    meteredTable
 	kin      StreamAPI  // metered; nil without Kinesis
@@ -231,7 +232,7 @@ func (d *Doctor) Watch(ctx context.Context, report func(*Report) error) error {
 		if len(samples) > 0 {
 			next = samples[len(samples)-1].at.Add(d.opt.FailoverTime)
 		}
-		if err := leasecore.Sleep(ctx, d.clock, next.Sub(d.clock.Now())); err != nil {
+		if err := clock.Sleep(ctx, d.clock, next.Sub(d.clock.Now())); err != nil {
 			return err
 		}
 		var s sample

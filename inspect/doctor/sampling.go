@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kcltool/kcltool/internal/clock"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -71,7 +72,7 @@ func (d *Doctor) sampleWindow(ctx context.Context) ([]sample, error) {
 			if last := out[len(out)-1].at.Add(d.opt.FailoverTime); last.After(next) {
 				next = last
 			}
-			if err := leasecore.Sleep(ctx, d.clock, next.Sub(d.clock.Now())); err != nil {
+			if err := clock.Sleep(ctx, d.clock, next.Sub(d.clock.Now())); err != nil {
 				return nil, err
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kcltool/kcltool/internal/clock"
 	"math"
 	"sync/atomic"
 	"time"
@@ -47,7 +48,7 @@ func (d *Doctor) scanPatiently(ctx context.Context) (leasecore.ScanResult, error
 			if d.clock.Now().Add(wait).Sub(start) > ScanPatience {
 				return errPatience
 			}
-			return leasecore.Sleep(ctx, d.clock, wait)
+			return clock.Sleep(ctx, d.clock, wait)
 		},
 	})
 	if errors.Is(err, errPatience) {

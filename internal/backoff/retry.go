@@ -8,7 +8,7 @@ import (
 
 // Retry calls op with attempt 1, 2, … until op says not to go again, and
 // returns op's last error. Between attempts it waits wait(attempt) through
-// sleep (the caller's clock: leasecore.Sleep), so that tests step through
+// sleep (the caller's clock: clock.Sleep), so that tests step through
 // the waits without sleeping. A wait cut short (ctx done) ends the retries
 // with op's last error joined to the wait's.
 //

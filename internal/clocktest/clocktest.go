@@ -1,7 +1,7 @@
 // Package clocktest holds the fake clock that tests hand to the lease
 // protocol, the doctor and the commands, so that they step through failover
 // times without sleeping. It does not import leasecore, whose own tests use
-// it; its Timer is the same interface as leasecore.Timer.
+// it; its Timer is the same interface as clock.Timer.
 package clocktest
 
 import (
@@ -11,14 +11,14 @@ import (
 	"time"
 )
 
-// Timer is leasecore.Timer: the same interface literal, so *Clock is a
-// leasecore.Clock.
+// Timer is clock.Timer: the same interface literal, so *Clock is a
+// clock.Clock.
 type Timer = interface {
 	C() <-chan time.Time
 	Stop() bool
 }
 
-// Clock is a leasecore.Clock that only moves when told to. Timers fire, in
+// Clock is a clock.Clock that only moves when told to. Timers fire, in
 // order of their deadlines, when Advance passes them.
 type Clock struct {
 	mu      sync.Mutex

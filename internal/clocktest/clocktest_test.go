@@ -2,15 +2,15 @@ package clocktest_test
 
 import (
 	"context"
+	"github.com/kcltool/kcltool/internal/clock"
 	"testing"
 	"time"
 
 	"github.com/kcltool/kcltool/internal/clocktest"
-	"github.com/kcltool/kcltool/leasecore"
 )
 
-// The fake clock must stay a leasecore.Clock.
-var _ leasecore.Clock = (*clocktest.Clock)(nil)
+// The fake clock must stay a clock.Clock.
+var _ clock.Clock = (*clocktest.Clock)(nil)
 
 func TestTimers(t *testing.T) {
 	c := clocktest.New(time.Unix(0, 0))
@@ -31,7 +31,7 @@ func TestTimers(t *testing.T) {
 	default:
 	}
 	done := make(chan error)
-	go func() { done <- leasecore.Sleep(context.Background(), c, time.Minute) }()
+	go func() { done <- clock.Sleep(context.Background(), c, time.Minute) }()
 	if err := c.WaitTimers(context.Background(), 1); err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kcltool/kcltool/internal/clock"
 	"os"
 	"reflect"
 	"testing"
@@ -36,7 +37,7 @@ func backends(t *testing.T) map[string]struct {
 	ddb := emulator.DynamoDB(t)
 	name := emulator.Name(t, "model")
 	emulator.CreateLeaseTable(t, ddb, name)
-	m := ddbmodel.New(ddbmodel.Config{Table: "model"}, leasecore.RealClock())
+	m := ddbmodel.New(ddbmodel.Config{Table: "model"}, clock.RealClock())
 	return map[string]struct {
 		api  table
 		name string
@@ -245,7 +246,7 @@ func TestModelMatchesDynaliteOnAFleet(t *testing.T) {
 		start := func(id string) (*leasecore.Coordinator, context.CancelFunc) {
 			c := cfg
 			c.WorkerID = id
-			co, err := leasecore.NewCoordinator(b.api, b.name, c, leasecore.RealClock(), leasecore.Options{})
+			co, err := leasecore.NewCoordinator(b.api, b.name, c, clock.RealClock(), leasecore.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -40,7 +40,7 @@ import (
 	"github.com/kcltool/kcltool/leasecore"
 )
 
-// Clock is where the model reads time (leasecore.Clock's Now).
+// Clock is where the model reads time (clock.Clock's Now).
 type Clock interface{ Now() time.Time }
 
 // Config sets up a table.

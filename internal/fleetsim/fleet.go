@@ -14,6 +14,7 @@ package fleetsim
 import (
 	"context"
 	"fmt"
+	"github.com/kcltool/kcltool/internal/clock"
 	"maps"
 	"math/rand/v2"
 	"slices"
@@ -83,11 +84,11 @@ var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // workers (a running fleet's table) and no workers yet. It must be called
 // inside a synctest bubble.
 func NewFleet(engine Engine, model ddbmodel.Config, leases int, owners []string, seed uint64) *Fleet {
-	clock := clocktest.New(Epoch)
+	clk := clocktest.New(Epoch)
 	model.Table, model.HashKey = Table, leasecore.AttrLeaseKey
-	m := ddbmodel.New(model, clock)
+	m := ddbmodel.New(model, clk)
 	ctx, cancel := context.WithCancel(context.Background())
-	f := &Fleet{Engine: engine, Clock: clock, Model: m, ctx: ctx, cancel: cancel,
+	f := &Fleet{Engine: engine, Clock: clk, Model: m, ctx: ctx, cancel: cancel,
 		workers: map[string]worker{}, seed: seed, side: map[string]context.CancelFunc{}}
 	for i := range leases {
 		l := leasecore.Lease{LeaseKey: fmt.Sprintf("shardId-%012d", i), Checkpoint: leasecore.SequenceNumber{SequenceNumber: "49590338271490256608559692538361571095921575989136588898"},
@@ -273,7 +274,7 @@ func (f *Fleet) standIn(ctx context.Context, id string) {
 		}
 	}
 	every := (leasecore.Config{}).WithDefaults().RenewInterval
-	for leasecore.Sleep(ctx, f.Clock, every) == nil {
+	for clock.Sleep(ctx, f.Clock, every) == nil {
 		for _, k := range keys {
 			_, _ = f.Model.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: ptr(Table), Key: keyOf(k),
 				UpdateExpression:          ptr("ADD #c :one"),

@@ -2,6 +2,7 @@ package fleetsim
 
 import (
 	"context"
+	"github.com/kcltool/kcltool/internal/clock"
 	"maps"
 	"math/rand/v2"
 	"slices"
@@ -56,7 +57,7 @@ type kcl2Worker struct {
 	id     string
 	api    api
 	table  string
-	clock  leasecore.Clock
+	clock  clock.Clock
 	rng    *rand.Rand
 	cancel context.CancelFunc
 	done   sync.WaitGroup
@@ -104,9 +105,9 @@ const (
 
 // startKCL2 starts a worker; with shardSync also its leader election and,
 // on the leader, the audit (Fleet.ShardSync).
-func startKCL2(ctx context.Context, a api, table, id string, clock leasecore.Clock, seed uint64, shardSync bool, isLeader func(string) bool) *kcl2Worker {
+func startKCL2(ctx context.Context, a api, table, id string, clk clock.Clock, seed uint64, shardSync bool, isLeader func(string) bool) *kcl2Worker {
 	failover := leasecore.DefaultFailoverTime
-	w := &kcl2Worker{id: id, table: table, clock: clock, rng: rand.New(rand.NewPCG(seed, 17)),
+	w := &kcl2Worker{id: id, table: table, clock: clk, rng: rand.New(rand.NewPCG(seed, 17)),
 		failover: failover, renewEvery: failover/3 - kclEpsilon, takerEvery: 2 * (failover + kclEpsilon),
 		held: map[string]*kcl2Held{}, all: map[string]*kcl2Seen{}, isLeader: isLeader}
 	w.api = countThrottles{a, &w.throttled}
@@ -148,14 +149,14 @@ func (w *kcl2Worker) Held() int {
 }
 
 func (w *kcl2Worker) sleep(ctx context.Context, d time.Duration) bool {
-	return leasecore.Sleep(ctx, w.clock, d) == nil
+	return clock.Sleep(ctx, w.clock, d) == nil
 }
 
 // listLeases is KCL's listLeases: a paginated eventually consistent scan,
 // failing as a whole on the first error.
 func (w *kcl2Worker) listLeases(ctx context.Context) ([]leasecore.Lease, error) {
 	res, err := leasecore.ScanTable(ctx, w.api, w.table, leasecore.ScanOptions{MaxRetries: -1,
-		Sleep: func(ctx context.Context, d time.Duration) error { return leasecore.Sleep(ctx, w.clock, d) }})
+		Sleep: func(ctx context.Context, d time.Duration) error { return clock.Sleep(ctx, w.clock, d) }})
 	return res.Leases, err
 }
 

@@ -2,6 +2,7 @@ package fleetsim
 
 import (
 	"context"
+	"github.com/kcltool/kcltool/internal/clock"
 	"math/rand/v2"
 	"sort"
 	"time"
@@ -46,14 +47,14 @@ const ShardSyncInterval = time.Minute
 // strongly consistent scan. (A sync that finds a lease missing scans again
 // before creating it; the simulated table has every lease, so none does.)
 func (f *Fleet) shardSyncLoop(ctx context.Context, c *leasecore.Coordinator) {
-	for leasecore.Sleep(ctx, f.Clock, ShardSyncInterval) == nil {
+	for clock.Sleep(ctx, f.Clock, ShardSyncInterval) == nil {
 		if _, ok := c.LatestScan(ShardSyncInterval); ok {
 			f.syncReuses.Add(1)
 			continue
 		}
 		f.syncScans.Add(1)
 		_, _ = leasecore.ScanTable(leasecore.WithCapacityOp(ctx, leasecore.OpShardSync), f.Model, Table, leasecore.ScanOptions{ConsistentRead: true,
-			Sleep: func(ctx context.Context, d time.Duration) error { return leasecore.Sleep(ctx, f.Clock, d) }})
+			Sleep: func(ctx context.Context, d time.Duration) error { return clock.Sleep(ctx, f.Clock, d) }})
 	}
 }
 

@@ -1,4 +1,8 @@
-package leasecore
+// Package clock is where kcltool's domain packages get their time: the
+// system clock in the binary, a fake one (internal/clocktest) in tests. It
+// lives apart from the lease model so that a package can tell time without
+// importing leasecore.
+package clock
 
 import (
 	"context"
@@ -19,9 +23,8 @@ type Clock interface {
 }
 
 // Timer is the part of *time.Timer the lease loops use. It is an alias of an
-// interface literal so that a clock outside this package (internal/clocktest,
-// which leasecore's own tests import) can return one without importing
-// leasecore.
+// interface literal so that a fake clock (internal/clocktest) can return one
+// without importing this package.
 type Timer = interface {
 	// C delivers the time once the timer fires.
 	C() <-chan time.Time
