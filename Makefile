@@ -52,10 +52,10 @@ completions-check: ## fail when completions/ is out of date
 	    echo "completions/kcltool.$$s is out of date: run 'make completions'"; exit 1; fi; done
 
 docs: ## regenerate the command reference: docs/cli (markdown) and docs/man (man pages)
-	go run ./internal/gendocs -out docs
+	go run ./internal/tools/gendocs -out docs
 
 docs-check: ## fail when docs/cli or docs/man are out of date
-	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; go run ./internal/gendocs -out $$tmp && \
+	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; go run ./internal/tools/gendocs -out $$tmp && \
 	for d in cli man; do \
 	  if ! diff -r $$tmp/$$d docs/$$d >/dev/null 2>&1; then \
 	    echo "docs/$$d is out of date: run 'make docs'"; diff -r $$tmp/$$d docs/$$d | head -20; exit 1; fi; done
@@ -75,7 +75,7 @@ down: ## stop the local servers
 # KEEP=1 leaves the servers up with the demo's data: they keep it in memory
 # only, so stopping them (or 'make up', which restarts them) loses it.
 demo: build up ## the main job end to end: 4-shard stream, two workers, a split, a takeover, the operator views (KEEP=1: servers stay up with its data)
-	@eval "$$(scripts/localaws.sh env)" && go run ./internal/demo -kcltool $(BIN) $(if $(filter 1 yes true,$(KEEP)),-keep); status=$$?; \
+	@eval "$$(scripts/localaws.sh env)" && go run ./internal/tools/demo -kcltool $(BIN) $(if $(filter 1 yes true,$(KEEP)),-keep); status=$$?; \
 	  if [ -z "$(filter 1 yes true,$(KEEP))" ]; then \
 	    scripts/localaws.sh down; \
 	    [ $$status -eq 0 ] && echo && echo "demo done; the local servers are stopped and their data is gone. 'make demo KEEP=1' leaves them up with the demo's data to explore."; \

@@ -5,6 +5,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -232,4 +233,29 @@ func isErrorType(typ ast.Expr) bool {
 		return strings.HasSuffix(t.Sel.Name, "Error")
 	}
 	return false
+}
+
+// The binary links only production code: test support (internal/testenv)
+// and the programs make runs (internal/tools) stay out of its import graph,
+// so a test helper can never become a dependency of the shipped binary.
+func TestBinaryLinksNoTestSupport(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps: %v\n%s", err, out)
+	}
+	var linked int
+	for _, pkg := range strings.Fields(string(out)) {
+		if !strings.HasPrefix(pkg, "github.com/kcltool/kcltool/") {
+			continue
+		}
+		linked++
+		for _, banned := range []string{"/internal/testenv/", "/internal/tools/"} {
+			if strings.Contains(pkg+"/", banned) {
+				t.Errorf("the binary links %s; test support and make's programs must stay out of it", pkg)
+			}
+		}
+	}
+	if linked < 10 {
+		t.Fatalf("go list -deps found only %d kcltool packages; the check would prove nothing:\n%s", linked, out)
+	}
 }

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kcltool/kcltool/internal/emulator"
+	"github.com/kcltool/kcltool/internal/testenv/emulator"
 )
 
 // The MultiLang benchmark's stream: fewer shards than the run benchmark's,

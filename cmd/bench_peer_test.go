@@ -17,7 +17,7 @@ import (
 	kclworker "github.com/vmware/vmware-go-kcl-v2/clientlibrary/worker"
 	kcllog "github.com/vmware/vmware-go-kcl-v2/logger"
 
-	"github.com/kcltool/kcltool/internal/emulator"
+	"github.com/kcltool/kcltool/internal/testenv/emulator"
 )
 
 // The benchmark's peer: vmware-go-kcl-v2 v1.0.0, an in-process Go KCL, with

@@ -29,7 +29,7 @@ import (
 	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/kcltool/kcltool/inspect"
-	"github.com/kcltool/kcltool/internal/emulator"
+	"github.com/kcltool/kcltool/internal/testenv/emulator"
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
 )
@@ -256,7 +256,7 @@ func TestBenchScaleCheckpointDiff(t *testing.T) {
 }
 
 // freeShards is how many shards kinesis-local still allows (SHARD_LIMIT
-// 2000, internal/emulator) next to the open shards of its streams.
+// 2000, internal/testenv/emulator) next to the open shards of its streams.
 func freeShards(t *testing.T, kin *kinesis.Client) int {
 	t.Helper()
 	used := 0

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/kcltool/kcltool/internal/emulator"
+	"github.com/kcltool/kcltool/internal/testenv/emulator"
 )
 
 // The end-to-end tests of `kcltool run` drive the built binary, as users

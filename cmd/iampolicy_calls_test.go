@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/kcltool/kcltool/iampolicy"
-	"github.com/kcltool/kcltool/internal/emulator"
+	"github.com/kcltool/kcltool/internal/testenv/emulator"
 )
 
 // Every kcltool process the end-to-end tests start talks to the local

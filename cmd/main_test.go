@@ -18,8 +18,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/kcltool/kcltool/internal/emulator"
-	"github.com/kcltool/kcltool/internal/testfixtures"
+	"github.com/kcltool/kcltool/internal/testenv/emulator"
+	"github.com/kcltool/kcltool/internal/testenv/testfixtures"
 )
 
 // scriptRun numbers script runs within this test binary.

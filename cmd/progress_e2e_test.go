@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kcltool/kcltool/internal/emulator"
+	"github.com/kcltool/kcltool/internal/testenv/emulator"
 )
 
 // The long commands show progress on a terminal (the hooks reach the

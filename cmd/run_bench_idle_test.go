@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kcltool/kcltool/internal/emulator"
+	"github.com/kcltool/kcltool/internal/testenv/emulator"
 )
 
 // TestBenchIdle is `make bench`'s figure for a worker with nothing to do:

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kcltool/kcltool/internal/emulator"
+	"github.com/kcltool/kcltool/internal/testenv/emulator"
 )
 
 // efoEnv reaches kinesis-local through the harness's EFO proxy (which makes

@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/kcltool/kcltool/internal/testfixtures"
+	"github.com/kcltool/kcltool/internal/testenv/testfixtures"
 	"github.com/kcltool/kcltool/leasecore"
 )
 

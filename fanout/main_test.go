@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/kcltool/kcltool/internal/emulator"
+	"github.com/kcltool/kcltool/internal/testenv/emulator"
 )
 
 func TestMain(m *testing.M) { os.Exit(emulator.Main(m)) }

@@ -1,6 +1,6 @@
 package kinesisrec
 
-import "github.com/kcltool/kcltool/internal/kpltest"
+import "github.com/kcltool/kcltool/internal/testenv/kpltest"
 
 // Short names for the aggregate builders, which the tests here use often.
 type userRecord = kpltest.Record

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kcltool/kcltool/internal/emulator"
+	"github.com/kcltool/kcltool/internal/testenv/emulator"
 )
 
 // TestBenchLeasing is `make bench`'s lease-protocol figure, measured with the
@@ -168,7 +168,7 @@ func (r benchResult) print(cfg Config, leases, workers int) {
 	kclTakeoverMax := cfg.FailoverTime + 2*cfg.KCLTakerInterval()
 	fmt.Printf("bench leasing: %d leases, %d workers; failover %s, renew every %s, taker adaptive (here every %s; KCL %s), 1 steal per run\n",
 		leases, workers, cfg.FailoverTime, cfg.RenewInterval.Round(time.Millisecond), r.pacing.Round(time.Millisecond), cfg.KCLTakerInterval())
-	fmt.Printf("bench leasing steady state: %.2f DynamoDB requests/lease/min over %s %v; KCL 2.x %.2f; ratio %.3f (the budget is in capacity units: internal/fleetsim)\n",
+	fmt.Printf("bench leasing steady state: %.2f DynamoDB requests/lease/min over %s %v; KCL 2.x %.2f; ratio %.3f (the budget is in capacity units: internal/testenv/fleetsim)\n",
 		r.perLeaseMinute, r.window.Round(time.Second), r.requests, r.kclPerLeaseMinute, r.perLeaseMinute/r.kclPerLeaseMinute)
 	fmt.Printf("bench leasing crash takeover: median %s, max %s over %d runs %v; KCL 2.x failover + up to 2 taker intervals (<= %s); goal median <= 12s at the defaults\n",
 		r.takeoverMedian.Round(10*time.Millisecond), r.takeoverMax.Round(10*time.Millisecond), len(r.takeovers),

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kcltool/kcltool/internal/clocktest"
+	"github.com/kcltool/kcltool/internal/testenv/clocktest"
 )
 
 func TestStopMarginAndStealWait(t *testing.T) {

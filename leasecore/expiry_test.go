@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kcltool/kcltool/internal/clocktest"
+	"github.com/kcltool/kcltool/internal/testenv/clocktest"
 )
 
 // These tests drive coordinators by hand with fake clocks: one taker run or

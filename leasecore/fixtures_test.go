@@ -13,7 +13,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/kcltool/kcltool/internal/testfixtures"
+	"github.com/kcltool/kcltool/internal/testenv/testfixtures"
 )
 
 // fixtureDir is the repository's testdata/kcl: lease items exactly as the

@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/kcltool/kcltool/internal/emulator"
+	"github.com/kcltool/kcltool/internal/testenv/emulator"
 )
 
 // Short timings for the multi-worker tests: failover 1s, so renewals every

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/kcltool/kcltool/internal/emulator"
+	"github.com/kcltool/kcltool/internal/testenv/emulator"
 )
 
 // TestMain stops the local DynamoDB server (dynalite) the tests started.

@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/kcltool/kcltool/internal/awserr"
-	"github.com/kcltool/kcltool/internal/emulator"
+	"github.com/kcltool/kcltool/internal/testenv/emulator"
 )
 
 // seedScanTable writes n leases plus two KCL 3.5 non-lease items and one

@@ -9,7 +9,7 @@ import (
 
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/kcltool/kcltool/internal/testfixtures"
+	"github.com/kcltool/kcltool/internal/testenv/testfixtures"
 	"github.com/kcltool/kcltool/leasecore"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kcltool/kcltool/internal/clocktest"
+	"github.com/kcltool/kcltool/internal/testenv/clocktest"
 	"github.com/kcltool/kcltool/reshard"
 )
 

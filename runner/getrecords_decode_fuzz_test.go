@@ -18,8 +18,8 @@ import (
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
-	"github.com/kcltool/kcltool/internal/emulator"
-	"github.com/kcltool/kcltool/internal/kpltest"
+	"github.com/kcltool/kcltool/internal/testenv/emulator"
+	"github.com/kcltool/kcltool/internal/testenv/kpltest"
 )
 
 // getRecordsSchema is the operation schema the SDK's middleware passes its

@@ -10,8 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
-	"github.com/kcltool/kcltool/internal/emulator"
-	"github.com/kcltool/kcltool/internal/kpltest"
+	"github.com/kcltool/kcltool/internal/testenv/emulator"
+	"github.com/kcltool/kcltool/internal/testenv/kpltest"
 	"github.com/kcltool/kcltool/leasecore"
 )
 

@@ -2,7 +2,7 @@
 # Starts and stops the local AWS servers used by `make demo` and by hand:
 # dynalite (DynamoDB) and kinesis-local (Kinesis), both on 127.0.0.1 only.
 # The Go tests do not use this script: they start their own servers on free
-# ports (internal/emulator), so a running demo never disturbs a test run.
+# ports (internal/testenv/emulator), so a running demo never disturbs a test run.
 # (scripts/localaws_test.go tests the script itself, on free ports.)
 #
 # Ports: KCLTOOL_LOCAL_DYNAMODB_PORT (18000), KCLTOOL_LOCAL_KINESIS_PORT

@@ -13,8 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
 
-	"github.com/kcltool/kcltool/internal/ddbmodel"
-	"github.com/kcltool/kcltool/internal/fleetsim"
+	"github.com/kcltool/kcltool/internal/testenv/ddbmodel"
+	"github.com/kcltool/kcltool/internal/testenv/fleetsim"
 )
 
 // modelMetrics answers GetMetricData for the lease table from the model's

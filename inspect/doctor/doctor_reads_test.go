@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kcltool/kcltool/internal/clocktest"
-	"github.com/kcltool/kcltool/internal/emulator"
+	"github.com/kcltool/kcltool/internal/testenv/clocktest"
+	"github.com/kcltool/kcltool/internal/testenv/emulator"
 	"github.com/kcltool/kcltool/leasecore"
 )
 

@@ -1,5 +1,5 @@
 // Package clock is where kcltool's domain packages get their time: the
-// system clock in the binary, a fake one (internal/clocktest) in tests. It
+// system clock in the binary, a fake one (internal/testenv/clocktest) in tests. It
 // lives apart from the lease model so that a package can tell time without
 // importing leasecore.
 package clock
@@ -12,7 +12,7 @@ import (
 // Clock is where the lease protocol gets its time. Expiry is judged by the
 // observer's own monotonic clock (docs/kcl-compat.md, Expiry: no timestamp is
 // ever written), so everything that decides "held" or "expired" reads this
-// clock and nothing else; tests swap in a fake one (internal/clocktest) and
+// clock and nothing else; tests swap in a fake one (internal/testenv/clocktest) and
 // step through failover times without sleeping.
 type Clock interface {
 	// Now returns the current time. The real clock's values carry Go's
@@ -23,7 +23,7 @@ type Clock interface {
 }
 
 // Timer is the part of *time.Timer the lease loops use. It is an alias of an
-// interface literal so that a fake clock (internal/clocktest) can return one
+// interface literal so that a fake clock (internal/testenv/clocktest) can return one
 // without importing this package.
 type Timer = interface {
 	// C delivers the time once the timer fires.

@@ -1,6 +1,6 @@
 // Package ddbmodel is an in-process model of one DynamoDB lease table, for
 // simulations of a whole fleet of lease workers on a fake clock
-// (internal/fleetsim). It answers the calls leasecore's coordinator, its
+// (internal/testenv/fleetsim). It answers the calls leasecore's coordinator, its
 // taker and renewer and the shard sync make (GetItem, PutItem, UpdateItem,
 // DeleteItem, Scan) with the SDK's own input, output and error types, and
 // honours what decides a lease fleet's behaviour and its bill:

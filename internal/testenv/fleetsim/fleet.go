@@ -1,6 +1,6 @@
 // Package fleetsim runs whole fleets of lease workers in one process against
-// the DynamoDB model (internal/ddbmodel) on the fake clock
-// (internal/clocktest), to price the lease protocol in capacity units at
+// the DynamoDB model (internal/testenv/ddbmodel) on the fake clock
+// (internal/testenv/clocktest), to price the lease protocol in capacity units at
 // fleet scale: kcltool's coordinator (leasecore, unchanged) beside a port of
 // KCL 2.x's lease schedule and rules, driven by the same simulation.
 //
@@ -26,8 +26,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/kcltool/kcltool/internal/clocktest"
-	"github.com/kcltool/kcltool/internal/ddbmodel"
+	"github.com/kcltool/kcltool/internal/testenv/clocktest"
+	"github.com/kcltool/kcltool/internal/testenv/ddbmodel"
 	"github.com/kcltool/kcltool/leasecore"
 )
 

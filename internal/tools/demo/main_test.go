@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kcltool/kcltool/internal/emulator"
+	"github.com/kcltool/kcltool/internal/testenv/emulator"
 )
 
 func TestMain(m *testing.M) { os.Exit(emulator.Main(m)) }

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kcltool/kcltool/internal/clocktest"
+	"github.com/kcltool/kcltool/internal/testenv/clocktest"
 )
 
 // The fake clock must stay a clock.Clock.

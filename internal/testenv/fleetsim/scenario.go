@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/kcltool/kcltool/internal/ddbmodel"
+	"github.com/kcltool/kcltool/internal/testenv/ddbmodel"
 	"github.com/kcltool/kcltool/leasecore"
 )
 

@@ -17,7 +17,7 @@ func Dir(tb testing.TB) string {
 	if !ok {
 		tb.Fatal("testfixtures: cannot locate the source file")
 	}
-	dir := filepath.Join(filepath.Dir(file), "..", "..", "testdata", "kcl")
+	dir := filepath.Join(filepath.Dir(file), "..", "..", "..", "testdata", "kcl")
 	if _, err := os.Stat(dir); err != nil {
 		tb.Fatalf("testfixtures: the KCL fixtures are missing at %s: %v", dir, err)
 	}
