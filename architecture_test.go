@@ -147,7 +147,6 @@ var flagName = regexp.MustCompile(`(^|[^-\w])(--[a-z][a-z0-9-]*)`)
 // (doctor's causes and fixes, metric help, printed repair commands) are
 // not errors and are not checked.
 var allowedFlagErrors = map[string]string{
-	"inspect/lag.go --stream":      "doctor (inspect/doctor/stream.go) tells this error by its text's prefix; to become a sentinel with the doctor refactor in progress (issue 24.2)",
 	"runner/shardend.go --table":   "a kcltool checkpoint reset command printed for the user to run, like doctor's repair commands",
 	"runner/shardend.go --stream":  "a kcltool checkpoint reset command printed for the user to run, like doctor's repair commands",
 	"runner/shardend.go --shard":   "a kcltool checkpoint reset command printed for the user to run, like doctor's repair commands",
