@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -121,8 +122,8 @@ func runCheckpointDiff(cmd *cobra.Command, f *Factory, o *checkpointDiffOptions)
 		Retry: retryFor(f), Clock: f.Clock, Progress: p.counter("probed", "shards")})
 	scan.end()
 	if err != nil {
-		if strings.HasPrefix(err.Error(), "--stream is required") {
-			return usageErrorf("%v (or set KCLTOOL_STREAM)", err)
+		if errors.Is(err, inspect.ErrStreamRequired) {
+			return usageErrorf("--stream is required for a single-stream lease table (or set KCLTOOL_STREAM)")
 		}
 		return explainAWS(err, f.awsContext(table, o.Stream))
 	}

@@ -24,7 +24,6 @@ func Main() int {
 
 // Run executes one kcltool command line and prints any error to stderr.
 func Run(ctx context.Context, f *Factory, args []string) int {
-	defer tuneGC()()
 	root := NewRootCmd(f)
 	args = joinOptionalValues(args)
 	root.SetArgs(args)
