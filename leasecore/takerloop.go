@@ -192,8 +192,8 @@ func (c *Coordinator) takeOne(ctx context.Context, l Lease, steal bool) bool {
 	ctx = WithCapacityOp(ctx, takeOp(steal))
 	took := false
 	sleep := func(ctx context.Context, d time.Duration) error { return clock.Sleep(ctx, c.clock, d) }
-	// Three tries; a third that fails retryably still counts a retry and
-	// waits before giving up, as the lease's next round would anyway.
+	// Three tries at most: the fourth call stops before trying, so the
+	// retry counted and the wait after a third retryable failure stay.
 	_ = backoff.Retry(ctx, sleep, c.retryBackoff, func(attempt int) (bool, error) {
 		if attempt > 3 {
 			return false, nil

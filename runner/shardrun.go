@@ -101,6 +101,8 @@ func (r *shardRun) run() {
 	// without an endErr, so Retry's error is not needed.
 	_ = backoff.Retry(r.ctx, r.sleepCtx, func(int) time.Duration { return delay }, func(attempt int) (bool, error) {
 		if attempt > 1 {
+			// Each later reading starts at the lease's checkpoint as it
+			// is now: the handler may have checkpointed before failing.
 			l, found, err := leasecore.GetLease(r.ctx, r.w.ddb, r.w.cfg.Table, r.key, true)
 			switch {
 			case err != nil:
