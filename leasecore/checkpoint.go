@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"github.com/kcltool/kcltool/internal/clock"
 	"slices"
+	"time"
 
 	"github.com/kcltool/kcltool/internal/awserr"
+	"github.com/kcltool/kcltool/internal/backoff"
 )
 
 // ErrCheckpointBehind refuses a checkpoint lower than the lease's current
@@ -46,12 +48,16 @@ func (c *Coordinator) CheckpointTenure(ctx context.Context, key string, tenure u
 		return fmt.Errorf("checkpoint lease %s at %s/%d: %w (%s/%d)", key, cp.SequenceNumber, cp.SubSequenceNumber,
 			ErrCheckpointBehind, hl.lease.Checkpoint.SequenceNumber, hl.lease.Checkpoint.SubSequenceNumber)
 	}
-	for attempt := 1; ; attempt++ {
+	// wait is 0 after a lost answer that had been applied: the checkpoint
+	// is tried again at once.
+	var wait time.Duration
+	sleep := func(ctx context.Context, d time.Duration) error { return clock.Sleep(ctx, c.clock, d) }
+	return backoff.Retry(ctx, sleep, func(int) time.Duration { return wait }, func(attempt int) (bool, error) {
 		sent := c.clock.Now()
 		if !c.fresh(hl, sent) {
 			err := c.expiredLocally(hl, "checkpoint", sent)
 			c.drop(hl, LeaseLost, err)
-			return err
+			return false, err
 		}
 		// Each request has its own deadline (Config.ItemTimeout), so a hung
 		// connection cannot hold the lease's lock (and so its renewals)
@@ -62,7 +68,7 @@ func (c *Coordinator) CheckpointTenure(ctx context.Context, key string, tenure u
 		case err == nil:
 			hl.applied(l, sent)
 			c.stats.checkpoints.Add(1)
-			return nil
+			return false, nil
 		case errors.As(err, &own):
 			// A renewal whose answer was lost had been applied: the lease
 			// is still this worker's, at the counter the read shows.
@@ -73,10 +79,11 @@ func (c *Coordinator) CheckpointTenure(ctx context.Context, key string, tenure u
 			} else {
 				hl.applied(own.Current, hl.unknownSince)
 			}
-			continue
+			wait = 0
+			return true, err
 		case errors.Is(err, ErrLeaseLost):
 			c.drop(hl, LeaseLost, err)
-			return err
+			return false, err
 		}
 		if !awserr.Throttled(err) && !awserr.Rejected(err) {
 			// Maybe applied: the next write's condition failure and read
@@ -87,12 +94,11 @@ func (c *Coordinator) CheckpointTenure(ctx context.Context, key string, tenure u
 			}
 		}
 		if ctx.Err() != nil || awserr.Rejected(err) {
-			return err // throttles, server faults and network errors are worth another try
+			return false, err // throttles, server faults and network errors are worth another try
 		}
 		c.stats.retries.Add(1)
 		c.log.Debug("retrying checkpoint", "lease", key, "attempt", attempt, "err", err)
-		if serr := clock.Sleep(ctx, c.clock, c.retryBackoff(attempt)); serr != nil {
-			return err
-		}
-	}
+		wait = c.retryBackoff(attempt)
+		return true, err
+	}, backoff.OpErrorOnCut)
 }

@@ -369,28 +369,29 @@ func (c *Coordinator) releaseAll(ctx context.Context) error {
 func (c *Coordinator) releaseOne(ctx context.Context, hl *heldLease) error {
 	hl.mu.Lock()
 	defer hl.mu.Unlock()
-	for attempt := 1; !hl.dropped; attempt++ {
+	sleep := func(ctx context.Context, d time.Duration) error { return clock.Sleep(ctx, c.clock, d) }
+	return backoff.Retry(ctx, sleep, backoff.Default, func(attempt int) (bool, error) {
+		if hl.dropped {
+			return false, nil
+		}
 		now := c.clock.Now()
 		if !c.fresh(hl, now) {
 			c.drop(hl, LeaseLost, c.expiredLocally(hl, "release", now))
-			return nil
+			return false, nil
 		}
 		l, err := ReleaseLease(WithCapacityOp(ctx, OpRelease), c.api, c.table, hl.lease, c.cfg.WorkerID)
 		switch {
 		case err == nil:
 			hl.lease = l
 			c.drop(hl, LeaseReleased, nil)
-			return nil
+			return false, nil
 		case errors.Is(err, ErrLeaseLost):
 			c.drop(hl, LeaseLost, err)
-			return nil
+			return false, nil
 		case ctx.Err() != nil || !awserr.Transient(err) || attempt > 8:
-			return err
+			return false, err
 		}
 		c.stats.retries.Add(1)
-		if serr := clock.Sleep(ctx, c.clock, backoff.Default(attempt)); serr != nil {
-			return err
-		}
-	}
-	return nil
+		return true, err
+	}, backoff.OpErrorOnCut)
 }

@@ -79,14 +79,25 @@ func (c *Coordinator) renewOne(ctx context.Context, hl *heldLease, roundEnd time
 	hl.mu.Lock()
 	defer hl.mu.Unlock()
 	started := hl.renewedAt
-	for attempt := 1; !hl.dropped; attempt++ {
+	var wait time.Duration
+	// The lock is let go during the wait, so that a checkpoint gets through.
+	sleep := func(ctx context.Context, d time.Duration) error {
+		hl.mu.Unlock()
+		defer hl.mu.Lock()
+		return clock.Sleep(ctx, c.clock, d)
+	}
+	// Nothing to return: a renewal that gives up is counted and logged here.
+	_ = backoff.Retry(ctx, sleep, func(int) time.Duration { return wait }, func(attempt int) (bool, error) {
+		if hl.dropped {
+			return false, nil
+		}
 		if hl.renewedAt != started {
-			return // a checkpoint bumped the counter while we backed off: that was the renewal
+			return false, nil // a checkpoint bumped the counter while we backed off: that was the renewal
 		}
 		sent := c.clock.Now()
 		if !c.fresh(hl, sent) {
 			c.drop(hl, LeaseLost, c.expiredLocally(hl, "renew", sent))
-			return
+			return false, nil
 		}
 		// Each request has its own deadline (Config.ItemTimeout).
 		l, err := RenewLease(WithCapacityOp(ctx, OpRenew), c.api, c.table, hl.lease, c.cfg.WorkerID)
@@ -94,30 +105,25 @@ func (c *Coordinator) renewOne(ctx context.Context, hl *heldLease, roundEnd time
 		case err == nil:
 			hl.applied(l, sent)
 			c.stats.renewals.Add(1)
-			return
+			return false, nil
 		case errors.Is(err, ErrLeaseLost):
 			c.drop(hl, LeaseLost, err)
-			return
+			return false, err
 		case ctx.Err() != nil:
-			return
+			return false, err
 		}
 		hl.unresolved(sent, err)
-		wait := c.renewRetryWait(hl, c.clock.Now())
+		wait = c.renewRetryWait(hl, c.clock.Now())
 		if c.clock.Now().Add(wait).After(roundEnd) {
 			c.stats.renewFailures.Add(1)
 			c.log.Warn("lease renewal failed; trying again next round", "lease", hl.lease.LeaseKey,
 				"attempts", attempt, "err", err, "heldFor", c.cfg.FailoverTime-c.clock.Now().Sub(hl.renewedAt))
-			return
+			return false, err
 		}
 		c.stats.retries.Add(1)
 		c.log.Debug("retrying lease renewal", "lease", hl.lease.LeaseKey, "attempt", attempt, "err", err)
-		hl.mu.Unlock() // let a checkpoint through while we wait
-		serr := clock.Sleep(ctx, c.clock, wait)
-		hl.mu.Lock()
-		if serr != nil {
-			return
-		}
-	}
+		return true, err
+	})
 }
 
 // retryBackoff spaces retries of lease writes: full jitter under a ceiling

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kcltool/kcltool/internal/awserr"
+	"github.com/kcltool/kcltool/internal/backoff"
 )
 
 // takerLoop runs the taker at once and then whenever runTaker says, or when
@@ -189,12 +190,19 @@ func (c *Coordinator) takeAll(ctx context.Context, leases []Lease, steal bool) i
 
 func (c *Coordinator) takeOne(ctx context.Context, l Lease, steal bool) bool {
 	ctx = WithCapacityOp(ctx, takeOp(steal))
-	for attempt := 1; attempt <= 3; attempt++ {
+	took := false
+	sleep := func(ctx context.Context, d time.Duration) error { return clock.Sleep(ctx, c.clock, d) }
+	// Three tries at most: the fourth call stops before trying, so the
+	// retry counted and the wait after a third retryable failure stay.
+	_ = backoff.Retry(ctx, sleep, c.retryBackoff, func(attempt int) (bool, error) {
+		if attempt > 3 {
+			return false, nil
+		}
 		sent := c.clock.Now()
 		taken, ok, err := TakeLease(ctx, c.api, c.table, l, c.cfg.WorkerID)
 		if err == nil {
 			if !ok {
-				return false // somebody else's write came first
+				return false, nil // somebody else's write came first
 			}
 			// A steal took a lease that had not expired and was not released
 			// (a re-read may show it released since the scan): its old owner
@@ -211,18 +219,17 @@ func (c *Coordinator) takeOne(ctx context.Context, l Lease, steal bool) bool {
 				c.stats.taken.Add(1)
 			}
 			c.gain(taken, sent, from, notBefore)
-			return true
+			took = true
+			return false, nil
 		}
 		if ctx.Err() != nil || (awserr.Code(err) != "" && !awserr.Retryable(err)) {
 			c.log.Warn("could not take lease", "lease", l.LeaseKey, "err", err)
-			return false
+			return false, err
 		}
 		c.stats.retries.Add(1)
-		if clock.Sleep(ctx, c.clock, c.retryBackoff(attempt)) != nil {
-			return false
-		}
-	}
-	return false
+		return true, err
+	})
+	return took
 }
 
 // nextRun is the wait until the next taker run: the scan pacing, or sooner

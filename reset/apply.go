@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/kcltool/kcltool/internal/backoff"
 	"github.com/kcltool/kcltool/leasecore"
 )
 
@@ -215,29 +216,38 @@ func (w *writer) apply(ctx context.Context, c Change) Result {
 		return r
 	}
 	read, note := c.Current, ""
-	for attempt := 0; ; attempt++ {
+	var r Result
+	// No wait between tries: a forced write reads the lease again at once.
+	noWait := func(int) time.Duration { return 0 }
+	_ = backoff.Retry(ctx, w.sleep, noWait, func(attempt int) (bool, error) {
 		if w.force {
 			fresh, err := getItem(ctx, w.api, w.table, c.LeaseKey)
 			if err != nil {
-				return Result{Outcome: OutcomeFailed, Detail: err.Error()}
+				r = Result{Outcome: OutcomeFailed, Detail: err.Error()}
+				return false, nil
 			}
 			if fresh == nil {
-				return Result{Outcome: OutcomeSkipped, Detail: "the lease was deleted since the plan"}
+				r = Result{Outcome: OutcomeSkipped, Detail: "the lease was deleted since the plan"}
+				return false, nil
 			}
 			if !leasecore.IsLeaseItem(fresh) {
-				return Result{Outcome: OutcomeSkipped, Detail: "the item is no longer a lease"}
+				r = Result{Outcome: OutcomeSkipped, Detail: "the item is no longer a lease"}
+				return false, nil
 			}
 			read, note = fresh, liveNote(c.Current, fresh)
 		}
-		r, changed := w.settle(ctx, c, read, "the lease changed since the plan (the conditional write failed)")
-		if changed && w.force && attempt < w.retries {
-			continue // renewed between the read and the write: read again
+		var changed bool
+		r, changed = w.settle(ctx, c, read, "the lease changed since the plan (the conditional write failed)")
+		// attempt-1 retries so far: w.retries of them after the first try.
+		if changed && w.force && attempt <= w.retries {
+			return true, nil // renewed between the read and the write: read again
 		}
 		if r.Outcome == OutcomeApplied {
 			r.Detail = note
 		}
-		return r
-	}
+		return false, nil
+	})
+	return r
 }
 
 func (w *writer) write(ctx context.Context, c Change, read map[string]types.AttributeValue) error {

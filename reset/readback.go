@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/kcltool/kcltool/internal/backoff"
 	"github.com/kcltool/kcltool/leasecore"
 )
 
@@ -73,17 +74,29 @@ func describeWriteError(err error) error {
 
 // readBack reads the lease strongly consistently, retrying with backoff.
 func (w *writer) readBack(ctx context.Context, key string) (map[string]types.AttributeValue, error) {
-	wait := readBackBackoff
-	for attempt := 1; ; attempt++ {
-		item, err := getItem(ctx, w.api, w.table, key)
+	var item map[string]types.AttributeValue
+	err := backoff.Retry(ctx, w.sleep, readBackWait, func(attempt int) (bool, error) {
+		got, err := getItem(ctx, w.api, w.table, key)
 		if err == nil || attempt == readBackAttempts || ctx.Err() != nil {
-			return item, err
+			item = got
+			return false, err
 		}
-		if serr := clock.Sleep(ctx, w.clock, wait); serr != nil {
-			return nil, err
-		}
+		return true, err
+	}, backoff.OpErrorOnCut)
+	return item, err
+}
+
+// readBackWait doubles from readBackBackoff up to readBackMaxWait.
+func readBackWait(attempt int) time.Duration {
+	wait := readBackBackoff
+	for range attempt - 1 {
 		wait = min(2*wait, readBackMaxWait)
 	}
+	return wait
+}
+
+func (w *writer) sleep(ctx context.Context, d time.Duration) error {
+	return clock.Sleep(ctx, w.clock, d)
 }
 
 // meant is the item a change's write leaves in the table, nil for a delete.

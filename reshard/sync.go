@@ -7,6 +7,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+	"github.com/kcltool/kcltool/internal/backoff"
 	"github.com/kcltool/kcltool/leasecore"
 )
 
@@ -161,30 +162,36 @@ func initialPlan(ctx context.Context, kin KinesisAPI, opt SyncOptions, g **Graph
 	if delay <= 0 {
 		delay = time.Second
 	}
-	for attempt := 1; ; attempt++ {
+	var plan []Planned
+	err := backoff.Retry(ctx, opt.Retry.sleep, func(int) time.Duration { return delay }, func(attempt int) (bool, error) {
+		if attempt > 1 {
+			shards, err := ListShards(ctx, kin, opt.Stream, ListOptions{PageSize: opt.PageSize, Retry: opt.Retry})
+			if err != nil {
+				return false, err
+			}
+			if *g, err = NewGraph(shards); err != nil {
+				return false, err
+			}
+		}
 		ids, err := shardsAtPosition(ctx, kin, opt, *g)
 		if err != nil {
-			return nil, err
+			return false, err
 		}
 		tileErr := (*g).CheckTiling(ids)
 		if tileErr == nil {
-			return PlanInitialLeases(*g, ids, opt.Initial.Kind), nil
+			plan = PlanInitialLeases(*g, ids, opt.Initial.Kind)
+			return false, nil
 		}
 		if attempt >= attempts {
-			return nil, fmt.Errorf("shards of %s at %s do not cover the hash key space after %d listings: %w",
+			return false, fmt.Errorf("shards of %s at %s do not cover the hash key space after %d listings: %w",
 				streamLabel(opt.Stream), opt.Initial.Kind, attempts, tileErr)
 		}
-		if err := opt.Retry.sleep(ctx, delay); err != nil {
-			return nil, err
-		}
-		shards, err := ListShards(ctx, kin, opt.Stream, ListOptions{PageSize: opt.PageSize, Retry: opt.Retry})
-		if err != nil {
-			return nil, err
-		}
-		if *g, err = NewGraph(shards); err != nil {
-			return nil, err
-		}
+		return true, tileErr
+	}, backoff.WaitErrorOnCut)
+	if err != nil {
+		return nil, err
 	}
+	return plan, nil
 }
 
 func shardsAtPosition(ctx context.Context, kin KinesisAPI, opt SyncOptions, g *Graph) ([]string, error) {

@@ -7,6 +7,7 @@ package emulator
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -19,6 +20,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/kcltool/kcltool/internal/backoff"
 )
 
 // server is one running node process.
@@ -170,12 +173,15 @@ func launch(name string) (*server, error) {
 	// local end of any outgoing connection on the machine (the lock only
 	// keeps other emulators off it): node then fails with EADDRINUSE, and
 	// another pair of ports is tried.
-	for attempt := 1; ; attempt++ {
-		s, err := launchOnce(root, name)
-		if err == nil || attempt == 3 || !errors.Is(err, errPortTaken) {
-			return s, err
-		}
-	}
+	// Up to three tries, at once: with no wait, Retry needs no sleep.
+	var s *server
+	noWait := func(int) time.Duration { return 0 }
+	err = backoff.Retry(context.Background(), nil, noWait, func(attempt int) (bool, error) {
+		var err error
+		s, err = launchOnce(root, name)
+		return err != nil && attempt < 3 && errors.Is(err, errPortTaken), err
+	})
+	return s, err
 }
 
 // errPortTaken is a server that could not bind a port freePort gave.
