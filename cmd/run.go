@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kcltool/kcltool/runner"
+	"github.com/kcltool/kcltool/runner/processor"
 )
 
 // runOptions are the flags of `kcltool run`.
@@ -215,7 +216,7 @@ touching AWS. See docs/multilang.md.`,
 	fl.BoolVar(&o.MultiLang, "multilang", false, "run the command as one long-lived KCL MultiLang record processor per held lease (the MultiLangDaemon's protocol; the child checkpoints; batch and retry flags do not apply)")
 	fl.DurationVar(&o.MultiLangTimeout, "multilang-timeout", 0, "with --multilang, stop a child that sends no message for this long and restart its shard (MLD timeoutInSeconds; 0: no limit)")
 	fl.DurationVar(&o.HandlerTimeout, "handler-timeout", 0, "kill a handler (its whole process group) that runs longer, and retry (0: no limit)")
-	fl.IntVar(&o.MaxRetries, "max-retries", runner.UnlimitedRetries, "give up on a failing batch after this many retries (-1: until it succeeds or --max-record-age passes)")
+	fl.IntVar(&o.MaxRetries, "max-retries", processor.UnlimitedRetries, "give up on a failing batch after this many retries (-1: until it succeeds or --max-record-age passes)")
 	fl.DurationVar(&o.MaxRecordAge, "max-record-age", 0, "give up on a failing batch once its oldest record is older (0: no limit)")
 	fl.BoolVar(&o.BisectOnError, "bisect-on-error", false, "split a failing batch in halves to isolate the poison record")
 	fl.StringVar(&o.OnFailure, "on-failure", "", "write records given up on to a JSON file in this directory, then checkpoint past them")

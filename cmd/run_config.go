@@ -8,6 +8,7 @@ import (
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
 	"github.com/kcltool/kcltool/runner"
+	"github.com/kcltool/kcltool/runner/processor"
 )
 
 // workerConfig checks the flags and turns them into the runner's
@@ -35,7 +36,7 @@ func (o *runOptions) workerConfig(f *Factory) (runner.Config, error) {
 			streams = append(streams, reshard.Stream{Name: s})
 		}
 	}
-	format, err := runner.ParseFormat(o.Format)
+	format, err := processor.ParseFormat(o.Format)
 	if err != nil {
 		return cfg, usageErrorf("invalid --format %q: use json or raw", o.Format)
 	}
@@ -50,7 +51,7 @@ func (o *runOptions) workerConfig(f *Factory) (runner.Config, error) {
 		return cfg, usageErrorf("--batch-size must be at least 1")
 	case o.MaxParallel < 1:
 		return cfg, usageErrorf("--max-parallel must be at least 1")
-	case o.MaxRetries < runner.UnlimitedRetries:
+	case o.MaxRetries < processor.UnlimitedRetries:
 		return cfg, usageErrorf("--max-retries must be -1 (no limit) or more")
 	case o.MaxLeasesToSteal < 1:
 		return cfg, usageErrorf("--max-leases-to-steal must be at least 1")
@@ -77,7 +78,7 @@ func (o *runOptions) workerConfig(f *Factory) (runner.Config, error) {
 	log := f.logger()
 	argv := o.Argv
 	if o.Exec != "" {
-		argv = runner.ShellCommand(o.Exec)
+		argv = processor.ShellCommand(o.Exec)
 	}
 	cfg = runner.Config{
 		App: o.App, Table: table, Stream: reshard.Stream{Name: o.Stream}, Streams: streams, StreamMode: o.streamMode(), WorkerID: o.WorkerID,
@@ -90,8 +91,8 @@ func (o *runOptions) workerConfig(f *Factory) (runner.Config, error) {
 		KinesisTimeout: o.KinesisTimeout, DynamoDBTimeout: o.DynamoDBTimeout,
 		BatchSize: o.BatchSize, BatchWindow: o.BatchWindow, MaxParallel: o.MaxParallel,
 		MultiLang: o.MultiLang, MultiLangTimeout: o.MultiLangTimeout,
-		Handler: &runner.Handler{Argv: argv, Format: format, Timeout: o.HandlerTimeout, Env: f.Environ(), Clock: f.Clock},
-		Backoff: runner.Backoff{Initial: o.RetryBackoff}, MaxRetries: o.MaxRetries, MaxRecordAge: o.MaxRecordAge,
+		Handler: &processor.Handler{Argv: argv, Format: format, Timeout: o.HandlerTimeout, Env: f.Environ(), Clock: f.Clock},
+		Backoff: processor.Backoff{Initial: o.RetryBackoff}, MaxRetries: o.MaxRetries, MaxRecordAge: o.MaxRecordAge,
 		BisectOnError: o.BisectOnError, OnFailureDir: o.OnFailure,
 		ShutdownGrace: o.ShutdownGrace, ShardSyncInterval: o.ShardSyncInterval,
 		ParentPollInterval: o.ParentPollInterval, CleanupInterval: o.CleanupInterval,

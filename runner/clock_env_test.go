@@ -9,6 +9,7 @@ import (
 
 	"github.com/kcltool/kcltool/internal/testenv/clocktest"
 	"github.com/kcltool/kcltool/reshard"
+	"github.com/kcltool/kcltool/runner/processor"
 )
 
 // The failing spell's length is read from the clock that stamped its start
@@ -35,12 +36,12 @@ func TestReadFailingSecondsUsesWorkerClock(t *testing.T) {
 // environment is refused, by Validate before a worker starts and by Run
 // for a Handler used alone, rather than started with this process's.
 func TestHandlerWithoutEnvIsRefused(t *testing.T) {
-	h := &Handler{Argv: ShellCommand("true")}
-	if res := h.Run(context.Background(), testBatch(1)); res.Outcome != Failed || !errors.Is(res.Err, ErrNoHandlerEnv) {
+	h := &processor.Handler{Argv: processor.ShellCommand("true")}
+	if res := h.Run(context.Background(), testBatch(1)); res.Outcome != processor.Failed || !errors.Is(res.Err, processor.ErrNoHandlerEnv) {
 		t.Fatalf("Run without Env: %v %v, want Failed with ErrNoHandlerEnv", res.Outcome, res.Err)
 	}
 	cfg := Config{App: "orders", Stream: reshard.Stream{Name: "orders-stream"}, Handler: h}
-	if err := cfg.Validate(); !errors.Is(err, ErrNoHandlerEnv) {
+	if err := cfg.Validate(); !errors.Is(err, processor.ErrNoHandlerEnv) {
 		t.Fatalf("Validate without Env: %v, want ErrNoHandlerEnv", err)
 	}
 	h.Env = []string{}
@@ -53,7 +54,7 @@ func TestHandlerWithoutEnvIsRefused(t *testing.T) {
 // this process that the caller left out does not reach it.
 func TestHandlerInheritsOnlyGivenEnv(t *testing.T) {
 	t.Setenv("KCLTOOL_TEST_LEAK", "leaked")
-	h := &Handler{Argv: []string{"/bin/sh", "-c", `echo "${KCLTOOL_TEST_LEAK-unset} $GIVEN"`}, Env: []string{"GIVEN=given"}}
+	h := &processor.Handler{Argv: []string{"/bin/sh", "-c", `echo "${KCLTOOL_TEST_LEAK-unset} $GIVEN"`}, Env: []string{"GIVEN=given"}}
 	res := h.Run(context.Background(), testBatch(1))
 	if res.Err != nil {
 		t.Fatal(res.Err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
+	"github.com/kcltool/kcltool/runner/processor"
 )
 
 // Defaults of the worker settings; most are KCL's.
@@ -84,7 +85,7 @@ type Config struct {
 	MaxParallel int
 
 	// Handler runs the batches. Its Env is the base environment.
-	Handler *Handler
+	Handler *processor.Handler
 	// MultiLang runs Handler.Argv as one long-lived KCL MultiLang child per
 	// held lease instead of a process per batch (multilang.go): one
 	// processRecords per GetRecords page, so BatchSize, BatchWindow,
@@ -99,7 +100,7 @@ type Config struct {
 	// page of a closed shard: that is the shard end).
 	MultiLangEmptyPages bool
 	// The failure policy of every shard (Policy fields of the same names).
-	Backoff       Backoff
+	Backoff       processor.Backoff
 	MaxRetries    int
 	MaxRecordAge  time.Duration
 	BisectOnError bool
@@ -202,7 +203,7 @@ func (c Config) Validate() error {
 	case c.Handler == nil || len(c.Handler.Argv) == 0:
 		return errors.New("no handler command")
 	case c.Handler.Env == nil:
-		return ErrNoHandlerEnv
+		return processor.ErrNoHandlerEnv
 	case c.MaxRecords > DefaultMaxRecords:
 		return fmt.Errorf("max records %d is above the %d Kinesis allows per GetRecords call", c.MaxRecords, DefaultMaxRecords)
 	}

@@ -2,6 +2,8 @@ package runner
 
 import (
 	"time"
+
+	"github.com/kcltool/kcltool/runner/processor"
 )
 
 // A fan-out subscription ends its shard with an event that carries
@@ -68,7 +70,7 @@ func (f *fanOutReader) confirmEnd() (ended bool, err error) {
 		case <-f.ctx.Done():
 			return false, f.ctx.Err()
 		case <-r.w.stopRuns:
-			return false, ErrStopped
+			return false, processor.ErrStopped
 		}
 		if p.end {
 			return true, nil

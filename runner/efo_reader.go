@@ -16,6 +16,7 @@ import (
 	"github.com/kcltool/kcltool/internal/backoff"
 	"github.com/kcltool/kcltool/kinesisrec"
 	"github.com/kcltool/kcltool/leasecore"
+	"github.com/kcltool/kcltool/runner/processor"
 )
 
 // fanOutReader reads one shard with enhanced fan-out: one subscription at
@@ -243,7 +244,7 @@ func (f *fanOutReader) subscribe() (ended bool, err error) {
 		case <-f.ctx.Done():
 			return false, f.ctx.Err()
 		case <-w.stopRuns:
-			return false, ErrStopped
+			return false, processor.ErrStopped
 		}
 	}
 }
@@ -269,7 +270,7 @@ func (f *fanOutReader) event(ev *types.SubscribeToShardEvent) (ended bool, err e
 	case <-f.ctx.Done():
 		return false, f.ctx.Err()
 	case <-w.stopRuns:
-		return false, ErrStopped
+		return false, processor.ErrStopped
 	}
 	// Only once the page is handed on: a continuation past records that
 	// were never delivered would skip them.
@@ -375,6 +376,6 @@ func (f *fanOutReader) sleep(d time.Duration) error {
 	case <-f.ctx.Done():
 		return f.ctx.Err()
 	case <-f.r.w.stopRuns:
-		return ErrStopped
+		return processor.ErrStopped
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kcltool/kcltool/internal/testenv/emulator"
 	"github.com/kcltool/kcltool/reshard"
+	"github.com/kcltool/kcltool/runner/processor"
 )
 
 // fanOut is a test worker's fan-out setting through the EFOProxy (the
@@ -199,7 +200,7 @@ func TestFanOutShardEndFromChildShards(t *testing.T) {
 func TestFanOutReadsOnlyAsFastAsTheHandler(t *testing.T) {
 	s := newStack(t, 1)
 	out := outFile(t)
-	cfg := s.config(t, "A", out, ShellCommand(`sleep 0.5; cat >> "$OUT"`)...)
+	cfg := s.config(t, "A", out, processor.ShellCommand(`sleep 0.5; cat >> "$OUT"`)...)
 	cfg.BatchSize = 1
 	var taken atomic.Int64
 	eventTaken = func(records int) { taken.Add(int64(records)) }

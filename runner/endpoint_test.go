@@ -19,6 +19,7 @@ import (
 
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
+	"github.com/kcltool/kcltool/runner/processor"
 )
 
 // hostLog is an HTTP client that answers Kinesis reads without a network
@@ -82,7 +83,7 @@ func TestWorkerReadsResolveToOneHost(t *testing.T) {
 				stream = reshard.Stream{ARN: c.arn}
 			}
 			w, err := NewWorker(Config{App: "app", Stream: stream, WorkerID: "w1",
-				Handler: &Handler{Argv: []string{"true"}, Env: os.Environ()}, Log: slog.New(slog.DiscardHandler)},
+				Handler: &processor.Handler{Argv: []string{"true"}, Env: os.Environ()}, Log: slog.New(slog.DiscardHandler)},
 				dynamodb.NewFromConfig(cfg), kinesis.NewFromConfig(cfg))
 			if err != nil {
 				t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
+	"github.com/kcltool/kcltool/internal/testenv/clocktest"
 	"github.com/kcltool/kcltool/internal/testenv/emulator"
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
@@ -48,7 +49,7 @@ func TestFetcherPacing(t *testing.T) {
 	for round := range 3 {
 		s.put(t, func(k string) string { return fmt.Sprintf("%s:%d", k, round) }, keys("p", 15)...)
 	}
-	clk := &stepClock{now: time.Unix(1_700_000_000, 0)}
+	clk := clocktest.NewStep(time.Unix(1_700_000_000, 0))
 	api := &callClock{KinesisAPI: s.kin, clock: clk}
 	cfg := Config{MaxRecords: 10, Clock: clk}
 	f := newFetcher(api, reshard.Stream{Name: s.stream}, "shardId-000000000000", leasecore.SequenceNumber{SequenceNumber: leasecore.TRIM_HORIZON},

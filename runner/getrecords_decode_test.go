@@ -22,6 +22,7 @@ import (
 	"github.com/kcltool/kcltool/internal/testenv/emulator"
 	"github.com/kcltool/kcltool/internal/testenv/kpltest"
 	"github.com/kcltool/kcltool/kinesisrec"
+	"github.com/kcltool/kcltool/runner/processor"
 )
 
 // sameAnswer calls GetRecords with the SDK's decoder and with the fast one
@@ -223,10 +224,10 @@ func TestWireBase64GivesTheSameHandlerInput(t *testing.T) {
 		plain[i].SetWire64("")
 	}
 	var fast, slow bytes.Buffer
-	if err := writeBatch(&fast, FormatJSON, p.records); err != nil {
+	if err := processor.WriteBatch(&fast, processor.FormatJSON, p.records); err != nil {
 		t.Fatal(err)
 	}
-	if err := writeBatch(&slow, FormatJSON, plain); err != nil {
+	if err := processor.WriteBatch(&slow, processor.FormatJSON, plain); err != nil {
 		t.Fatal(err)
 	}
 	if fast.String() != slow.String() {
@@ -246,18 +247,18 @@ func TestWireBase64GivesTheSameHandlerInput(t *testing.T) {
 	if kept := ep.records[0].Data == nil; !kept || ep.bytes != p.bytes || len(ep.records) != len(p.records) {
 		t.Fatalf("encoded page: first record kept encoded %v, %d bytes in %d records, want true, %d in %d", kept, ep.bytes, len(ep.records), p.bytes, len(p.records))
 	}
-	if got, want := newMLProcessRecords(ep.records, 7).appendLine(nil), newMLProcessRecords(plain, 7).appendLine(nil); !bytes.Equal(got, want) {
+	if got, want := processor.AppendProcessRecordsLine(nil, ep.records, 7), processor.AppendProcessRecordsLine(nil, plain, 7); !bytes.Equal(got, want) {
 		t.Fatalf("processRecords differs:\nencoded %s\ndecoded %s", got, want)
 	}
 	var exec bytes.Buffer
-	if err := writeBatch(&exec, FormatJSON, ep.records); err != nil {
+	if err := processor.WriteBatch(&exec, processor.FormatJSON, ep.records); err != nil {
 		t.Fatal(err)
 	}
 	var raw, rawPlain bytes.Buffer
-	if err := writeBatch(&raw, FormatRaw, ep.records); err != nil {
+	if err := processor.WriteBatch(&raw, processor.FormatRaw, ep.records); err != nil {
 		t.Fatal(err)
 	}
-	if err := writeBatch(&rawPlain, FormatRaw, plain); err != nil {
+	if err := processor.WriteBatch(&rawPlain, processor.FormatRaw, plain); err != nil {
 		t.Fatal(err)
 	}
 	if exec.String() != slow.String() || raw.String() != rawPlain.String() {

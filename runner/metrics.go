@@ -10,6 +10,7 @@ import (
 	"github.com/kcltool/kcltool/internal/awserr"
 	"github.com/kcltool/kcltool/kinesisrec"
 	"github.com/kcltool/kcltool/leasecore"
+	"github.com/kcltool/kcltool/runner/processor"
 )
 
 // Metrics collects a worker's figures: per shard (reads, records, batches,
@@ -24,7 +25,7 @@ type Metrics struct {
 	shards map[string]*shardStats
 	// lease returns the coordinator's counters; nil until the worker runs.
 	lease func() leasecore.Stats
-	slots *Slots
+	slots *processor.Slots
 	// clock is the worker's: failingSince was stamped with it, so the
 	// failing spell's length is read from it too. Nil until the worker runs.
 	clock clock.Clock
@@ -35,7 +36,7 @@ type Metrics struct {
 // NewMetrics returns an empty collection.
 func NewMetrics() *Metrics { return &Metrics{shards: map[string]*shardStats{}} }
 
-func (m *Metrics) bind(app, stream, worker string, lease func() leasecore.Stats, slots *Slots, clk clock.Clock) {
+func (m *Metrics) bind(app, stream, worker string, lease func() leasecore.Stats, slots *processor.Slots, clk clock.Clock) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.app, m.stream, m.worker, m.lease, m.slots, m.clock = app, stream, worker, lease, slots, clk
@@ -162,9 +163,9 @@ func (s *shardStats) read(p page) {
 	}
 }
 
-func (s *shardStats) handlerRun(res Result) {
+func (s *shardStats) handlerRun(res processor.Result) {
 	s.runs.Add(1)
-	if res.Outcome != Succeeded {
+	if res.Outcome != processor.Succeeded {
 		s.failures.Add(1)
 	}
 	s.hist.observe(res.Duration.Seconds())
@@ -172,7 +173,7 @@ func (s *shardStats) handlerRun(res Result) {
 		ms := float64(res.Duration) / float64(time.Millisecond)
 		cw.observe(cwKey{op: opProcessTask, shard: s.id, name: "RecordProcessor.processRecords.Time", unit: unitMillis}, ms)
 		ok := 0.0
-		if res.Outcome == Succeeded {
+		if res.Outcome == processor.Succeeded {
 			ok = 1
 		}
 		cw.observe(cwKey{op: opProcessTask, shard: s.id, name: "Success", unit: unitCount}, ok)
@@ -182,7 +183,7 @@ func (s *shardStats) handlerRun(res Result) {
 // batchDone counts a batch whose records have all been handled or given up
 // on. Retries are the runs beyond one per part of the batch (a bisection
 // makes two parts of one).
-func (s *shardStats) batchDone(records []kinesisrec.Record, st ProcessStats) {
+func (s *shardStats) batchDone(records []kinesisrec.Record, st processor.ProcessStats) {
 	var bytes int64
 	for i := range records {
 		bytes += int64(records[i].DataLen())

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+
+	"github.com/kcltool/kcltool/runner/processor"
 )
 
 // getRecordsBody is a GetRecords answer as kinesis-local writes it: n
@@ -58,7 +60,7 @@ func benchPages(b *testing.B, encoded bool, step func(out *kinesis.GetRecordsOut
 func BenchmarkRecordPipeline(b *testing.B) {
 	f := &fetcher{shardID: "shardId-000000000000", stats: &shardStats{}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	benchPages(b, false, func(out *kinesis.GetRecordsOutput, fast *fastPage) error {
-		return writeBatch(io.Discard, FormatJSON, f.page(out, fast).records)
+		return processor.WriteBatch(io.Discard, processor.FormatJSON, f.page(out, fast).records)
 	})
 }
 
@@ -85,11 +87,11 @@ func BenchmarkHandlerRun(b *testing.B) {
 		b.Fatal(err)
 	}
 	f := &fetcher{shardID: "shardId-000000000000", stats: &shardStats{}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	batch := Batch{App: "a", Stream: "s", ShardID: "shardId-000000000000", WorkerID: "w", Records: f.page(&out, &fast).records}
-	h := &Handler{Argv: ShellCommand("cat >/dev/null"), Env: os.Environ()}
+	batch := processor.Batch{App: "a", Stream: "s", ShardID: "shardId-000000000000", WorkerID: "w", Records: f.page(&out, &fast).records}
+	h := &processor.Handler{Argv: processor.ShellCommand("cat >/dev/null"), Env: os.Environ()}
 	self0, children0 := rusage(b)
 	for b.Loop() {
-		if res := h.Run(context.Background(), batch); res.Outcome != Succeeded {
+		if res := h.Run(context.Background(), batch); res.Outcome != processor.Succeeded {
 			b.Fatalf("handler: %+v", res)
 		}
 	}
@@ -119,44 +121,7 @@ func BenchmarkMultiLangPipeline(b *testing.B) {
 	f := &fetcher{shardID: "shardId-000000000000", stats: &shardStats{}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	var line []byte
 	benchPages(b, true, func(out *kinesis.GetRecordsOutput, fast *fastPage) error {
-		line = newMLProcessRecords(f.page(out, fast).records, 0).appendLine(line)
+		line = processor.AppendProcessRecordsLine(line, f.page(out, fast).records, 0)
 		return nil
 	})
-}
-
-// BenchmarkMultiLangLine is the processRecords line alone, of a decoded
-// 1000-record page: into the previous page's buffer (reused), into a new
-// one each page (fresh: a child's first page), and as the encoder before
-// this one wrote it (before, reused buffer; mlLineBefore).
-func BenchmarkMultiLangLine(b *testing.B) {
-	body := getRecordsBody(1000, 100)
-	var out kinesis.GetRecordsOutput
-	fast := fastPage{shardID: "shardId-000000000000", encoded: true}
-	if err := decodeGetRecords(body, &out, &fast); err != nil {
-		b.Fatal(err)
-	}
-	f := &fetcher{shardID: "shardId-000000000000", stats: &shardStats{}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	msg := newMLProcessRecords(f.page(&out, &fast).records, 0)
-	b.Run("before", func(b *testing.B) {
-		var line []byte
-		b.ReportAllocs()
-		for b.Loop() {
-			line = mlLineBefore(line, msg)
-		}
-		b.SetBytes(int64(len(line)))
-	})
-	for _, reuse := range []bool{true, false} {
-		name := map[bool]string{true: "reused", false: "fresh"}[reuse]
-		b.Run(name, func(b *testing.B) {
-			var line []byte
-			b.ReportAllocs()
-			for b.Loop() {
-				if !reuse {
-					line = nil
-				}
-				line = msg.appendLine(line)
-			}
-			b.SetBytes(int64(len(line)))
-		})
-	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/kcltool/kcltool/kinesisrec"
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
+	"github.com/kcltool/kcltool/runner/processor"
 )
 
 // shardRun processes one shard for one holding (tenure) of its lease: wait
@@ -44,7 +45,7 @@ type shardRun struct {
 
 	// proc handles the batches of the current reading (read), from
 	// readFrom; procReady once it is initialized.
-	proc      RecordProcessor
+	proc      processor.RecordProcessor
 	procReady bool
 	readFrom  leasecore.SequenceNumber
 
@@ -112,7 +113,7 @@ func (r *shardRun) run() {
 		} else {
 			// A checkpoint written since is readable again at itself.
 			r.fromTrimHorizon = false
-			delay := Backoff{}.Delay(attempt, rand.Float64)
+			delay := processor.Backoff{}.Delay(attempt, rand.Float64)
 			r.log.Error("shard processing failed; restarting from the lease's checkpoint", "err", err, "in", delay)
 			if r.sleep(delay) != nil {
 				return
@@ -137,7 +138,7 @@ func (r *shardRun) run() {
 // over reports an error that ends the run for good: the lease is lost, the
 // worker stops.
 func (r *shardRun) over(err error) bool {
-	return r.ctx.Err() != nil || errors.Is(err, ErrStopped) || errors.Is(err, leasecore.ErrLeaseLost) || r.stopping()
+	return r.ctx.Err() != nil || errors.Is(err, processor.ErrStopped) || errors.Is(err, leasecore.ErrLeaseLost) || r.stopping()
 }
 
 func (r *shardRun) stopping() bool {
@@ -157,7 +158,7 @@ func (r *shardRun) sleep(d time.Duration) error {
 	case <-t.C():
 		return nil
 	case <-r.w.stopRuns:
-		return ErrStopped
+		return processor.ErrStopped
 	case <-r.ctx.Done():
 		return context.Cause(r.ctx)
 	}
@@ -222,7 +223,7 @@ func (r *shardRun) read(start leasecore.SequenceNumber) (err error) {
 	rd := r.newReader(start, hr)
 	defer rd.Close()
 	pages := rd.Pages()
-	if r.proc.initAtStart() {
+	if r.proc.InitAtStart() {
 		// While the reader reads ahead.
 		if err := r.initProcessor(true); err != nil {
 			return err
@@ -252,7 +253,7 @@ func (r *shardRun) read(start leasecore.SequenceNumber) (err error) {
 			if expired := rd.Gone(); expired != nil {
 				return r.finishExpired(expired)
 			}
-			return ErrStopped
+			return processor.ErrStopped
 		}
 		var due <-chan time.Time
 		var t clock.Timer
@@ -269,7 +270,7 @@ func (r *shardRun) read(start leasecore.SequenceNumber) (err error) {
 			}
 		case <-due:
 		case <-r.w.stopRuns:
-			return ErrStopped
+			return processor.ErrStopped
 		case <-r.ctx.Done():
 			return context.Cause(r.ctx)
 		}
@@ -299,9 +300,9 @@ func (r *shardRun) drain(pages <-chan page, b *batcher, now time.Time, fetching 
 	return fetching
 }
 
-func (r *shardRun) policy() *Policy {
+func (r *shardRun) policy() *processor.Policy {
 	cfg := r.w.cfg
-	return &Policy{
+	return &processor.Policy{
 		Handler: meteredHandler{h: cfg.Handler, stats: r.stats}, Clock: r.w.clock,
 		Backoff: cfg.Backoff, MaxRetries: cfg.MaxRetries, MaxRecordAge: cfg.MaxRecordAge,
 		BisectOnError: cfg.BisectOnError, OnFailureDir: cfg.OnFailureDir,
@@ -312,7 +313,7 @@ func (r *shardRun) policy() *Policy {
 // handle runs one batch to completion through the record processor.
 func (r *shardRun) handle(records []kinesisrec.Record, millisBehind int64) error {
 	cfg := r.w.cfg
-	b := Batch{
+	b := processor.Batch{
 		App: cfg.App, Stream: streamLabel(r.stream), ShardID: r.shardID, WorkerID: cfg.WorkerID,
 		MillisBehindLatest: millisBehind, Records: records,
 	}
@@ -348,11 +349,11 @@ func (r *shardRun) release() {
 
 // meteredHandler counts every handler run, its duration and its CPU time.
 type meteredHandler struct {
-	h     BatchHandler
+	h     processor.BatchHandler
 	stats *shardStats
 }
 
-func (m meteredHandler) Run(ctx context.Context, b Batch) Result {
+func (m meteredHandler) Run(ctx context.Context, b processor.Batch) processor.Result {
 	res := m.h.Run(ctx, b)
 	// A handler killed on a lost lease or at shutdown still spent its CPU.
 	m.stats.handlerCPU.Add(int64(res.CPU))

@@ -13,6 +13,7 @@ import (
 	"github.com/kcltool/kcltool/internal/awserr"
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
+	"github.com/kcltool/kcltool/runner/processor"
 )
 
 // Worker is one member of a consumer fleet: it holds leases with the KCL 2.x
@@ -28,7 +29,7 @@ type Worker struct {
 	clock   clock.Clock
 	table   reshard.Table
 	metrics *Metrics
-	slots   *Slots
+	slots   *processor.Slots
 	cw      *cloudWatchPublisher
 	coord   *leasecore.Coordinator
 	// units are the capacity units of every lease-table call, by
@@ -91,7 +92,7 @@ func NewWorker(cfg Config, ddb DynamoDBAPI, kin KinesisAPI) (*Worker, error) {
 		log:      cfg.Log.With("worker", cfg.WorkerID),
 		table:    reshard.Table{Name: cfg.Table, Retry: reshard.Retry{Clock: cfg.Clock}},
 		metrics:  cfg.Metrics,
-		slots:    NewSlots(cfg.MaxParallel),
+		slots:    processor.NewSlots(cfg.MaxParallel),
 		runs:     map[string]*shardRun{},
 		shutdown: make(chan struct{}), stopRuns: make(chan struct{}), syncNow: make(chan struct{}, 1),
 	}

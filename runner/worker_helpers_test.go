@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -20,8 +21,10 @@ import (
 	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/kcltool/kcltool/internal/testenv/emulator"
+	"github.com/kcltool/kcltool/kinesisrec"
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
+	"github.com/kcltool/kcltool/runner/processor"
 )
 
 // stack is a stream and a lease table on the local servers.
@@ -66,14 +69,14 @@ func (s stack) put(t *testing.T, data func(key string) string, keys ...string) m
 func (s stack) config(t *testing.T, id, out string, argv ...string) Config {
 	t.Helper()
 	if len(argv) == 0 {
-		argv = ShellCommand(`cat >> "$OUT"`)
+		argv = processor.ShellCommand(`cat >> "$OUT"`)
 	}
 	return Config{
 		App: s.table, Stream: reshard.Stream{Name: s.stream}, WorkerID: id, CreateTable: true,
 		Lease:   leasecore.Config{FailoverTime: 1500 * time.Millisecond, TakerInterval: 300 * time.Millisecond},
 		Initial: reshard.TrimHorizon(), IdleBetweenReads: 100 * time.Millisecond,
-		BatchSize: 50, Handler: &Handler{Argv: argv, Env: append(os.Environ(), "OUT="+out)},
-		Backoff:           Backoff{Initial: 50 * time.Millisecond, Max: 200 * time.Millisecond},
+		BatchSize: 50, Handler: &processor.Handler{Argv: argv, Env: append(os.Environ(), "OUT="+out)},
+		Backoff:           processor.Backoff{Initial: 50 * time.Millisecond, Max: 200 * time.Millisecond},
 		ShutdownGrace:     5 * time.Second,
 		ShardSyncInterval: time.Second, CleanupInterval: time.Second, ParentPollInterval: 200 * time.Millisecond,
 		Log: testLogger(t, id),
@@ -230,4 +233,15 @@ func eventuallyCheckpointedAt(t *testing.T, s stack, what string, last map[strin
 		}
 		return true
 	})
+}
+
+// testBatch is n records on one shard for the tests that run a
+// processor.Handler beside runner's own parts (the lease deadline's
+// cause, the handler's environment); processor's tests have their own.
+func testBatch(n int) processor.Batch {
+	b := processor.Batch{App: "orders", Stream: "orders-stream", ShardID: "shardId-000000000003", WorkerID: "worker-1", Attempt: 1}
+	for i := range n {
+		b.Records = append(b.Records, kinesisrec.Record{Data: fmt.Appendf(nil, "record-%d", i), PartitionKey: "pk", SequenceNumber: strconv.Itoa(100 + i), ShardID: b.ShardID})
+	}
+	return b
 }
