@@ -18,9 +18,9 @@ import (
 func TestReadFailingSecondsUsesWorkerClock(t *testing.T) {
 	clock := clocktest.New(time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC))
 	m := NewMetrics()
-	m.bind("orders", "orders-stream", "worker-1", nil, nil, clock)
-	s := m.shard("shardId-000000000000")
-	s.readFailed(errors.New("refused"), clock.Now())
+	m.Bind("orders", "orders-stream", "worker-1", nil, nil, clock)
+	s := m.Shard("shardId-000000000000")
+	s.ReadFailed(errors.New("refused"), clock.Now())
 	clock.Advance(7 * time.Second)
 	var b strings.Builder
 	if err := m.WritePrometheus(&b); err != nil {

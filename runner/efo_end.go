@@ -64,7 +64,7 @@ func (f *fanOutReader) confirmEnd() (ended bool, err error) {
 		if err != nil {
 			return false, err
 		}
-		r.stats.read(p)
+		r.stats.Read(p.millisBehind)
 		select {
 		case f.pages <- p:
 		case <-f.ctx.Done():

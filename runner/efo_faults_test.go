@@ -50,8 +50,8 @@ func TestFanOutSubscribeErrorsBackOffAndRetry(t *testing.T) {
 	r := start(t, s, cfg)
 
 	subscribedTo := func(shard string) int64 {
-		if st := shardStatsOf(r.w, shard); st != nil {
-			return st.subscriptions.Load()
+		if st, ok := countsOf(r.w, shard); ok {
+			return st.Subscriptions
 		}
 		return 0
 	}
@@ -110,11 +110,11 @@ func TestFanOutSubscribeErrorsBackOffAndRetry(t *testing.T) {
 	if left := proxy.SubscribeFaultsLeft(); left != 0 {
 		t.Errorf("%d injected refusals never asked for", left)
 	}
-	if n := shardStatsOf(r.w, failing).readFailures.Load(); n < 5 {
-		t.Errorf("%s counted %d read failures, want at least the 5 refusals", failing, n)
+	if st, _ := countsOf(r.w, failing); st.ReadFailures < 5 {
+		t.Errorf("%s counted %d read failures, want at least the 5 refusals", failing, st.ReadFailures)
 	}
-	if n := shardStatsOf(r.w, other).readFailures.Load(); n != 0 {
-		t.Errorf("%s counted %d read failures, want none", other, n)
+	if st, _ := countsOf(r.w, other); st.ReadFailures != 0 {
+		t.Errorf("%s counted %d read failures, want none", other, st.ReadFailures)
 	}
 	log := logs.String()
 	warns := 0

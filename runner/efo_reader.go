@@ -220,7 +220,7 @@ func (f *fanOutReader) subscribe() (ended bool, err error) {
 				// Counted at its first event: a refused subscription
 				// (ResourceInUse) comes as an exception instead.
 				counted = true
-				f.r.stats.subscribed(f.subscribed)
+				f.r.stats.Subscribed(f.subscribed)
 				f.subscribed = true
 			}
 			ended, err := f.event(&e.Value)
@@ -264,7 +264,7 @@ func (f *fanOutReader) event(ev *types.SubscribeToShardEvent) (ended bool, err e
 	if len(ev.ChildShards) > 0 {
 		p.end, p.children = true, ev.ChildShards
 	}
-	f.r.stats.read(p)
+	f.r.stats.Read(p.millisBehind)
 	select {
 	case f.pages <- p:
 	case <-f.ctx.Done():
@@ -331,7 +331,7 @@ func (f *fanOutReader) failed(err error) error {
 	expected := errors.Is(err, errConsumerRenewed) ||
 		(f.subscribed && awserr.Is(err, "ResourceInUseException") && failingFor < ownHoldGrace)
 	if !errors.Is(err, errConsumerRenewed) {
-		f.r.stats.readFailed(err, f.failingAt)
+		f.r.stats.ReadFailed(err, f.failingAt)
 	}
 	level, msg := slog.LevelDebug, "subscription failed; subscribing again"
 	switch {
@@ -362,7 +362,7 @@ func (f *fanOutReader) recovered() {
 		f.log.Info("subscriptions to the shard recovered", "failedAttempts", f.failures,
 			"failedFor", f.r.w.clock.Now().Sub(f.failingAt).Round(time.Millisecond).String())
 	}
-	f.r.stats.readOK()
+	f.r.stats.ReadOK()
 	f.failures, f.lastWarn = 0, time.Time{}
 }
 

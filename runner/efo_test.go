@@ -25,11 +25,8 @@ func fanOut(t *testing.T, max time.Duration) *FanOut {
 	return &FanOut{API: emulator.KinesisEFO(t), ConsumerName: "efo-test", SubscriptionMax: max}
 }
 
-func shardStatsOf(w *Worker, shard string) *shardStats {
-	w.metrics.mu.Lock()
-	defer w.metrics.mu.Unlock()
-	return w.metrics.shards[shard]
-}
+// countsOf reads a shard's counters from the worker's metrics.
+func countsOf(w *Worker, shard string) (Counts, bool) { return w.metrics.Counts(shard) }
 
 // TestFanOutResubscribesWithoutLossOrRepeat: subscriptions cut short
 // (every 1.5 s, and kinesis-local then holds the shard for about 3 s) are
@@ -46,8 +43,8 @@ func TestFanOutResubscribesWithoutLossOrRepeat(t *testing.T) {
 
 	const shard = "shardId-000000000000"
 	resubs := func() int64 {
-		if st := shardStatsOf(r.w, shard); st != nil {
-			return st.resubscriptions.Load()
+		if st, ok := countsOf(r.w, shard); ok {
+			return st.Resubscriptions
 		}
 		return 0
 	}
@@ -78,8 +75,8 @@ func TestFanOutResubscribesWithoutLossOrRepeat(t *testing.T) {
 			t.Fatalf("record %d is %q, want %q: lost, repeated or out of order", i, h.text(), want)
 		}
 	}
-	st := shardStatsOf(r.w, shard)
-	t.Logf("%d records, %d subscriptions, %d resubscriptions", n, st.subscriptions.Load(), st.resubscriptions.Load())
+	st, _ := countsOf(r.w, shard)
+	t.Logf("%d records, %d subscriptions, %d resubscriptions", n, st.Subscriptions, st.Resubscriptions)
 	var sb strings.Builder
 	if err := r.w.metrics.WritePrometheus(&sb); err != nil {
 		t.Fatal(err)
@@ -208,8 +205,8 @@ func TestFanOutReadsOnlyAsFastAsTheHandler(t *testing.T) {
 	cfg.FanOut = &FanOut{API: emulator.KinesisEFO(t), ConsumerName: "efo-test"}
 	r := start(t, s, cfg)
 	eventually(t, 45*time.Second, "the first subscription", func() bool {
-		st := shardStatsOf(r.w, "shardId-000000000000")
-		return st != nil && st.subscriptions.Load() > 0
+		st, ok := countsOf(r.w, "shardId-000000000000")
+		return ok && st.Subscriptions > 0
 	})
 	maxAhead := int64(0)
 	for i := range 12 {

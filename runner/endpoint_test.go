@@ -90,7 +90,7 @@ func TestWorkerReadsResolveToOneHost(t *testing.T) {
 			}
 			f := newFetcher(w.kin, stream, "shardId-000000000000",
 				leasecore.SequenceNumber{SequenceNumber: leasecore.TRIM_HORIZON}, w.cfg, leasecore.HashRange{},
-				NewMetrics().shard("shardId-000000000000"), slog.New(slog.DiscardHandler))
+				NewMetrics().Shard("shardId-000000000000"), slog.New(slog.DiscardHandler))
 			for range 2 {
 				if _, err := f.next(context.Background()); err != nil {
 					t.Fatal(err)

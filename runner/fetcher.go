@@ -138,7 +138,7 @@ func (f *fetcher) next(ctx context.Context) (page, error) {
 			in.StreamARN = aws.String(f.stream.ARN)
 		}
 		out, err := f.kin.GetRecords(ctx, in, noSDKRetries, fastGetRecords(&fast))
-		f.stats.getRecordsCall(err)
+		f.stats.GetRecordsCall(err)
 		switch {
 		case err == nil:
 			f.recovered()
@@ -171,7 +171,7 @@ func (f *fetcher) failed(ctx context.Context, op string, err error) error {
 	if f.failures == 1 {
 		f.failingSince = now
 	}
-	f.stats.readFailed(err, f.failingSince)
+	f.stats.ReadFailed(err, f.failingSince)
 	failingFor := now.Sub(f.failingSince)
 	level := slog.LevelDebug
 	msg := "Kinesis call failed; retrying"
@@ -207,7 +207,7 @@ func (f *fetcher) recovered() {
 			"failedFor", f.clock.Now().Sub(f.failingSince).Round(time.Millisecond).String())
 	}
 	if f.failures > 0 {
-		f.stats.readOK()
+		f.stats.ReadOK()
 	}
 	f.failures, f.warned = 0, false
 }

@@ -53,7 +53,7 @@ func TestFetcherPacing(t *testing.T) {
 	api := &callClock{KinesisAPI: s.kin, clock: clk}
 	cfg := Config{MaxRecords: 10, Clock: clk}
 	f := newFetcher(api, reshard.Stream{Name: s.stream}, "shardId-000000000000", leasecore.SequenceNumber{SequenceNumber: leasecore.TRIM_HORIZON},
-		cfg, leasecore.HashRange{}, NewMetrics().shard("shardId-000000000000"), slog.New(slog.DiscardHandler))
+		cfg, leasecore.HashRange{}, NewMetrics().Shard("shardId-000000000000"), slog.New(slog.DiscardHandler))
 	ctx := context.Background()
 	var sizes []int
 	for range 8 {
@@ -153,7 +153,8 @@ func TestWorkerSurvivesExpiredIteratorsAndThrottlingAndRestartsAtCheckpoint(t *t
 	}
 	var throttled int64
 	for _, sh := range []string{"shardId-000000000000", "shardId-000000000001"} {
-		throttled += cfg.Metrics.shard(sh).throttled.Load()
+		c, _ := cfg.Metrics.Counts(sh)
+		throttled += c.Throttled
 	}
 	if throttled == 0 {
 		t.Error("no throttled GetRecords counted in the metrics")

@@ -36,7 +36,7 @@ type Metrics struct {
 // NewMetrics returns an empty collection.
 func NewMetrics() *Metrics { return &Metrics{shards: map[string]*shardStats{}} }
 
-func (m *Metrics) bind(app, stream, worker string, lease func() leasecore.Stats, slots *processor.Slots, clk clock.Clock) {
+func (m *Metrics) Bind(app, stream, worker string, lease func() leasecore.Stats, slots *processor.Slots, clk clock.Clock) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.app, m.stream, m.worker, m.lease, m.slots, m.clock = app, stream, worker, lease, slots, clk
@@ -54,9 +54,9 @@ func (m *Metrics) now() time.Time {
 	return clk.Now()
 }
 
-// shard returns the figures of one shard, creating them on first use, and
+// Shard returns the figures of one shard, creating them on first use, and
 // marks the shard as read by this worker.
-func (m *Metrics) shard(id string) *shardStats {
+func (m *Metrics) Shard(id string) *shardStats {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := m.shards[id]
@@ -110,24 +110,24 @@ type shardStats struct {
 // deliveryBuckets are the added-latency histogram's bounds, in seconds.
 var deliveryBuckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 5}
 
-func (s *shardStats) subscribed(resubscription bool) {
+func (s *shardStats) Subscribed(resubscription bool) {
 	s.subscriptions.Add(1)
 	if resubscription {
 		s.resubscriptions.Add(1)
 	}
 }
 
-// delivered observes one batch's added latency; received is zero for a
+// Delivered observes one batch's added latency; received is zero for a
 // batch that did not come from a read.
-func (s *shardStats) delivered(received, now time.Time) {
+func (s *shardStats) Delivered(received, now time.Time) {
 	if !received.IsZero() {
 		s.delivery.observe(max(now.Sub(received), 0).Seconds())
 	}
 }
 
-func (s *shardStats) release() { s.held.Store(false) }
+func (s *shardStats) Release() { s.held.Store(false) }
 
-func (s *shardStats) getRecordsCall(err error) {
+func (s *shardStats) GetRecordsCall(err error) {
 	s.getRecords.Add(1)
 	if err != nil && awserr.Throttled(err) {
 		s.throttled.Add(1)
@@ -143,9 +143,9 @@ func (s *shardStats) getRecordsCall(err error) {
 	}
 }
 
-// readFailed counts a failed Kinesis read call; since is when the shard's
+// ReadFailed counts a failed Kinesis read call; since is when the shard's
 // reads started failing.
-func (s *shardStats) readFailed(err error, since time.Time) {
+func (s *shardStats) ReadFailed(err error, since time.Time) {
 	s.readFailures.Add(1)
 	if awserr.Timeout(err) {
 		s.readTimeouts.Add(1)
@@ -153,17 +153,17 @@ func (s *shardStats) readFailed(err error, since time.Time) {
 	s.failingSince.Store(since.UnixNano())
 }
 
-// readOK ends a failing spell.
-func (s *shardStats) readOK() { s.failingSince.Store(0) }
+// ReadOK ends a failing spell.
+func (s *shardStats) ReadOK() { s.failingSince.Store(0) }
 
-func (s *shardStats) read(p page) {
-	s.millisBehind.Store(p.millisBehind)
+func (s *shardStats) Read(millisBehind int64) {
+	s.millisBehind.Store(millisBehind)
 	if cw := s.m.cw.Load(); cw != nil {
-		cw.observe(cwKey{op: opProcessTask, shard: s.id, name: "MillisBehindLatest", unit: unitMillis}, float64(p.millisBehind))
+		cw.observe(cwKey{op: opProcessTask, shard: s.id, name: "MillisBehindLatest", unit: unitMillis}, float64(millisBehind))
 	}
 }
 
-func (s *shardStats) handlerRun(res processor.Result) {
+func (s *shardStats) HandlerRun(res processor.Result) {
 	s.runs.Add(1)
 	if res.Outcome != processor.Succeeded {
 		s.failures.Add(1)
@@ -180,10 +180,10 @@ func (s *shardStats) handlerRun(res processor.Result) {
 	}
 }
 
-// batchDone counts a batch whose records have all been handled or given up
+// BatchDone counts a batch whose records have all been handled or given up
 // on. Retries are the runs beyond one per part of the batch (a bisection
 // makes two parts of one).
-func (s *shardStats) batchDone(records []kinesisrec.Record, st processor.ProcessStats) {
+func (s *shardStats) BatchDone(records []kinesisrec.Record, st processor.ProcessStats) {
 	var bytes int64
 	for i := range records {
 		bytes += int64(records[i].DataLen())
@@ -201,21 +201,24 @@ func (s *shardStats) batchDone(records []kinesisrec.Record, st processor.Process
 	}
 }
 
-func (s *shardStats) checkpointed() { s.checkpoints.Add(1) }
+func (s *shardStats) Checkpointed() { s.checkpoints.Add(1) }
 
-// childRestart counts a MultiLang child stopped for a failure; the shard
+// AddHandlerCPU counts a handler process's CPU time, whatever its outcome.
+func (s *shardStats) AddHandlerCPU(d time.Duration) { s.handlerCPU.Add(int64(d)) }
+
+// ChildRestart counts a MultiLang child stopped for a failure; the shard
 // restarts with a new one after a backoff.
-func (s *shardStats) childRestart() { s.childRestarts.Add(1) }
+func (s *shardStats) ChildRestart() { s.childRestarts.Add(1) }
 
-// childRunning counts a long-lived handler's CPU while it runs, through
+// ChildRunning counts a long-lived handler's CPU while it runs, through
 // cpu; childReaped ends that with its exact total (its rusage).
-func (s *shardStats) childRunning(cpu func() time.Duration) {
+func (s *shardStats) ChildRunning(cpu func() time.Duration) {
 	s.liveMu.Lock()
 	s.liveCPU = cpu
 	s.liveMu.Unlock()
 }
 
-func (s *shardStats) childReaped(total time.Duration) {
+func (s *shardStats) ChildReaped(total time.Duration) {
 	s.liveMu.Lock()
 	s.liveCPU = nil
 	s.handlerCPU.Add(int64(total))
@@ -232,6 +235,27 @@ func (s *shardStats) handlerCPUTime() time.Duration {
 		d += s.liveCPU()
 	}
 	return d
+}
+
+// Counts are a few of a shard's counters, as the exposition reports them.
+type Counts struct {
+	GetRecords, Throttled, ReadFailures, Checkpoints int64
+	// Subscriptions and Resubscriptions are enhanced fan-out's.
+	Subscriptions, Resubscriptions int64
+}
+
+// Counts reads a shard's counters; false when this worker never read it.
+func (m *Metrics) Counts(id string) (Counts, bool) {
+	m.mu.Lock()
+	s := m.shards[id]
+	m.mu.Unlock()
+	if s == nil {
+		return Counts{}, false
+	}
+	return Counts{
+		GetRecords: s.getRecords.Load(), Throttled: s.throttled.Load(), ReadFailures: s.readFailures.Load(), Checkpoints: s.checkpoints.Load(),
+		Subscriptions: s.subscriptions.Load(), Resubscriptions: s.resubscriptions.Load(),
+	}, true
 }
 
 // snapshot copies the shards, sorted, for a consistent exposition.

@@ -78,7 +78,7 @@ func (r *shardRun) fetch(ctx context.Context, f *fetcher, pages chan<- page) {
 		if err != nil {
 			return
 		}
-		r.stats.read(p)
+		r.stats.Read(p.millisBehind)
 		select {
 		case pages <- p:
 		case <-ctx.Done():

@@ -69,7 +69,7 @@ func newShardRun(w *Worker, l leasecore.Lease, tenure uint64, prev <-chan struct
 	if w.multi {
 		name = r.key
 	}
-	r.stats = w.metrics.shard(name)
+	r.stats = w.metrics.Shard(name)
 	r.log = w.log.With("shard", name)
 	return r
 }
@@ -236,7 +236,7 @@ func (r *shardRun) read(start leasecore.SequenceNumber) (err error) {
 		now := r.w.clock.Now()
 		fetching = r.drain(pages, b, now, fetching)
 		if batch, ok := b.next(now, !fetching); ok {
-			r.stats.delivered(b.taken, r.w.clock.Now())
+			r.stats.Delivered(b.taken, r.w.clock.Now())
 			if err := r.handle(batch, b.millisBehind); err != nil {
 				return err
 			}
@@ -321,7 +321,7 @@ func (r *shardRun) handle(records []kinesisrec.Record, millisBehind int64) error
 	if err != nil {
 		return err
 	}
-	r.stats.batchDone(records, st)
+	r.stats.BatchDone(records, st)
 	return nil
 }
 
@@ -331,7 +331,7 @@ func (r *shardRun) checkpoint(ctx context.Context, at leasecore.SequenceNumber) 
 	if err := r.w.coord.CheckpointTenure(ctx, r.key, r.tenure, at); err != nil {
 		return err
 	}
-	r.stats.checkpointed()
+	r.stats.Checkpointed()
 	return nil
 }
 
@@ -356,9 +356,9 @@ type meteredHandler struct {
 func (m meteredHandler) Run(ctx context.Context, b processor.Batch) processor.Result {
 	res := m.h.Run(ctx, b)
 	// A handler killed on a lost lease or at shutdown still spent its CPU.
-	m.stats.handlerCPU.Add(int64(res.CPU))
+	m.stats.AddHandlerCPU(res.CPU)
 	if ctx.Err() == nil {
-		m.stats.handlerRun(res)
+		m.stats.HandlerRun(res)
 	}
 	return res
 }

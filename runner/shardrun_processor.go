@@ -90,8 +90,8 @@ func (r *shardRun) newMultiLang() processor.RecordProcessor {
 		KillGrace: killGrace(r.w.coord.Config()),
 		Clock:     r.w.clock,
 		Log:       r.log,
-		Restarted: r.stats.childRestart,
-		Running:   r.stats.childRunning,
-		Reaped:    r.stats.childReaped,
+		Restarted: r.stats.ChildRestart,
+		Running:   r.stats.ChildRunning,
+		Reaped:    r.stats.ChildReaped,
 	})
 }

@@ -87,7 +87,7 @@ func TestLostLeaseKillsHandlerWithoutCheckpoint(t *testing.T) {
 	if got := readHandled(t, out); len(got) != 0 {
 		t.Fatalf("the killed handler's batch was written: %d records", len(got))
 	}
-	if cfg.Metrics.shard("shardId-000000000000").checkpoints.Load() != 0 {
+	if c, _ := cfg.Metrics.Counts("shardId-000000000000"); c.Checkpoints != 0 {
 		t.Fatal("a checkpoint was counted")
 	}
 }

@@ -156,7 +156,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	w.coord = coord
-	w.metrics.bind(cfg.App, w.streamsLabel(), cfg.WorkerID, coord.Stats, w.slots, w.clock)
+	w.metrics.Bind(cfg.App, w.streamsLabel(), cfg.WorkerID, coord.Stats, w.slots, w.clock)
 	w.runCtx, w.cancelRuns = context.WithCancelCause(ctx)
 	loopsCtx, stopLoops := context.WithCancel(ctx)
 	var loops sync.WaitGroup
@@ -285,7 +285,7 @@ func (w *Worker) onEvent(e leasecore.LeaseEvent) {
 		// At once: a handler still running for a lost lease is killed, and
 		// its batch is never checkpointed (the new holder handles it again).
 		r.cancel(fmt.Errorf("%w: %s", errLeaseGone, e.Kind))
-		r.stats.release()
+		r.stats.Release()
 		if e.Kind != leasecore.LeaseLost {
 			return
 		}
