@@ -64,7 +64,7 @@ func (f *fanOutReader) confirmEnd() (ended bool, err error) {
 		if err != nil {
 			return false, err
 		}
-		r.stats.Read(p.millisBehind)
+		r.stats.Read(p.MillisBehind)
 		select {
 		case f.pages <- p:
 		case <-f.ctx.Done():
@@ -72,7 +72,7 @@ func (f *fanOutReader) confirmEnd() (ended bool, err error) {
 		case <-r.w.stopRuns:
 			return false, processor.ErrStopped
 		}
-		if p.end {
+		if p.End {
 			return true, nil
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/kcltool/kcltool/kinesisrec"
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/runner/processor"
+	"github.com/kcltool/kcltool/runner/retrieval"
 )
 
 // fanOutReader reads one shard with enhanced fan-out: one subscription at
@@ -35,7 +36,7 @@ import (
 // memory.
 type fanOutReader struct {
 	r     *shardRun
-	pages chan page
+	pages chan retrieval.Page
 	done  chan struct{}
 	ctx   context.Context
 	stop  context.CancelCauseFunc
@@ -74,7 +75,7 @@ var (
 func (r *shardRun) startFanOut(start leasecore.SequenceNumber, hr leasecore.HashRange) *fanOutReader {
 	ctx, stop := context.WithCancelCause(r.ctx)
 	f := &fanOutReader{
-		r: r, pages: make(chan page, 1), done: make(chan struct{}), ctx: ctx, stop: stop, log: r.log,
+		r: r, pages: make(chan retrieval.Page, 1), done: make(chan struct{}), ctx: ctx, stop: stop, log: r.log,
 		start: start, hashRange: hr, filtering: !leasecore.IsSentinel(start.SequenceNumber),
 	}
 	go func() {
@@ -85,8 +86,8 @@ func (r *shardRun) startFanOut(start leasecore.SequenceNumber, hr leasecore.Hash
 	return f
 }
 
-func (f *fanOutReader) Pages() <-chan page { return f.pages }
-func (f *fanOutReader) Gone() error        { return expiredCause(f.ctx) }
+func (f *fanOutReader) Pages() <-chan retrieval.Page { return f.pages }
+func (f *fanOutReader) Gone() error                  { return expiredCause(f.ctx) }
 
 func (f *fanOutReader) Close() {
 	f.stop(nil)
@@ -259,12 +260,12 @@ func (f *fanOutReader) event(ev *types.SubscribeToShardEvent) (ended bool, err e
 	if f.failures > 0 {
 		f.recovered()
 	}
-	p := page{raw: len(ev.Records), millisBehind: aws.ToInt64(ev.MillisBehindLatest), received: w.clock.Now()}
-	p.records, p.bytes = pageRecords(kinesisrec.FromKinesis(f.r.shardID, ev.Records), f.hashRange, f.start, &f.filtering, f.log)
+	p := retrieval.Page{Raw: len(ev.Records), MillisBehind: aws.ToInt64(ev.MillisBehindLatest), Received: w.clock.Now()}
+	p.Records, p.Bytes = retrieval.PageRecords(kinesisrec.FromKinesis(f.r.shardID, ev.Records), f.hashRange, f.start, &f.filtering, f.log)
 	if len(ev.ChildShards) > 0 {
-		p.end, p.children = true, ev.ChildShards
+		p.End, p.Children = true, ev.ChildShards
 	}
-	f.r.stats.Read(p.millisBehind)
+	f.r.stats.Read(p.MillisBehind)
 	select {
 	case f.pages <- p:
 	case <-f.ctx.Done():
@@ -279,7 +280,7 @@ func (f *fanOutReader) event(ev *types.SubscribeToShardEvent) (ended bool, err e
 	} else if n := len(ev.Records); n > 0 {
 		f.cont = aws.ToString(ev.Records[n-1].SequenceNumber)
 	}
-	return p.end, nil
+	return p.End, nil
 }
 
 // classify turns a failed subscription into what the loop does next. A

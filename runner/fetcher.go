@@ -15,23 +15,8 @@ import (
 	"github.com/kcltool/kcltool/kinesisrec"
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
+	"github.com/kcltool/kcltool/runner/retrieval"
 )
-
-// page is what one GetRecords call gave, ready for the batcher: de-aggregated
-// and with the records at or below the start checkpoint dropped.
-type page struct {
-	records      []kinesisrec.Record
-	bytes        int64
-	raw          int // Kinesis records in the answer, before de-aggregation
-	millisBehind int64
-	// end: the shard is closed and this was its last page (no next
-	// iterator). children are the shards that continue it.
-	end      bool
-	children []types.ChildShard
-	// received is when the read's answer (or event) arrived: kcltool's own
-	// added latency runs from it to the batch's handling.
-	received time.Time
-}
 
 // fetcher reads one shard with GetRecords. It remembers the last sequence
 // number it received, so that a lost or expired iterator resumes right after
@@ -109,20 +94,20 @@ func newFetcher(kin KinesisAPI, stream reshard.Stream, shardID string, start lea
 
 // next makes GetRecords calls until one succeeds, backing off on throttling
 // and faults; it fails only when ctx ends.
-func (f *fetcher) next(ctx context.Context) (page, error) {
+func (f *fetcher) next(ctx context.Context) (retrieval.Page, error) {
 	for {
 		if wait := f.lastCall.Add(minCallSpacing).Sub(f.clock.Now()); wait > 0 {
 			if err := clock.Sleep(ctx, f.clock, wait); err != nil {
-				return page{}, err
+				return retrieval.Page{}, err
 			}
 		}
 		if f.iterator == nil {
 			if err := f.newIterator(ctx); err != nil {
 				if ctx.Err() != nil {
-					return page{}, ctx.Err()
+					return retrieval.Page{}, ctx.Err()
 				}
 				if err := f.failed(ctx, "GetShardIterator", err); err != nil {
-					return page{}, err
+					return retrieval.Page{}, err
 				}
 				continue
 			}
@@ -144,14 +129,14 @@ func (f *fetcher) next(ctx context.Context) (page, error) {
 			f.recovered()
 			return f.page(out, &fast), nil
 		case ctx.Err() != nil:
-			return page{}, ctx.Err()
+			return retrieval.Page{}, ctx.Err()
 		case awserr.ExpiredIterator(err):
 			f.log.Info("shard iterator expired; resuming after the last record received", "after", f.lastSeq)
 			f.iterator = nil
 			continue
 		}
 		if err := f.failed(ctx, "GetRecords", err); err != nil {
-			return page{}, err
+			return retrieval.Page{}, err
 		}
 	}
 }
@@ -256,56 +241,31 @@ func (f *fetcher) newIterator(ctx context.Context) error {
 
 // page turns a GetRecords answer into records: fast's, when the fast
 // decoder read the answer, else the SDK's.
-func (f *fetcher) page(out *kinesis.GetRecordsOutput, fast *fastPage) page {
+func (f *fetcher) page(out *kinesis.GetRecordsOutput, fast *fastPage) retrieval.Page {
 	all := fast.records
 	if !fast.ok {
 		all = kinesisrec.FromKinesis(f.shardID, out.Records)
 	}
-	p := page{raw: len(all), millisBehind: aws.ToInt64(out.MillisBehindLatest)}
+	p := retrieval.Page{Raw: len(all), MillisBehind: aws.ToInt64(out.MillisBehindLatest)}
 	if f.clock != nil { // a fetcher built by a test may have none
-		p.received = f.clock.Now()
+		p.Received = f.clock.Now()
 	}
 	if n := len(all); n > 0 {
 		f.lastSeq = all[n-1].SequenceNumber
 	}
 	f.iterator = out.NextShardIterator
 	if f.iterator == nil {
-		p.end, p.children = true, out.ChildShards
+		p.End, p.Children = true, out.ChildShards
 	}
-	p.records, p.bytes = pageRecords(all, f.hashRange, f.start, &f.filtering, f.log)
+	p.Records, p.Bytes = retrieval.PageRecords(all, f.hashRange, f.start, &f.filtering, f.log)
 	return p
-}
-
-// pageRecords turns the records of one read (a GetRecords answer or a
-// SubscribeToShard event) into handler records: de-aggregated, KPL
-// sub-records outside the hash range dropped, and while *filtering those at
-// or below start dropped.
-func pageRecords(all []kinesisrec.Record, hr leasecore.HashRange, start leasecore.SequenceNumber, filtering *bool, log *slog.Logger) ([]kinesisrec.Record, int64) {
-	records, rep := kinesisrec.Deaggregate(all, hr)
-	for _, err := range rep.Broken {
-		log.Warn("broken KPL aggregate: kept the sub-records before the fault, as KCL does", "err", err)
-	}
-	if rep.OutOfRange > 0 {
-		log.Debug("dropped KPL aggregates with sub-records outside the shard's hash range", "aggregates", rep.OutOfRange)
-	}
-	if *filtering && len(records) > 0 {
-		records = kinesisrec.AfterCheckpoint(records, start)
-		// Records come in order: once one is past the checkpoint, all
-		// later ones are.
-		*filtering = len(records) == 0
-	}
-	var bytes int64
-	for i := range records {
-		bytes += int64(records[i].DataLen())
-	}
-	return records, bytes
 }
 
 // pause is how long to wait before the next read after p: none while the
 // reader is behind the tip or got a full page (the rate limit still
 // applies), the idle time otherwise.
-func (f *fetcher) pause(p page, idle time.Duration) time.Duration {
-	if p.millisBehind > 0 || p.raw >= int(f.maxRecords) {
+func (f *fetcher) pause(p retrieval.Page, idle time.Duration) time.Duration {
+	if p.MillisBehind > 0 || p.Raw >= int(f.maxRecords) {
 		return 0
 	}
 	return idle

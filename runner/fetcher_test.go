@@ -61,7 +61,7 @@ func TestFetcherPacing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sizes = append(sizes, len(p.records))
+		sizes = append(sizes, len(p.Records))
 		if err := clock.Sleep(ctx, clk, f.pause(p, time.Second)); err != nil {
 			t.Fatal(err)
 		}

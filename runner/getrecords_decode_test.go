@@ -216,15 +216,15 @@ func TestWireBase64GivesTheSameHandlerInput(t *testing.T) {
 	}
 	f := &fetcher{shardID: "shardId-000000000000", stats: &shardStats{}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	p := f.page(&out, &decoded)
-	if len(p.records) != 6 {
-		t.Fatalf("%d records after de-aggregation, want 6", len(p.records))
+	if len(p.Records) != 6 {
+		t.Fatalf("%d records after de-aggregation, want 6", len(p.Records))
 	}
-	plain := slices.Clone(p.records)
+	plain := slices.Clone(p.Records)
 	for i := range plain {
 		plain[i].SetWire64("")
 	}
 	var fast, slow bytes.Buffer
-	if err := processor.WriteBatch(&fast, processor.FormatJSON, p.records); err != nil {
+	if err := processor.WriteBatch(&fast, processor.FormatJSON, p.Records); err != nil {
 		t.Fatal(err)
 	}
 	if err := processor.WriteBatch(&slow, processor.FormatJSON, plain); err != nil {
@@ -244,18 +244,18 @@ func TestWireBase64GivesTheSameHandlerInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	ep := f.page(&eout, &encoded)
-	if kept := ep.records[0].Data == nil; !kept || ep.bytes != p.bytes || len(ep.records) != len(p.records) {
-		t.Fatalf("encoded page: first record kept encoded %v, %d bytes in %d records, want true, %d in %d", kept, ep.bytes, len(ep.records), p.bytes, len(p.records))
+	if kept := ep.Records[0].Data == nil; !kept || ep.Bytes != p.Bytes || len(ep.Records) != len(p.Records) {
+		t.Fatalf("encoded page: first record kept encoded %v, %d bytes in %d records, want true, %d in %d", kept, ep.Bytes, len(ep.Records), p.Bytes, len(p.Records))
 	}
-	if got, want := processor.AppendProcessRecordsLine(nil, ep.records, 7), processor.AppendProcessRecordsLine(nil, plain, 7); !bytes.Equal(got, want) {
+	if got, want := processor.AppendProcessRecordsLine(nil, ep.Records, 7), processor.AppendProcessRecordsLine(nil, plain, 7); !bytes.Equal(got, want) {
 		t.Fatalf("processRecords differs:\nencoded %s\ndecoded %s", got, want)
 	}
 	var exec bytes.Buffer
-	if err := processor.WriteBatch(&exec, processor.FormatJSON, ep.records); err != nil {
+	if err := processor.WriteBatch(&exec, processor.FormatJSON, ep.Records); err != nil {
 		t.Fatal(err)
 	}
 	var raw, rawPlain bytes.Buffer
-	if err := processor.WriteBatch(&raw, processor.FormatRaw, ep.records); err != nil {
+	if err := processor.WriteBatch(&raw, processor.FormatRaw, ep.Records); err != nil {
 		t.Fatal(err)
 	}
 	if err := processor.WriteBatch(&rawPlain, processor.FormatRaw, plain); err != nil {

@@ -60,7 +60,7 @@ func benchPages(b *testing.B, encoded bool, step func(out *kinesis.GetRecordsOut
 func BenchmarkRecordPipeline(b *testing.B) {
 	f := &fetcher{shardID: "shardId-000000000000", stats: &shardStats{}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	benchPages(b, false, func(out *kinesis.GetRecordsOutput, fast *fastPage) error {
-		return processor.WriteBatch(io.Discard, processor.FormatJSON, f.page(out, fast).records)
+		return processor.WriteBatch(io.Discard, processor.FormatJSON, f.page(out, fast).Records)
 	})
 }
 
@@ -87,7 +87,7 @@ func BenchmarkHandlerRun(b *testing.B) {
 		b.Fatal(err)
 	}
 	f := &fetcher{shardID: "shardId-000000000000", stats: &shardStats{}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	batch := processor.Batch{App: "a", Stream: "s", ShardID: "shardId-000000000000", WorkerID: "w", Records: f.page(&out, &fast).records}
+	batch := processor.Batch{App: "a", Stream: "s", ShardID: "shardId-000000000000", WorkerID: "w", Records: f.page(&out, &fast).Records}
 	h := &processor.Handler{Argv: processor.ShellCommand("cat >/dev/null"), Env: os.Environ()}
 	self0, children0 := rusage(b)
 	for b.Loop() {
@@ -121,7 +121,7 @@ func BenchmarkMultiLangPipeline(b *testing.B) {
 	f := &fetcher{shardID: "shardId-000000000000", stats: &shardStats{}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	var line []byte
 	benchPages(b, true, func(out *kinesis.GetRecordsOutput, fast *fastPage) error {
-		line = processor.AppendProcessRecordsLine(line, f.page(out, fast).records, 0)
+		line = processor.AppendProcessRecordsLine(line, f.page(out, fast).Records, 0)
 		return nil
 	})
 }

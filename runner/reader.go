@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/kcltool/kcltool/leasecore"
+	"github.com/kcltool/kcltool/runner/retrieval"
 )
 
 // shardReader is how a shardRun gets one shard's records: polling with
@@ -17,7 +18,7 @@ type shardReader interface {
 	// Pages is closed when the reader stops: after the last page of a
 	// closed shard, when the run's context ends or the worker stops, or
 	// when the shard is gone (Gone).
-	Pages() <-chan page
+	Pages() <-chan retrieval.Page
 	// Gone is the ResourceNotFound that stopped the reader early, or nil.
 	// Read it once Pages is closed.
 	Gone() error
@@ -37,7 +38,7 @@ func (r *shardRun) newReader(start leasecore.SequenceNumber, hr leasecore.HashRa
 // pollingReader reads ahead one page with a fetcher on its own goroutine,
 // paced as fetch describes.
 type pollingReader struct {
-	pages   chan page
+	pages   chan retrieval.Page
 	fetched chan struct{}
 	ctx     context.Context // ends with the run, or when the shard is gone
 	stop    context.CancelCauseFunc
@@ -49,7 +50,7 @@ func (r *shardRun) startPolling(start leasecore.SequenceNumber, hr leasecore.Has
 	fetchCtx, stopFetch := context.WithCancelCause(r.ctx)
 	f := newFetcher(expiryWatch{KinesisAPI: r.w.kin, expired: stopFetch}, r.stream, r.shardID, start, r.w.cfg, hr, r.stats, r.log)
 	f.fromTrimHorizon = r.fromTrimHorizon
-	p := &pollingReader{pages: make(chan page, 1), fetched: make(chan struct{}), ctx: fetchCtx, stop: stopFetch}
+	p := &pollingReader{pages: make(chan retrieval.Page, 1), fetched: make(chan struct{}), ctx: fetchCtx, stop: stopFetch}
 	go func() {
 		defer close(p.fetched)
 		defer close(p.pages)
@@ -58,8 +59,8 @@ func (r *shardRun) startPolling(start leasecore.SequenceNumber, hr leasecore.Has
 	return p
 }
 
-func (p *pollingReader) Pages() <-chan page { return p.pages }
-func (p *pollingReader) Gone() error        { return expiredCause(p.ctx) }
+func (p *pollingReader) Pages() <-chan retrieval.Page { return p.pages }
+func (p *pollingReader) Gone() error                  { return expiredCause(p.ctx) }
 
 func (p *pollingReader) Close() {
 	p.stop(nil)
@@ -69,7 +70,7 @@ func (p *pollingReader) Close() {
 // fetch reads pages until the shard ends or the run stops, pacing itself:
 // at once while behind the tip or after a full page, after the idle time
 // otherwise.
-func (r *shardRun) fetch(ctx context.Context, f *fetcher, pages chan<- page) {
+func (r *shardRun) fetch(ctx context.Context, f *fetcher, pages chan<- retrieval.Page) {
 	for {
 		if r.stopping() {
 			return
@@ -78,7 +79,7 @@ func (r *shardRun) fetch(ctx context.Context, f *fetcher, pages chan<- page) {
 		if err != nil {
 			return
 		}
-		r.stats.Read(p.millisBehind)
+		r.stats.Read(p.MillisBehind)
 		select {
 		case pages <- p:
 		case <-ctx.Done():
@@ -86,7 +87,7 @@ func (r *shardRun) fetch(ctx context.Context, f *fetcher, pages chan<- page) {
 		case <-r.w.stopRuns:
 			return
 		}
-		if p.end {
+		if p.End {
 			return
 		}
 		if d := f.pause(p, r.w.cfg.IdleBetweenReads); d > 0 {

@@ -13,6 +13,7 @@ import (
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
 	"github.com/kcltool/kcltool/runner/processor"
+	"github.com/kcltool/kcltool/runner/retrieval"
 )
 
 // shardRun processes one shard for one holding (tenure) of its lease: wait
@@ -285,7 +286,7 @@ func (r *shardRun) read(start leasecore.SequenceNumber) (err error) {
 // is left blocked on the page it holds, so a handler that falls behind
 // holds the reading back (a fan-out subscription, the polling reads)
 // instead of pages piling up in memory.
-func (r *shardRun) drain(pages <-chan page, b *batcher, now time.Time, fetching bool) bool {
+func (r *shardRun) drain(pages <-chan retrieval.Page, b *batcher, now time.Time, fetching bool) bool {
 	for fetching && !b.full() {
 		select {
 		case p, ok := <-pages:
