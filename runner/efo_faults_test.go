@@ -127,7 +127,7 @@ func TestFanOutSubscribeErrorsBackOffAndRetry(t *testing.T) {
 		}
 	}
 	if warns != 1 {
-		t.Errorf("%d warnings about the failing subscriptions, want 1 at once (then one per %s)", warns, failingWarnEvery)
+		t.Errorf("%d warnings about the failing subscriptions, want 1 at once (then one per %s)", warns, FailingWarnEvery)
 	}
 	if strings.Contains(log, "shard processing failed") {
 		t.Error("a refused subscription failed the shard's processing: it must be retried by the reader")

@@ -88,11 +88,11 @@ func TestWorkerReadsResolveToOneHost(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			f := newFetcher(w.kin, stream, "shardId-000000000000",
-				leasecore.SequenceNumber{SequenceNumber: leasecore.TRIM_HORIZON}, w.cfg, leasecore.HashRange{},
+			f := NewFetcher(w.kin, stream, "shardId-000000000000",
+				leasecore.SequenceNumber{SequenceNumber: leasecore.TRIM_HORIZON}, w.pollingConfig(), leasecore.HashRange{},
 				NewMetrics().Shard("shardId-000000000000"), slog.New(slog.DiscardHandler))
 			for range 2 {
-				if _, err := f.next(context.Background()); err != nil {
+				if _, err := f.Next(context.Background()); err != nil {
 					t.Fatal(err)
 				}
 			}

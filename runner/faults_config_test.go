@@ -13,7 +13,7 @@ func shortDynamoDBTimeout(cfg *Config, d time.Duration) { cfg.DynamoDBTimeout = 
 // shortWarnInterval shortens the interval of the "still failing" warnings
 // and returns the undo.
 func shortWarnInterval(d time.Duration) func() {
-	old := failingWarnEvery
-	failingWarnEvery = d
-	return func() { failingWarnEvery = old }
+	old := FailingWarnEvery
+	FailingWarnEvery = d
+	return func() { FailingWarnEvery = old }
 }

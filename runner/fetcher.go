@@ -18,12 +18,12 @@ import (
 	"github.com/kcltool/kcltool/runner/retrieval"
 )
 
-// fetcher reads one shard with GetRecords. It remembers the last sequence
+// Fetcher reads one shard with GetRecords. It remembers the last sequence
 // number it received, so that a lost or expired iterator resumes right after
 // it (AFTER_SEQUENCE_NUMBER, as KCL reconnects): everything received has been
 // handed on and will be handled or dropped with the lease.
-type fetcher struct {
-	kin        KinesisAPI
+type Fetcher struct {
+	kin        GetRecordsAPI
 	stream     reshard.Stream
 	shardID    string
 	maxRecords int32
@@ -38,7 +38,7 @@ type fetcher struct {
 	// fromTrimHorizon starts the reading at TRIM_HORIZON instead of at
 	// start, which Kinesis refused as older than the trim horizon; records
 	// at or below start are still dropped (shardend.go, trimmedPosition).
-	fromTrimHorizon bool
+	FromTrimHorizon bool
 	// encoded: the records' data may be kept as base64 text (fastPage), for
 	// the MultiLang protocol, whose records carry it so.
 	encoded bool
@@ -72,29 +72,65 @@ const (
 	refreshAfter = 4
 )
 
-// failingWarnEvery: a shard's failed reads, throttles included, are logged
+// FailingWarnEvery: a shard's failed reads, throttles included, are logged
 // at warn at the first failure, then at most once per this interval, each
 // line with the count of failures since the one before. A variable so that
 // tests can shorten it.
-var failingWarnEvery = 30 * time.Second
+var FailingWarnEvery = 30 * time.Second
 
-func newFetcher(kin KinesisAPI, stream reshard.Stream, shardID string, start leasecore.SequenceNumber, cfg Config, hr leasecore.HashRange, stats *shardStats, log *slog.Logger) *fetcher {
-	return &fetcher{
+// GetRecordsAPI is the part of the Kinesis client a Fetcher calls, with the
+// SDK's own signatures so that *kinesis.Client satisfies it.
+type GetRecordsAPI interface {
+	GetShardIterator(ctx context.Context, params *kinesis.GetShardIteratorInput, optFns ...func(*kinesis.Options)) (*kinesis.GetShardIteratorOutput, error)
+	GetRecords(ctx context.Context, params *kinesis.GetRecordsInput, optFns ...func(*kinesis.Options)) (*kinesis.GetRecordsOutput, error)
+}
+
+// NoSDKRetries turns the SDK's retryer off for one Kinesis call: the fetch
+// loop retries itself, with jitter, forever and within its context, and
+// counts throttles. The SDK's standard retryer would also draw on a retry
+// quota that sustained throttling empties, after which it fails fast.
+func NoSDKRetries(o *kinesis.Options) { o.RetryMaxAttempts = 1 }
+
+// PollingConfig is what a Fetcher takes from the worker's settings.
+type PollingConfig struct {
+	// MaxRecords is GetRecords' Limit.
+	MaxRecords int32
+	// AtTimestamp is the instant an AT_TIMESTAMP checkpoint stands for
+	// (--initial-timestamp); zero when none is configured.
+	AtTimestamp time.Time
+	Clock       clock.Clock
+	// Encoded lets the records' data be kept as base64 text, for the
+	// MultiLang protocol, whose records carry it so.
+	Encoded bool
+}
+
+// NewFetcher reads shardID from start; hr filters KPL aggregates by the
+// shard's hash range.
+func NewFetcher(kin GetRecordsAPI, stream reshard.Stream, shardID string, start leasecore.SequenceNumber, cfg PollingConfig, hr leasecore.HashRange, stats *shardStats, log *slog.Logger) *Fetcher {
+	return &Fetcher{
 		kin: kin, stream: stream, shardID: shardID, maxRecords: cfg.MaxRecords,
-		start: start, atTimestamp: cfg.Initial.Timestamp, hashRange: hr,
+		start: start, atTimestamp: cfg.AtTimestamp, hashRange: hr,
 		clock: cfg.Clock, log: log, stats: stats,
 		// A numeric checkpoint restarts AT (not after) the sequence number,
 		// then drops what it already covers, as KCL does: this is what
 		// makes a checkpoint inside a KPL aggregate resume at the right
 		// sub-record.
 		filtering: !leasecore.IsSentinel(start.SequenceNumber),
-		encoded:   cfg.MultiLang,
+		encoded:   cfg.Encoded,
 	}
 }
 
-// next makes GetRecords calls until one succeeds, backing off on throttling
+// ContinueAfter makes the next read continue after seq, as if the fetcher
+// had received it, still dropping records at or below its start while
+// filtering: the fan-out reader hands a closed shard's rest over to
+// polling this way.
+func (f *Fetcher) ContinueAfter(seq string, filtering bool) {
+	f.lastSeq, f.filtering = seq, filtering
+}
+
+// Next makes GetRecords calls until one succeeds, backing off on throttling
 // and faults; it fails only when ctx ends.
-func (f *fetcher) next(ctx context.Context) (retrieval.Page, error) {
+func (f *Fetcher) Next(ctx context.Context) (retrieval.Page, error) {
 	for {
 		if wait := f.lastCall.Add(minCallSpacing).Sub(f.clock.Now()); wait > 0 {
 			if err := clock.Sleep(ctx, f.clock, wait); err != nil {
@@ -122,7 +158,7 @@ func (f *fetcher) next(ctx context.Context) (retrieval.Page, error) {
 			// without it the two calls of one shard could go to two hosts.
 			in.StreamARN = aws.String(f.stream.ARN)
 		}
-		out, err := f.kin.GetRecords(ctx, in, noSDKRetries, fastGetRecords(&fast))
+		out, err := f.kin.GetRecords(ctx, in, NoSDKRetries, fastGetRecords(&fast))
 		f.stats.GetRecordsCall(err)
 		switch {
 		case err == nil:
@@ -149,7 +185,7 @@ func (f *fetcher) next(ctx context.Context) (retrieval.Page, error) {
 // rate limit is per shard and spans recoveries, so that throttling that
 // comes and goes writes one warning per interval (with the count of
 // failures since the last one), not one per throttled call.
-func (f *fetcher) failed(ctx context.Context, op string, err error) error {
+func (f *Fetcher) failed(ctx context.Context, op string, err error) error {
 	f.failures++
 	f.unlogged++
 	now := f.clock.Now()
@@ -161,7 +197,7 @@ func (f *fetcher) failed(ctx context.Context, op string, err error) error {
 	level := slog.LevelDebug
 	msg := "Kinesis call failed; retrying"
 	failedSince := 0
-	if f.lastWarn.IsZero() || now.Sub(f.lastWarn) >= failingWarnEvery {
+	if f.lastWarn.IsZero() || now.Sub(f.lastWarn) >= FailingWarnEvery {
 		level, msg = slog.LevelWarn, "reads of the shard are failing; retrying (the lease is kept)"
 		if f.warned {
 			msg = "reads of the shard are still failing; retrying (the lease is kept)"
@@ -181,12 +217,12 @@ func (f *fetcher) failed(ctx context.Context, op string, err error) error {
 	if f.failures%refreshAfter == 0 {
 		f.iterator = nil
 	}
-	return clock.Sleep(ctx, f.clock, fetchBackoff(f.failures))
+	return clock.Sleep(ctx, f.clock, ReadBackoff(f.failures))
 }
 
 // recovered ends a run of failed calls, saying so at info if the run was
 // logged at warn.
-func (f *fetcher) recovered() {
+func (f *Fetcher) recovered() {
 	if f.failures > 0 && f.warned {
 		f.log.Info("reads of the shard recovered", "failedAttempts", f.failures,
 			"failedFor", f.clock.Now().Sub(f.failingSince).Round(time.Millisecond).String())
@@ -197,15 +233,15 @@ func (f *fetcher) recovered() {
 	f.failures, f.warned = 0, false
 }
 
-// fetchBackoff is full jitter under an exponential ceiling: shards that were
+// ReadBackoff is full jitter under an exponential ceiling: shards that were
 // throttled together spread apart.
-func fetchBackoff(failures int) time.Duration {
+func ReadBackoff(failures int) time.Duration {
 	return backoff.Policy{Base: fetchBackoffBase, Max: fetchBackoffMax, Min: minCallSpacing}.Delay(failures-1, nil)
 }
 
 // newIterator positions the reader: after the last record received, or else
 // at the lease's checkpoint.
-func (f *fetcher) newIterator(ctx context.Context) error {
+func (f *Fetcher) newIterator(ctx context.Context) error {
 	in := &kinesis.GetShardIteratorInput{ShardId: aws.String(f.shardID)}
 	if f.stream.ARN != "" {
 		in.StreamARN = aws.String(f.stream.ARN)
@@ -215,7 +251,7 @@ func (f *fetcher) newIterator(ctx context.Context) error {
 	switch cp := f.start.SequenceNumber; {
 	case f.lastSeq != "":
 		in.ShardIteratorType, in.StartingSequenceNumber = types.ShardIteratorTypeAfterSequenceNumber, aws.String(f.lastSeq)
-	case cp == leasecore.TRIM_HORIZON, f.fromTrimHorizon:
+	case cp == leasecore.TRIM_HORIZON, f.FromTrimHorizon:
 		in.ShardIteratorType = types.ShardIteratorTypeTrimHorizon
 	case cp == leasecore.LATEST:
 		in.ShardIteratorType = types.ShardIteratorTypeLatest
@@ -230,7 +266,7 @@ func (f *fetcher) newIterator(ctx context.Context) error {
 	default:
 		in.ShardIteratorType, in.StartingSequenceNumber = types.ShardIteratorTypeAtSequenceNumber, aws.String(cp)
 	}
-	out, err := f.kin.GetShardIterator(ctx, in, noSDKRetries)
+	out, err := f.kin.GetShardIterator(ctx, in, NoSDKRetries)
 	if err != nil {
 		return err
 	}
@@ -241,7 +277,7 @@ func (f *fetcher) newIterator(ctx context.Context) error {
 
 // page turns a GetRecords answer into records: fast's, when the fast
 // decoder read the answer, else the SDK's.
-func (f *fetcher) page(out *kinesis.GetRecordsOutput, fast *fastPage) retrieval.Page {
+func (f *Fetcher) page(out *kinesis.GetRecordsOutput, fast *fastPage) retrieval.Page {
 	all := fast.records
 	if !fast.ok {
 		all = kinesisrec.FromKinesis(f.shardID, out.Records)
@@ -261,12 +297,16 @@ func (f *fetcher) page(out *kinesis.GetRecordsOutput, fast *fastPage) retrieval.
 	return p
 }
 
-// pause is how long to wait before the next read after p: none while the
+// Pause is how long to wait before the next read after p: none while the
 // reader is behind the tip or got a full page (the rate limit still
 // applies), the idle time otherwise.
-func (f *fetcher) pause(p retrieval.Page, idle time.Duration) time.Duration {
+func (f *Fetcher) Pause(p retrieval.Page, idle time.Duration) time.Duration {
 	if p.MillisBehind > 0 || p.Raw >= int(f.maxRecords) {
 		return 0
 	}
 	return idle
 }
+
+// fetchBackoff: the name cloudwatch.go and shardend.go still call
+// ReadBackoff by (temporary; goes with the retry merge).
+func fetchBackoff(failures int) time.Duration { return ReadBackoff(failures) }

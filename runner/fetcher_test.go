@@ -51,18 +51,18 @@ func TestFetcherPacing(t *testing.T) {
 	}
 	clk := clocktest.NewStep(time.Unix(1_700_000_000, 0))
 	api := &callClock{KinesisAPI: s.kin, clock: clk}
-	cfg := Config{MaxRecords: 10, Clock: clk}
-	f := newFetcher(api, reshard.Stream{Name: s.stream}, "shardId-000000000000", leasecore.SequenceNumber{SequenceNumber: leasecore.TRIM_HORIZON},
+	cfg := PollingConfig{MaxRecords: 10, Clock: clk}
+	f := NewFetcher(api, reshard.Stream{Name: s.stream}, "shardId-000000000000", leasecore.SequenceNumber{SequenceNumber: leasecore.TRIM_HORIZON},
 		cfg, leasecore.HashRange{}, NewMetrics().Shard("shardId-000000000000"), slog.New(slog.DiscardHandler))
 	ctx := context.Background()
 	var sizes []int
 	for range 8 {
-		p, err := f.next(ctx)
+		p, err := f.Next(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		sizes = append(sizes, len(p.Records))
-		if err := clock.Sleep(ctx, clk, f.pause(p, time.Second)); err != nil {
+		if err := clock.Sleep(ctx, clk, f.Pause(p, time.Second)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -45,7 +45,7 @@ func benchGetRecords(b *testing.B, path string) {
 	for b.Loop() {
 		fast := fastPage{shardID: "shardId-000000000000"}
 		if _, err := kin.GetRecords(context.Background(), &kinesis.GetRecordsInput{ShardIterator: &it, Limit: aws.Int32(1000)},
-			noSDKRetries, fastGetRecords(&fast)); err != nil {
+			NoSDKRetries, fastGetRecords(&fast)); err != nil {
 			b.Fatal(err)
 		}
 		if path != "http" && (!fast.ok || len(fast.records) != 1000) {

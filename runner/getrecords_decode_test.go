@@ -214,7 +214,7 @@ func TestWireBase64GivesTheSameHandlerInput(t *testing.T) {
 	if len(decoded.records) != 5 || decoded.records[0].Wire64() != "aGVsbG8=" {
 		t.Fatalf("records %+v", decoded.records)
 	}
-	f := &fetcher{shardID: "shardId-000000000000", stats: &shardStats{}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	f := &Fetcher{shardID: "shardId-000000000000", stats: &shardStats{}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	p := f.page(&out, &decoded)
 	if len(p.Records) != 6 {
 		t.Fatalf("%d records after de-aggregation, want 6", len(p.Records))

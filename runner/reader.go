@@ -35,6 +35,13 @@ func (r *shardRun) newReader(start leasecore.SequenceNumber, hr leasecore.HashRa
 	return r.startPolling(start, hr)
 }
 
+// pollingConfig is what the polling reader takes from the worker's
+// settings.
+func (w *Worker) pollingConfig() PollingConfig {
+	c := w.cfg
+	return PollingConfig{MaxRecords: c.MaxRecords, AtTimestamp: c.Initial.Timestamp, Clock: c.Clock, Encoded: c.MultiLang}
+}
+
 // pollingReader reads ahead one page with a fetcher on its own goroutine,
 // paced as fetch describes.
 type pollingReader struct {
@@ -48,8 +55,8 @@ func (r *shardRun) startPolling(start leasecore.SequenceNumber, hr leasecore.Has
 	// A shard Kinesis no longer has stops the fetch at once: its data
 	// expired, and retrying cannot bring it back (shardend.go).
 	fetchCtx, stopFetch := context.WithCancelCause(r.ctx)
-	f := newFetcher(expiryWatch{KinesisAPI: r.w.kin, expired: stopFetch}, r.stream, r.shardID, start, r.w.cfg, hr, r.stats, r.log)
-	f.fromTrimHorizon = r.fromTrimHorizon
+	f := NewFetcher(expiryWatch{KinesisAPI: r.w.kin, expired: stopFetch}, r.stream, r.shardID, start, r.w.pollingConfig(), hr, r.stats, r.log)
+	f.FromTrimHorizon = r.fromTrimHorizon
 	p := &pollingReader{pages: make(chan retrieval.Page, 1), fetched: make(chan struct{}), ctx: fetchCtx, stop: stopFetch}
 	go func() {
 		defer close(p.fetched)
@@ -70,12 +77,12 @@ func (p *pollingReader) Close() {
 // fetch reads pages until the shard ends or the run stops, pacing itself:
 // at once while behind the tip or after a full page, after the idle time
 // otherwise.
-func (r *shardRun) fetch(ctx context.Context, f *fetcher, pages chan<- retrieval.Page) {
+func (r *shardRun) fetch(ctx context.Context, f *Fetcher, pages chan<- retrieval.Page) {
 	for {
 		if r.stopping() {
 			return
 		}
-		p, err := f.next(ctx)
+		p, err := f.Next(ctx)
 		if err != nil {
 			return
 		}
@@ -90,7 +97,7 @@ func (r *shardRun) fetch(ctx context.Context, f *fetcher, pages chan<- retrieval
 		if p.End {
 			return
 		}
-		if d := f.pause(p, r.w.cfg.IdleBetweenReads); d > 0 {
+		if d := f.Pause(p, r.w.cfg.IdleBetweenReads); d > 0 {
 			t := r.w.clock.NewTimer(d)
 			select {
 			case <-t.C():
