@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
 
 	"github.com/kcltool/kcltool/internal/awserr"
+	"github.com/kcltool/kcltool/internal/backoff"
 	"github.com/kcltool/kcltool/leasecore"
 )
 
@@ -180,15 +181,12 @@ const putAttempts = 3
 // put sends one request, retrying throttling, server faults and requests
 // cut off by their deadline.
 func (p *cloudWatchPublisher) put(ctx context.Context, in *cloudwatch.PutMetricDataInput) error {
-	for attempt := 1; ; attempt++ {
+	sleep := func(ctx context.Context, d time.Duration) error { return clock.Sleep(ctx, p.clock, d) }
+	return backoff.Retry(ctx, sleep, fetchBackoff, func(attempt int) (bool, error) {
 		_, err := p.api.PutMetricData(ctx, in)
-		if err == nil || ctx.Err() != nil || !awserr.RetryableRead(err) || attempt >= putAttempts {
-			return err
-		}
-		if serr := clock.Sleep(ctx, p.clock, fetchBackoff(attempt)); serr != nil {
-			return err
-		}
-	}
+		again := err != nil && ctx.Err() == nil && awserr.RetryableRead(err) && attempt < putAttempts
+		return again, err
+	}, backoff.OpErrorOnCut)
 }
 
 func datum(k cwKey, s *cwStat, at time.Time) types.MetricDatum {

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/kcltool/kcltool/internal/awserr"
+	"github.com/kcltool/kcltool/internal/backoff"
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
 )
@@ -116,13 +117,13 @@ func (r *shardRun) trimmedPosition(cause error, seq string) error {
 // finish writes the children's leases, then SHARD_END. expired, when set,
 // is why the shard ended early; it is recorded on the parent and children.
 func (r *shardRun) finish(children []types.ChildShard, expired error) error {
-	for attempt := 1; ; attempt++ {
+	err := backoff.Retry(r.ctx, r.sleepCtx, r.childWait, func(int) (bool, error) {
 		err := r.writeChildren(children, expired)
 		if err == nil {
-			break
+			return false, nil
 		}
 		if r.ctx.Err() != nil {
-			return context.Cause(r.ctx)
+			return false, context.Cause(r.ctx)
 		}
 		if errors.Is(err, reshard.ErrMergeDeferred) {
 			// The other parent's lease is missing; shard sync creates it.
@@ -131,9 +132,10 @@ func (r *shardRun) finish(children []types.ChildShard, expired error) error {
 		} else {
 			r.log.Warn("could not create the child shards' leases; retrying", "err", err)
 		}
-		if err := r.sleep(min(r.w.cfg.ParentPollInterval, fetchBackoff(attempt)+time.Second)); err != nil {
-			return err
-		}
+		return true, err
+	}, backoff.WaitErrorOnCut)
+	if err != nil {
+		return err
 	}
 	if err := r.shardEnded(); err != nil {
 		return err
@@ -211,16 +213,18 @@ type childLookup func() (children []types.ChildShard, known bool, err error)
 // The KCL retries a last page without ChildShards the same way
 // (DataRetrievalUtil.isValidResult); the listing is a second source.
 func (r *shardRun) awaitChildren(lookup childLookup) ([]types.ChildShard, error) {
-	for attempt := 1; ; attempt++ {
+	var found []types.ChildShard
+	err := backoff.Retry(r.ctx, r.sleepCtx, r.childWait, func(attempt int) (bool, error) {
 		children, known, err := lookup()
 		if errors.Is(err, errReadAgain) {
-			return nil, err
+			return false, err
 		}
 		if err == nil && known {
 			if attempt > 1 {
 				r.log.Info("child shards found in the shard listing; finishing the shard", "attempts", attempt)
 			}
-			return children, nil
+			found = children
+			return false, nil
 		}
 		if err == nil {
 			err = errNoChildrenYet
@@ -228,10 +232,18 @@ func (r *shardRun) awaitChildren(lookup childLookup) ([]types.ChildShard, error)
 		if attempt == 1 || attempt%childWarnEvery == 0 {
 			r.log.Warn("shard ended, but its child shards are not known; SHARD_END waits until they are", "attempt", attempt, "err", err)
 		}
-		if err := r.sleep(min(r.w.cfg.ParentPollInterval, fetchBackoff(attempt)+time.Second)); err != nil {
-			return nil, err
-		}
+		return true, err
+	}, backoff.WaitErrorOnCut)
+	if err != nil {
+		return nil, err
 	}
+	return found, nil
+}
+
+// childWait spaces the tries to find a shard's children or create their
+// leases: the fetch backoff plus a second, at most the parent poll interval.
+func (r *shardRun) childWait(attempt int) time.Duration {
+	return min(r.w.cfg.ParentPollInterval, fetchBackoff(attempt)+time.Second)
 }
 
 // closedChildren: a shard read to its end is closed, so it has children;

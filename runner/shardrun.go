@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kcltool/kcltool/internal/backoff"
 	"github.com/kcltool/kcltool/internal/clock"
 	"log/slog"
 	"math/rand/v2"
@@ -95,7 +96,27 @@ func (r *shardRun) run() {
 	if !r.waitForParents() {
 		return
 	}
-	for attempt := 1; ; attempt++ {
+	// failures counts the failed readings since the last one that ended
+	// for the trim horizon, which starts the backoff over.
+	failures, delay := 0, time.Duration(0)
+	// A wait cut short (the run ends, the worker stops) ends the run
+	// without an endErr, so Retry's error is not needed.
+	_ = backoff.Retry(r.ctx, r.sleepCtx, func(int) time.Duration { return delay }, func(attempt int) (bool, error) {
+		if attempt > 1 {
+			l, found, err := leasecore.GetLease(r.ctx, r.w.ddb, r.w.cfg.Table, r.key, true)
+			switch {
+			case err != nil:
+				r.log.Warn("could not read the lease back; restarting from the last known checkpoint", "err", err)
+			case !found:
+				r.log.Warn("lease deleted; stopping the shard")
+				return false, nil
+			default:
+				start = l.Checkpoint
+			}
+			if start.IsShardEnd() {
+				return false, nil
+			}
+		}
 		if r.fromTrimHorizon {
 			r.log.Info("reading shard from TRIM_HORIZON", "checkpoint", start.SequenceNumber, "subSequence", start.SubSequenceNumber)
 		} else {
@@ -104,36 +125,22 @@ func (r *shardRun) run() {
 		err := r.read(start)
 		if err == nil || r.over(err) {
 			r.endErr = err
-			return
+			return false, nil
 		}
 		if errors.Is(err, errReadFromTrimHorizon) {
 			// Not a failure: read again at once, from the lease's
 			// checkpoint as it is now (it may have moved during this
 			// reading), starting at TRIM_HORIZON.
-			r.fromTrimHorizon, attempt = true, 0
-		} else {
-			// A checkpoint written since is readable again at itself.
-			r.fromTrimHorizon = false
-			delay := processor.Backoff{}.Delay(attempt, rand.Float64)
-			r.log.Error("shard processing failed; restarting from the lease's checkpoint", "err", err, "in", delay)
-			if r.sleep(delay) != nil {
-				return
-			}
+			r.fromTrimHorizon, failures, delay = true, 0, 0
+			return true, nil
 		}
-		l, found, err := leasecore.GetLease(r.ctx, r.w.ddb, r.w.cfg.Table, r.key, true)
-		switch {
-		case err != nil:
-			r.log.Warn("could not read the lease back; restarting from the last known checkpoint", "err", err)
-		case !found:
-			r.log.Warn("lease deleted; stopping the shard")
-			return
-		default:
-			start = l.Checkpoint
-		}
-		if start.IsShardEnd() {
-			return
-		}
-	}
+		// A checkpoint written since is readable again at itself.
+		r.fromTrimHorizon = false
+		failures++
+		delay = processor.Backoff{}.Delay(failures, rand.Float64)
+		r.log.Error("shard processing failed; restarting from the lease's checkpoint", "err", err, "in", delay)
+		return true, err
+	})
 }
 
 // over reports an error that ends the run for good: the lease is lost, the
@@ -164,6 +171,9 @@ func (r *shardRun) sleep(d time.Duration) error {
 		return context.Cause(r.ctx)
 	}
 }
+
+// sleepCtx is sleep in the form backoff.Retry takes; the context is r.ctx.
+func (r *shardRun) sleepCtx(_ context.Context, d time.Duration) error { return r.sleep(d) }
 
 // waitForParents is KCL's BlockOnParentShardTask: a child is read only once
 // every parent lease is at SHARD_END or gone, so that each key's records

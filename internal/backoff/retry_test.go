@@ -31,3 +31,29 @@ func TestRetry(t *testing.T) {
 		t.Errorf("interrupted wait: %v, want both errors", err)
 	}
 }
+
+// A wait of zero or less starts the next attempt at once without asking
+// sleep; the options pick which error a cut wait returns.
+func TestRetryNoWaitAndCutOptions(t *testing.T) {
+	slept := 0
+	sleep := func(context.Context, time.Duration) error { slept++; return nil }
+	n := 0
+	_ = Retry(context.Background(), sleep, func(int) time.Duration { return 0 }, func(attempt int) (bool, error) {
+		n = attempt
+		return attempt < 3, nil
+	})
+	if n != 3 || slept != 0 {
+		t.Errorf("zero waits: %d attempts, %d sleeps; want 3, 0", n, slept)
+	}
+
+	cut, failed := errors.New("cut"), errors.New("failed")
+	cutSleep := func(context.Context, time.Duration) error { return cut }
+	always := func(int) (bool, error) { return true, failed }
+	wait := func(int) time.Duration { return time.Millisecond }
+	if err := Retry(context.Background(), cutSleep, wait, always, OpErrorOnCut); err != failed {
+		t.Errorf("OpErrorOnCut: %v, want %v", err, failed)
+	}
+	if err := Retry(context.Background(), cutSleep, wait, always, WaitErrorOnCut); err != cut {
+		t.Errorf("WaitErrorOnCut: %v, want %v", err, cut)
+	}
+}
