@@ -8,6 +8,7 @@ import (
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
 	"github.com/kcltool/kcltool/runner"
+	"github.com/kcltool/kcltool/runner/metrics"
 	"github.com/kcltool/kcltool/runner/processor"
 )
 
@@ -96,7 +97,7 @@ func (o *runOptions) workerConfig(f *Factory) (runner.Config, error) {
 		BisectOnError: o.BisectOnError, OnFailureDir: o.OnFailure,
 		ShutdownGrace: o.ShutdownGrace, ShardSyncInterval: o.ShardSyncInterval,
 		ParentPollInterval: o.ParentPollInterval, CleanupInterval: o.CleanupInterval,
-		Metrics: runner.NewMetrics(), CloudWatchInterval: o.CloudWatchInterval,
+		Metrics: metrics.New(), CloudWatchInterval: o.CloudWatchInterval,
 		Log: log, Clock: f.Clock,
 	}
 	if cfg.App == "" {

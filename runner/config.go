@@ -9,6 +9,7 @@ import (
 
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
+	"github.com/kcltool/kcltool/runner/metrics"
 	"github.com/kcltool/kcltool/runner/processor"
 )
 
@@ -112,10 +113,10 @@ type Config struct {
 	ParentPollInterval time.Duration
 
 	// Metrics, if set, receives per-shard and per-worker figures.
-	Metrics *Metrics
+	Metrics *metrics.Metrics
 	// CloudWatch, if set, publishes KCL's metric names every
 	// CloudWatchInterval into the namespace App.
-	CloudWatch         CloudWatchAPI
+	CloudWatch         metrics.CloudWatchAPI
 	CloudWatchInterval time.Duration
 
 	Log   *slog.Logger

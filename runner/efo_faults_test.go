@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kcltool/kcltool/internal/testenv/emulator"
+	"github.com/kcltool/kcltool/runner/metrics"
 )
 
 // keysOfShard returns n partition keys that a two-shard stream puts in
@@ -39,7 +40,7 @@ func TestFanOutSubscribeErrorsBackOffAndRetry(t *testing.T) {
 	cfg := s.config(t, "A", out)
 	var logs *logBuffer
 	cfg.Log, logs = recordedLogger(t, "A")
-	cfg.Metrics = NewMetrics()
+	cfg.Metrics = metrics.New()
 	cfg.FanOut = fanOut(t, 0)
 	proxy := emulator.EFOProxyOf(t)
 	const failing, other = "shardId-000000000000", "shardId-000000000001"

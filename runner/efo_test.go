@@ -16,6 +16,7 @@ import (
 
 	"github.com/kcltool/kcltool/internal/testenv/emulator"
 	"github.com/kcltool/kcltool/reshard"
+	"github.com/kcltool/kcltool/runner/metrics"
 	"github.com/kcltool/kcltool/runner/processor"
 )
 
@@ -26,7 +27,7 @@ func fanOut(t *testing.T, max time.Duration) *FanOut {
 }
 
 // countsOf reads a shard's counters from the worker's metrics.
-func countsOf(w *Worker, shard string) (Counts, bool) { return w.metrics.Counts(shard) }
+func countsOf(w *Worker, shard string) (metrics.Counts, bool) { return w.metrics.Counts(shard) }
 
 // TestFanOutResubscribesWithoutLossOrRepeat: subscriptions cut short
 // (every 1.5 s, and kinesis-local then holds the shard for about 3 s) are
@@ -38,7 +39,7 @@ func TestFanOutResubscribesWithoutLossOrRepeat(t *testing.T) {
 	out := outFile(t)
 	cfg := s.config(t, "A", out)
 	cfg.FanOut = fanOut(t, 1500*time.Millisecond)
-	cfg.Metrics = NewMetrics()
+	cfg.Metrics = metrics.New()
 	r := start(t, s, cfg)
 
 	const shard = "shardId-000000000000"

@@ -19,6 +19,7 @@ import (
 
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
+	"github.com/kcltool/kcltool/runner/metrics"
 	"github.com/kcltool/kcltool/runner/processor"
 )
 
@@ -90,7 +91,7 @@ func TestWorkerReadsResolveToOneHost(t *testing.T) {
 			}
 			f := NewFetcher(w.kin, stream, "shardId-000000000000",
 				leasecore.SequenceNumber{SequenceNumber: leasecore.TRIM_HORIZON}, w.pollingConfig(), leasecore.HashRange{},
-				NewMetrics().Shard("shardId-000000000000"), slog.New(slog.DiscardHandler))
+				metrics.New().Shard("shardId-000000000000"), slog.New(slog.DiscardHandler))
 			for range 2 {
 				if _, err := f.Next(context.Background()); err != nil {
 					t.Fatal(err)

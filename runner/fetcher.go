@@ -15,6 +15,7 @@ import (
 	"github.com/kcltool/kcltool/kinesisrec"
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
+	"github.com/kcltool/kcltool/runner/metrics"
 	"github.com/kcltool/kcltool/runner/retrieval"
 )
 
@@ -34,7 +35,7 @@ type Fetcher struct {
 	hashRange   leasecore.HashRange
 	clock       clock.Clock
 	log         *slog.Logger
-	stats       *shardStats
+	stats       *metrics.ShardStats
 	// fromTrimHorizon starts the reading at TRIM_HORIZON instead of at
 	// start, which Kinesis refused as older than the trim horizon; records
 	// at or below start are still dropped (shardend.go, trimmedPosition).
@@ -106,7 +107,7 @@ type PollingConfig struct {
 
 // NewFetcher reads shardID from start; hr filters KPL aggregates by the
 // shard's hash range.
-func NewFetcher(kin GetRecordsAPI, stream reshard.Stream, shardID string, start leasecore.SequenceNumber, cfg PollingConfig, hr leasecore.HashRange, stats *shardStats, log *slog.Logger) *Fetcher {
+func NewFetcher(kin GetRecordsAPI, stream reshard.Stream, shardID string, start leasecore.SequenceNumber, cfg PollingConfig, hr leasecore.HashRange, stats *metrics.ShardStats, log *slog.Logger) *Fetcher {
 	return &Fetcher{
 		kin: kin, stream: stream, shardID: shardID, maxRecords: cfg.MaxRecords,
 		start: start, atTimestamp: cfg.AtTimestamp, hashRange: hr,
@@ -306,7 +307,3 @@ func (f *Fetcher) Pause(p retrieval.Page, idle time.Duration) time.Duration {
 	}
 	return idle
 }
-
-// fetchBackoff: the name cloudwatch.go and shardend.go still call
-// ReadBackoff by (temporary; goes with the retry merge).
-func fetchBackoff(failures int) time.Duration { return ReadBackoff(failures) }

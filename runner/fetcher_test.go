@@ -23,6 +23,7 @@ import (
 	"github.com/kcltool/kcltool/internal/testenv/emulator"
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
+	"github.com/kcltool/kcltool/runner/metrics"
 )
 
 // callClock records, on the test's clock, when each GetRecords call went out.
@@ -53,7 +54,7 @@ func TestFetcherPacing(t *testing.T) {
 	api := &callClock{KinesisAPI: s.kin, clock: clk}
 	cfg := PollingConfig{MaxRecords: 10, Clock: clk}
 	f := NewFetcher(api, reshard.Stream{Name: s.stream}, "shardId-000000000000", leasecore.SequenceNumber{SequenceNumber: leasecore.TRIM_HORIZON},
-		cfg, leasecore.HashRange{}, NewMetrics().Shard("shardId-000000000000"), slog.New(slog.DiscardHandler))
+		cfg, leasecore.HashRange{}, metrics.New().Shard("shardId-000000000000"), slog.New(slog.DiscardHandler))
 	ctx := context.Background()
 	var sizes []int
 	for range 8 {
@@ -140,7 +141,7 @@ func TestWorkerSurvivesExpiredIteratorsAndThrottlingAndRestartsAtCheckpoint(t *t
 	put(0, 3)
 	cfg := s.config(t, "w1", out)
 	cfg.BatchSize = 7
-	cfg.Metrics = NewMetrics()
+	cfg.Metrics = metrics.New()
 	r := start(t, s, cfg)
 	put(3, 6)
 	eventually(t, 30*time.Second, "120 records", func() bool { return len(readHandled(t, out)) >= 120 })

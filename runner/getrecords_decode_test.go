@@ -22,6 +22,7 @@ import (
 	"github.com/kcltool/kcltool/internal/testenv/emulator"
 	"github.com/kcltool/kcltool/internal/testenv/kpltest"
 	"github.com/kcltool/kcltool/kinesisrec"
+	"github.com/kcltool/kcltool/runner/metrics"
 	"github.com/kcltool/kcltool/runner/processor"
 )
 
@@ -214,7 +215,7 @@ func TestWireBase64GivesTheSameHandlerInput(t *testing.T) {
 	if len(decoded.records) != 5 || decoded.records[0].Wire64() != "aGVsbG8=" {
 		t.Fatalf("records %+v", decoded.records)
 	}
-	f := &Fetcher{shardID: "shardId-000000000000", stats: &shardStats{}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	f := &Fetcher{shardID: "shardId-000000000000", stats: &metrics.ShardStats{}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	p := f.page(&out, &decoded)
 	if len(p.Records) != 6 {
 		t.Fatalf("%d records after de-aggregation, want 6", len(p.Records))

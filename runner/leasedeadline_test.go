@@ -11,6 +11,7 @@ import (
 
 	"github.com/kcltool/kcltool/internal/testenv/emulator"
 	"github.com/kcltool/kcltool/leasecore"
+	"github.com/kcltool/kcltool/runner/metrics"
 	"github.com/kcltool/kcltool/runner/processor"
 )
 
@@ -84,7 +85,7 @@ func TestLeaseDeadlineStopResumesAfterRenewal(t *testing.T) {
 	shortDynamoDBTimeout(&cfg, 200*time.Millisecond)
 	var logs *logBuffer
 	cfg.Log, logs = recordedLogger(t, "w1")
-	cfg.Metrics = NewMetrics()
+	cfg.Metrics = metrics.New()
 	start(t, through, cfg)
 	seqs := s.put(t, func(k string) string { return k }, keys("k", 3)...)
 	eventually(t, 20*time.Second, "the first run handling the batch", func() bool { return len(readHandled(t, out)) >= 3 })

@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
+	"github.com/kcltool/kcltool/runner/metrics"
 	"github.com/kcltool/kcltool/runner/processor"
 )
 
@@ -58,7 +59,7 @@ func benchPages(b *testing.B, encoded bool, step func(out *kinesis.GetRecordsOut
 // turn it into records as the fetcher does, write them as JSON Lines. The HTTP and handler
 // processes are left out; `make bench` (TestBenchRun) measures the whole.
 func BenchmarkRecordPipeline(b *testing.B) {
-	f := &Fetcher{shardID: "shardId-000000000000", stats: &shardStats{}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	f := &Fetcher{shardID: "shardId-000000000000", stats: &metrics.ShardStats{}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	benchPages(b, false, func(out *kinesis.GetRecordsOutput, fast *fastPage) error {
 		return processor.WriteBatch(io.Discard, processor.FormatJSON, f.page(out, fast).Records)
 	})
@@ -86,7 +87,7 @@ func BenchmarkHandlerRun(b *testing.B) {
 	if err := decodeGetRecords(body, &out, &fast); err != nil {
 		b.Fatal(err)
 	}
-	f := &Fetcher{shardID: "shardId-000000000000", stats: &shardStats{}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	f := &Fetcher{shardID: "shardId-000000000000", stats: &metrics.ShardStats{}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	batch := processor.Batch{App: "a", Stream: "s", ShardID: "shardId-000000000000", WorkerID: "w", Records: f.page(&out, &fast).Records}
 	h := &processor.Handler{Argv: processor.ShellCommand("cat >/dev/null"), Env: os.Environ()}
 	self0, children0 := rusage(b)
@@ -118,7 +119,7 @@ func rusage(b *testing.B) (self, children time.Duration) {
 // page's buffer, as the children's lines do once a first line was written
 // (mlLineBuffer).
 func BenchmarkMultiLangPipeline(b *testing.B) {
-	f := &Fetcher{shardID: "shardId-000000000000", stats: &shardStats{}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	f := &Fetcher{shardID: "shardId-000000000000", stats: &metrics.ShardStats{}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	var line []byte
 	benchPages(b, true, func(out *kinesis.GetRecordsOutput, fast *fastPage) error {
 		line = processor.AppendProcessRecordsLine(line, f.page(out, fast).Records, 0)

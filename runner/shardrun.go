@@ -13,6 +13,7 @@ import (
 	"github.com/kcltool/kcltool/kinesisrec"
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
+	"github.com/kcltool/kcltool/runner/metrics"
 	"github.com/kcltool/kcltool/runner/processor"
 	"github.com/kcltool/kcltool/runner/retrieval"
 )
@@ -36,7 +37,7 @@ type shardRun struct {
 	// order.
 	prev  <-chan struct{}
 	done  chan struct{}
-	stats *shardStats
+	stats *metrics.ShardStats
 	log   *slog.Logger
 
 	// endErr is what ended the reading, readable once done is closed.
@@ -361,7 +362,7 @@ func (r *shardRun) release() {
 // meteredHandler counts every handler run, its duration and its CPU time.
 type meteredHandler struct {
 	h     processor.BatchHandler
-	stats *shardStats
+	stats *metrics.ShardStats
 }
 
 func (m meteredHandler) Run(ctx context.Context, b processor.Batch) processor.Result {

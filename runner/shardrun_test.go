@@ -15,6 +15,7 @@ import (
 
 	"github.com/kcltool/kcltool/internal/testenv/emulator"
 	"github.com/kcltool/kcltool/leasecore"
+	"github.com/kcltool/kcltool/runner/metrics"
 )
 
 // pidAlive reports whether a process runs. A killed process whose parent
@@ -49,7 +50,7 @@ func TestLostLeaseKillsHandlerWithoutCheckpoint(t *testing.T) {
 	s.put(t, func(k string) string { return k }, keys("k", 10)...)
 	// The handler starts a long sleep in the background of its group.
 	cfg := s.config(t, "victim", out, "sh", "-c", `sleep 60 & echo $! > "$OUT.pid"; wait; cat >> "$OUT"`)
-	cfg.Metrics = NewMetrics()
+	cfg.Metrics = metrics.New()
 	start(t, s, cfg)
 	eventually(t, 20*time.Second, "the handler to start", func() bool { return pidIn(pidFile) != 0 })
 	sleeper := pidIn(pidFile)

@@ -13,6 +13,7 @@ import (
 	"github.com/kcltool/kcltool/internal/awserr"
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
+	"github.com/kcltool/kcltool/runner/metrics"
 	"github.com/kcltool/kcltool/runner/processor"
 )
 
@@ -28,9 +29,9 @@ type Worker struct {
 	log     *slog.Logger
 	clock   clock.Clock
 	table   reshard.Table
-	metrics *Metrics
+	metrics *metrics.Metrics
 	slots   *processor.Slots
-	cw      *cloudWatchPublisher
+	cw      *metrics.CloudWatch
 	coord   *leasecore.Coordinator
 	// units are the capacity units of every lease-table call, by
 	// operation: the coordinator counts its own (it calls through
@@ -97,10 +98,10 @@ func NewWorker(cfg Config, ddb DynamoDBAPI, kin KinesisAPI) (*Worker, error) {
 		shutdown: make(chan struct{}), stopRuns: make(chan struct{}), syncNow: make(chan struct{}, 1),
 	}
 	if w.metrics == nil {
-		w.metrics = NewMetrics()
+		w.metrics = metrics.New()
 	}
 	if cfg.CloudWatch != nil {
-		w.cw = newCloudWatchPublisher(deadlineCloudWatch{api: cfg.CloudWatch, d: cloudWatchTimeout}, cfg.App, cfg.WorkerID, cfg.Clock, w.log)
+		w.cw = metrics.NewCloudWatch(deadlineCloudWatch{api: cfg.CloudWatch, d: cloudWatchTimeout}, cfg.App, cfg.WorkerID, cfg.Clock, w.log)
 	}
 	return w, nil
 }
@@ -167,9 +168,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	cwCtx, stopCW := context.WithCancel(ctx)
 	var cwDone sync.WaitGroup
 	if w.cw != nil {
-		w.metrics.cw.Store(w.cw)
+		w.metrics.SetCloudWatch(w.cw)
 		cwDone.Add(1)
-		go func() { defer cwDone.Done(); w.cw.run(cwCtx, cfg.CloudWatchInterval, coord.Stats) }()
+		go func() { defer cwDone.Done(); w.cw.Run(cwCtx, cfg.CloudWatchInterval, coord.Stats) }()
 	}
 	defer func() { stopLoops(); stopCW(); loops.Wait(); cwDone.Wait() }()
 	if err := coord.Start(ctx); err != nil {
@@ -241,7 +242,7 @@ func (w *Worker) stopGracefully(ctx context.Context, stopCW context.CancelFunc, 
 	stopCW()
 	cwDone.Wait()
 	if w.cw != nil {
-		w.cw.publish(rctx, w.coord.Stats)
+		w.cw.Publish(rctx, w.coord.Stats)
 	}
 	w.cancelRuns(errHardStop) // nothing runs any more; frees the context
 	w.log.Info("worker stopped: every lease released")

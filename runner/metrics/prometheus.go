@@ -1,4 +1,4 @@
-package runner
+package metrics
 
 import (
 	"bufio"
@@ -52,26 +52,26 @@ func (m *Metrics) WritePrometheus(w io.Writer) error {
 
 	type counter struct {
 		name, help string
-		get        func(*shardStats) int64
+		get        func(*ShardStats) int64
 	}
 	counters := []counter{
-		{"kcltool_shard_records_total", "Records handled (after KPL de-aggregation), counted when their batch is done.", func(s *shardStats) int64 { return s.records.Load() }},
-		{"kcltool_shard_bytes_total", "Data bytes of the handled records.", func(s *shardStats) int64 { return s.bytes.Load() }},
-		{"kcltool_shard_batches_total", "Batches done: handled, or given up on into --on-failure.", func(s *shardStats) int64 { return s.batches.Load() }},
-		{"kcltool_shard_handler_runs_total", "Handler processes run.", func(s *shardStats) int64 { return s.runs.Load() }},
-		{"kcltool_shard_handler_failures_total", "Handler runs that failed, timed out or reported failed items.", func(s *shardStats) int64 { return s.failures.Load() }},
-		{"kcltool_shard_handler_retries_total", "Handler runs that retried records already handed to a handler.", func(s *shardStats) int64 { return s.retries.Load() }},
-		{"kcltool_shard_records_skipped_total", "Records given up on and written to --on-failure.", func(s *shardStats) int64 { return s.skipped.Load() }},
-		{"kcltool_shard_checkpoints_total", "Checkpoints written.", func(s *shardStats) int64 { return s.checkpoints.Load() }},
-		{"kcltool_shard_getrecords_total", "GetRecords calls.", func(s *shardStats) int64 { return s.getRecords.Load() }},
-		{"kcltool_shard_getrecords_throttled_total", "GetRecords calls answered with a throttling error.", func(s *shardStats) int64 { return s.throttled.Load() }},
-		{"kcltool_shard_read_failures_total", "GetRecords and GetShardIterator calls that failed (throttled, refused, timed out or broken); each is retried.", func(s *shardStats) int64 { return s.readFailures.Load() }},
-		{"kcltool_shard_multilang_child_restarts_total", "MultiLang children (--multilang) stopped because they exited, broke the protocol or timed out; the shard restarts with a new child after a backoff.", func(s *shardStats) int64 { return s.childRestarts.Load() }},
-		{"kcltool_shard_subscriptions_total", "Enhanced fan-out subscriptions (--efo) that delivered events, resubscriptions included; refused ones count as read failures.", func(s *shardStats) int64 { return s.subscriptions.Load() }},
-		{"kcltool_shard_resubscriptions_total", "Enhanced fan-out subscriptions (--efo) that continued from the last event after the previous one ended (every 5 minutes) or failed.", func(s *shardStats) int64 { return s.resubscriptions.Load() }},
-		{"kcltool_shard_read_timeouts_total", "GetRecords and GetShardIterator calls cut off by --kinesis-timeout.", func(s *shardStats) int64 { return s.readTimeouts.Load() }},
+		{"kcltool_shard_records_total", "Records handled (after KPL de-aggregation), counted when their batch is done.", func(s *ShardStats) int64 { return s.records.Load() }},
+		{"kcltool_shard_bytes_total", "Data bytes of the handled records.", func(s *ShardStats) int64 { return s.bytes.Load() }},
+		{"kcltool_shard_batches_total", "Batches done: handled, or given up on into --on-failure.", func(s *ShardStats) int64 { return s.batches.Load() }},
+		{"kcltool_shard_handler_runs_total", "Handler processes run.", func(s *ShardStats) int64 { return s.runs.Load() }},
+		{"kcltool_shard_handler_failures_total", "Handler runs that failed, timed out or reported failed items.", func(s *ShardStats) int64 { return s.failures.Load() }},
+		{"kcltool_shard_handler_retries_total", "Handler runs that retried records already handed to a handler.", func(s *ShardStats) int64 { return s.retries.Load() }},
+		{"kcltool_shard_records_skipped_total", "Records given up on and written to --on-failure.", func(s *ShardStats) int64 { return s.skipped.Load() }},
+		{"kcltool_shard_checkpoints_total", "Checkpoints written.", func(s *ShardStats) int64 { return s.checkpoints.Load() }},
+		{"kcltool_shard_getrecords_total", "GetRecords calls.", func(s *ShardStats) int64 { return s.getRecords.Load() }},
+		{"kcltool_shard_getrecords_throttled_total", "GetRecords calls answered with a throttling error.", func(s *ShardStats) int64 { return s.throttled.Load() }},
+		{"kcltool_shard_read_failures_total", "GetRecords and GetShardIterator calls that failed (throttled, refused, timed out or broken); each is retried.", func(s *ShardStats) int64 { return s.readFailures.Load() }},
+		{"kcltool_shard_multilang_child_restarts_total", "MultiLang children (--multilang) stopped because they exited, broke the protocol or timed out; the shard restarts with a new child after a backoff.", func(s *ShardStats) int64 { return s.childRestarts.Load() }},
+		{"kcltool_shard_subscriptions_total", "Enhanced fan-out subscriptions (--efo) that delivered events, resubscriptions included; refused ones count as read failures.", func(s *ShardStats) int64 { return s.subscriptions.Load() }},
+		{"kcltool_shard_resubscriptions_total", "Enhanced fan-out subscriptions (--efo) that continued from the last event after the previous one ended (every 5 minutes) or failed.", func(s *ShardStats) int64 { return s.resubscriptions.Load() }},
+		{"kcltool_shard_read_timeouts_total", "GetRecords and GetShardIterator calls cut off by --kinesis-timeout.", func(s *ShardStats) int64 { return s.readTimeouts.Load() }},
 	}
-	labels := func(s *shardStats) []string { return []string{"app", app, "stream", stream, "shard", s.id} }
+	labels := func(s *ShardStats) []string { return []string{"app", app, "stream", stream, "shard", s.id} }
 
 	p.family("kcltool_shard_millis_behind_latest", "gauge", "How far the shard's reader is behind the tip of the stream, from the last GetRecords (shards this worker reads now).")
 	for _, s := range shards {
@@ -227,7 +227,7 @@ var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
 // ServeMetrics listens on addr and serves /metrics until ctx ends. It
 // returns once listening, with the address (addr may use port 0), so that a
 // port in use fails the start instead of a log line later.
-func ServeMetrics(ctx context.Context, addr string, m *Metrics, log *slog.Logger) (net.Addr, error) {
+func Serve(ctx context.Context, addr string, m *Metrics, log *slog.Logger) (net.Addr, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err

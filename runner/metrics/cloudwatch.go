@@ -1,4 +1,4 @@
-package runner
+package metrics
 
 import (
 	"context"
@@ -56,7 +56,7 @@ type cwStat struct {
 
 // cloudWatchPublisher buffers observations and publishes them every
 // interval, and once more when the worker stops.
-type cloudWatchPublisher struct {
+type CloudWatch struct {
 	api       CloudWatchAPI
 	namespace string
 	worker    string
@@ -70,11 +70,11 @@ type cloudWatchPublisher struct {
 	lastUnits           map[string]leasecore.Units
 }
 
-func newCloudWatchPublisher(api CloudWatchAPI, namespace, worker string, clk clock.Clock, log *slog.Logger) *cloudWatchPublisher {
-	return &cloudWatchPublisher{api: api, namespace: namespace, worker: worker, clock: clk, log: log, data: map[cwKey]*cwStat{}}
+func NewCloudWatch(api CloudWatchAPI, namespace, worker string, clk clock.Clock, log *slog.Logger) *CloudWatch {
+	return &CloudWatch{api: api, namespace: namespace, worker: worker, clock: clk, log: log, data: map[cwKey]*cwStat{}}
 }
 
-func (p *cloudWatchPublisher) observe(k cwKey, v float64) {
+func (p *CloudWatch) observe(k cwKey, v float64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	s := p.data[k]
@@ -90,7 +90,7 @@ func (p *cloudWatchPublisher) observe(k cwKey, v float64) {
 
 // leases adds the worker's lease figures for this period: KCL's
 // RenewAllLeases CurrentLeases and LostLeases, TakeLeases TakenLeases.
-func (p *cloudWatchPublisher) leases(st leasecore.Stats) {
+func (p *CloudWatch) leases(st leasecore.Stats) {
 	p.mu.Lock()
 	lost, taken := st.Lost-p.lastLost, st.Taken+st.Stolen-p.lastTaken
 	p.lastLost, p.lastTaken = st.Lost, st.Taken+st.Stolen
@@ -106,7 +106,7 @@ func (p *cloudWatchPublisher) leases(st leasecore.Stats) {
 // under DynamoDB's own metric names, so that a dashboard can set them
 // beside the table's ConsumedReadCapacityUnits. They are kcltool's: the
 // KCL publishes no such figures.
-func (p *cloudWatchPublisher) capacityUnits(units map[string]leasecore.Units) {
+func (p *CloudWatch) capacityUnits(units map[string]leasecore.Units) {
 	p.mu.Lock()
 	last := p.lastUnits
 	p.lastUnits = maps.Clone(units)
@@ -123,7 +123,7 @@ func (p *cloudWatchPublisher) capacityUnits(units map[string]leasecore.Units) {
 }
 
 // flush publishes what was observed since the last flush.
-func (p *cloudWatchPublisher) flush(ctx context.Context) error {
+func (p *CloudWatch) flush(ctx context.Context) error {
 	p.mu.Lock()
 	data := p.data
 	p.data = map[cwKey]*cwStat{}
@@ -178,11 +178,18 @@ func (p *cloudWatchPublisher) flush(ctx context.Context) error {
 // of them are dropped rather than delay the next period.
 const putAttempts = 3
 
+// putWait spaces a failed put's retries as a failing read's are
+// (retrieval.ReadBackoff: full jitter under 200 ms doubling to 10 s, at
+// least 200 ms).
+func putWait(attempt int) time.Duration {
+	return backoff.Policy{Base: 200 * time.Millisecond, Max: 10 * time.Second, Min: 200 * time.Millisecond}.Delay(attempt-1, nil)
+}
+
 // put sends one request, retrying throttling, server faults and requests
 // cut off by their deadline.
-func (p *cloudWatchPublisher) put(ctx context.Context, in *cloudwatch.PutMetricDataInput) error {
+func (p *CloudWatch) put(ctx context.Context, in *cloudwatch.PutMetricDataInput) error {
 	sleep := func(ctx context.Context, d time.Duration) error { return clock.Sleep(ctx, p.clock, d) }
-	return backoff.Retry(ctx, sleep, fetchBackoff, func(attempt int) (bool, error) {
+	return backoff.Retry(ctx, sleep, putWait, func(attempt int) (bool, error) {
 		_, err := p.api.PutMetricData(ctx, in)
 		again := err != nil && ctx.Err() == nil && awserr.RetryableRead(err) && attempt < putAttempts
 		return again, err
@@ -208,16 +215,16 @@ func datum(k cwKey, s *cwStat, at time.Time) types.MetricDatum {
 
 // run publishes every interval until ctx ends. A failed publication is
 // logged and its data dropped: metrics must never hold up processing.
-func (p *cloudWatchPublisher) run(ctx context.Context, interval time.Duration, lease func() leasecore.Stats) {
+func (p *CloudWatch) Run(ctx context.Context, interval time.Duration, lease func() leasecore.Stats) {
 	for {
 		if clock.Sleep(ctx, p.clock, interval) != nil {
 			return
 		}
-		p.publish(ctx, lease)
+		p.Publish(ctx, lease)
 	}
 }
 
-func (p *cloudWatchPublisher) publish(ctx context.Context, lease func() leasecore.Stats) {
+func (p *CloudWatch) Publish(ctx context.Context, lease func() leasecore.Stats) {
 	if lease != nil {
 		p.leases(lease())
 	}

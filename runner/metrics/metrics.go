@@ -1,4 +1,4 @@
-package runner
+package metrics
 
 import (
 	"github.com/kcltool/kcltool/internal/clock"
@@ -22,7 +22,7 @@ type Metrics struct {
 	app    string
 	stream string
 	worker string
-	shards map[string]*shardStats
+	shards map[string]*ShardStats
 	// lease returns the coordinator's counters; nil until the worker runs.
 	lease func() leasecore.Stats
 	slots *processor.Slots
@@ -30,12 +30,17 @@ type Metrics struct {
 	// failing spell's length is read from it too. Nil until the worker runs.
 	clock clock.Clock
 	// cw, when set, also receives every observation.
-	cw atomic.Pointer[cloudWatchPublisher]
+	cw atomic.Pointer[CloudWatch]
 }
 
-// NewMetrics returns an empty collection.
-func NewMetrics() *Metrics { return &Metrics{shards: map[string]*shardStats{}} }
+// New returns an empty collection.
+func New() *Metrics { return &Metrics{shards: map[string]*ShardStats{}} }
 
+// SetCloudWatch sends every observation to p as well, from now on.
+func (m *Metrics) SetCloudWatch(p *CloudWatch) { m.cw.Store(p) }
+
+// Bind names the worker the figures are of, and gives the lease
+// coordinator's counters, the handler slots and the worker's clock.
 func (m *Metrics) Bind(app, stream, worker string, lease func() leasecore.Stats, slots *processor.Slots, clk clock.Clock) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -56,12 +61,12 @@ func (m *Metrics) now() time.Time {
 
 // Shard returns the figures of one shard, creating them on first use, and
 // marks the shard as read by this worker.
-func (m *Metrics) Shard(id string) *shardStats {
+func (m *Metrics) Shard(id string) *ShardStats {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := m.shards[id]
 	if s == nil {
-		s = &shardStats{m: m, id: id, hist: newHistogram(handlerBuckets), delivery: newHistogram(deliveryBuckets)}
+		s = &ShardStats{m: m, id: id, hist: newHistogram(handlerBuckets), delivery: newHistogram(deliveryBuckets)}
 		m.shards[id] = s
 	}
 	s.held.Store(true)
@@ -71,7 +76,7 @@ func (m *Metrics) Shard(id string) *shardStats {
 // shardStats are one shard's figures. The counters stay after the lease
 // moves on (Prometheus counters must not go back); the lag gauge is only
 // reported while this worker reads the shard.
-type shardStats struct {
+type ShardStats struct {
 	m             *Metrics
 	id            string
 	held          atomic.Bool
@@ -110,7 +115,7 @@ type shardStats struct {
 // deliveryBuckets are the added-latency histogram's bounds, in seconds.
 var deliveryBuckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 5}
 
-func (s *shardStats) Subscribed(resubscription bool) {
+func (s *ShardStats) Subscribed(resubscription bool) {
 	s.subscriptions.Add(1)
 	if resubscription {
 		s.resubscriptions.Add(1)
@@ -119,15 +124,15 @@ func (s *shardStats) Subscribed(resubscription bool) {
 
 // Delivered observes one batch's added latency; received is zero for a
 // batch that did not come from a read.
-func (s *shardStats) Delivered(received, now time.Time) {
+func (s *ShardStats) Delivered(received, now time.Time) {
 	if !received.IsZero() {
 		s.delivery.observe(max(now.Sub(received), 0).Seconds())
 	}
 }
 
-func (s *shardStats) Release() { s.held.Store(false) }
+func (s *ShardStats) Release() { s.held.Store(false) }
 
-func (s *shardStats) GetRecordsCall(err error) {
+func (s *ShardStats) GetRecordsCall(err error) {
 	s.getRecords.Add(1)
 	if err != nil && awserr.Throttled(err) {
 		s.throttled.Add(1)
@@ -145,7 +150,7 @@ func (s *shardStats) GetRecordsCall(err error) {
 
 // ReadFailed counts a failed Kinesis read call; since is when the shard's
 // reads started failing.
-func (s *shardStats) ReadFailed(err error, since time.Time) {
+func (s *ShardStats) ReadFailed(err error, since time.Time) {
 	s.readFailures.Add(1)
 	if awserr.Timeout(err) {
 		s.readTimeouts.Add(1)
@@ -154,16 +159,16 @@ func (s *shardStats) ReadFailed(err error, since time.Time) {
 }
 
 // ReadOK ends a failing spell.
-func (s *shardStats) ReadOK() { s.failingSince.Store(0) }
+func (s *ShardStats) ReadOK() { s.failingSince.Store(0) }
 
-func (s *shardStats) Read(millisBehind int64) {
+func (s *ShardStats) Read(millisBehind int64) {
 	s.millisBehind.Store(millisBehind)
 	if cw := s.m.cw.Load(); cw != nil {
 		cw.observe(cwKey{op: opProcessTask, shard: s.id, name: "MillisBehindLatest", unit: unitMillis}, float64(millisBehind))
 	}
 }
 
-func (s *shardStats) HandlerRun(res processor.Result) {
+func (s *ShardStats) HandlerRun(res processor.Result) {
 	s.runs.Add(1)
 	if res.Outcome != processor.Succeeded {
 		s.failures.Add(1)
@@ -183,7 +188,7 @@ func (s *shardStats) HandlerRun(res processor.Result) {
 // BatchDone counts a batch whose records have all been handled or given up
 // on. Retries are the runs beyond one per part of the batch (a bisection
 // makes two parts of one).
-func (s *shardStats) BatchDone(records []kinesisrec.Record, st processor.ProcessStats) {
+func (s *ShardStats) BatchDone(records []kinesisrec.Record, st processor.ProcessStats) {
 	var bytes int64
 	for i := range records {
 		bytes += int64(records[i].DataLen())
@@ -201,24 +206,24 @@ func (s *shardStats) BatchDone(records []kinesisrec.Record, st processor.Process
 	}
 }
 
-func (s *shardStats) Checkpointed() { s.checkpoints.Add(1) }
+func (s *ShardStats) Checkpointed() { s.checkpoints.Add(1) }
 
 // AddHandlerCPU counts a handler process's CPU time, whatever its outcome.
-func (s *shardStats) AddHandlerCPU(d time.Duration) { s.handlerCPU.Add(int64(d)) }
+func (s *ShardStats) AddHandlerCPU(d time.Duration) { s.handlerCPU.Add(int64(d)) }
 
 // ChildRestart counts a MultiLang child stopped for a failure; the shard
 // restarts with a new one after a backoff.
-func (s *shardStats) ChildRestart() { s.childRestarts.Add(1) }
+func (s *ShardStats) ChildRestart() { s.childRestarts.Add(1) }
 
 // ChildRunning counts a long-lived handler's CPU while it runs, through
 // cpu; childReaped ends that with its exact total (its rusage).
-func (s *shardStats) ChildRunning(cpu func() time.Duration) {
+func (s *ShardStats) ChildRunning(cpu func() time.Duration) {
 	s.liveMu.Lock()
 	s.liveCPU = cpu
 	s.liveMu.Unlock()
 }
 
-func (s *shardStats) ChildReaped(total time.Duration) {
+func (s *ShardStats) ChildReaped(total time.Duration) {
 	s.liveMu.Lock()
 	s.liveCPU = nil
 	s.handlerCPU.Add(int64(total))
@@ -227,7 +232,7 @@ func (s *shardStats) ChildReaped(total time.Duration) {
 
 // handlerCPUTime is the handlers' CPU time: the reaped ones' and a running
 // MultiLang child's so far.
-func (s *shardStats) handlerCPUTime() time.Duration {
+func (s *ShardStats) handlerCPUTime() time.Duration {
 	s.liveMu.Lock()
 	defer s.liveMu.Unlock()
 	d := time.Duration(s.handlerCPU.Load())
@@ -259,7 +264,7 @@ func (m *Metrics) Counts(id string) (Counts, bool) {
 }
 
 // snapshot copies the shards, sorted, for a consistent exposition.
-func (m *Metrics) snapshot() (app, stream, worker string, shards []*shardStats, lease leasecore.Stats, running int, haveLease bool) {
+func (m *Metrics) snapshot() (app, stream, worker string, shards []*ShardStats, lease leasecore.Stats, running int, haveLease bool) {
 	m.mu.Lock()
 	app, stream, worker = m.app, m.stream, m.worker
 	for _, s := range m.shards {
