@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/kcltool/kcltool/runner/processor"
+	"github.com/kcltool/kcltool/runner/retrieval"
 )
 
 // A fan-out subscription ends its shard with an event that carries
@@ -57,7 +58,7 @@ func (f *fanOutReader) confirmEnd() (ended bool, err error) {
 	r := f.r
 	f.log.Info("shard closed and no ChildShards came on its subscription; confirming its end with GetRecords", "after", f.cont,
 		"closedFor", r.w.clock.Now().Sub(f.closedSince).Round(time.Millisecond).String())
-	ft := NewFetcher(expiryWatch{KinesisAPI: r.w.kin, expired: f.stop}, r.stream, r.shardID, f.start, r.w.pollingConfig(), f.hashRange, r.stats, f.log)
+	ft := retrieval.NewFetcher(expiryWatch{KinesisAPI: r.w.kin, expired: f.stop}, r.stream, r.shardID, f.start, r.w.pollingConfig(), f.hashRange, r.stats, f.log)
 	ft.ContinueAfter(f.cont, f.filtering)
 	for {
 		p, err := ft.Next(f.ctx)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kcltool/kcltool/internal/testenv/emulator"
 	"github.com/kcltool/kcltool/runner/metrics"
+	"github.com/kcltool/kcltool/runner/retrieval"
 )
 
 // keysOfShard returns n partition keys that a two-shard stream puts in
@@ -128,7 +129,7 @@ func TestFanOutSubscribeErrorsBackOffAndRetry(t *testing.T) {
 		}
 	}
 	if warns != 1 {
-		t.Errorf("%d warnings about the failing subscriptions, want 1 at once (then one per %s)", warns, FailingWarnEvery)
+		t.Errorf("%d warnings about the failing subscriptions, want 1 at once (then one per %s)", warns, retrieval.FailingWarnEvery)
 	}
 	if strings.Contains(log, "shard processing failed") {
 		t.Error("a refused subscription failed the shard's processing: it must be retried by the reader")

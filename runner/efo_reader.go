@@ -178,7 +178,7 @@ func (f *fanOutReader) subscribe() (ended bool, err error) {
 	}()
 	out, err := w.cfg.FanOut.API.SubscribeToShard(sctx, &kinesis.SubscribeToShardInput{
 		ConsumerARN: aws.String(arn), ShardId: aws.String(f.r.shardID), StartingPosition: pos,
-	}, NoSDKRetries, ownEventCodec)
+	}, retrieval.NoSDKRetries, ownEventCodec)
 	close(answered)
 	if err != nil {
 		return false, f.classify(sctx, arn, err)
@@ -342,7 +342,7 @@ func (f *fanOutReader) failed(err error) error {
 			level = slog.LevelError
 		}
 		f.lastWarn = now
-	case !f.lastWarn.IsZero() && now.Sub(f.lastWarn) >= FailingWarnEvery:
+	case !f.lastWarn.IsZero() && now.Sub(f.lastWarn) >= retrieval.FailingWarnEvery:
 		level, msg = slog.LevelWarn, "subscriptions to the shard are still failing; retrying (the lease is kept)"
 		f.lastWarn = now
 	}

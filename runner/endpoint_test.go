@@ -21,6 +21,7 @@ import (
 	"github.com/kcltool/kcltool/reshard"
 	"github.com/kcltool/kcltool/runner/metrics"
 	"github.com/kcltool/kcltool/runner/processor"
+	"github.com/kcltool/kcltool/runner/retrieval"
 )
 
 // hostLog is an HTTP client that answers Kinesis reads without a network
@@ -89,7 +90,7 @@ func TestWorkerReadsResolveToOneHost(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			f := NewFetcher(w.kin, stream, "shardId-000000000000",
+			f := retrieval.NewFetcher(w.kin, stream, "shardId-000000000000",
 				leasecore.SequenceNumber{SequenceNumber: leasecore.TRIM_HORIZON}, w.pollingConfig(), leasecore.HashRange{},
 				metrics.New().Shard("shardId-000000000000"), slog.New(slog.DiscardHandler))
 			for range 2 {

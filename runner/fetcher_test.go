@@ -24,6 +24,7 @@ import (
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
 	"github.com/kcltool/kcltool/runner/metrics"
+	"github.com/kcltool/kcltool/runner/retrieval"
 )
 
 // callClock records, on the test's clock, when each GetRecords call went out.
@@ -52,8 +53,8 @@ func TestFetcherPacing(t *testing.T) {
 	}
 	clk := clocktest.NewStep(time.Unix(1_700_000_000, 0))
 	api := &callClock{KinesisAPI: s.kin, clock: clk}
-	cfg := PollingConfig{MaxRecords: 10, Clock: clk}
-	f := NewFetcher(api, reshard.Stream{Name: s.stream}, "shardId-000000000000", leasecore.SequenceNumber{SequenceNumber: leasecore.TRIM_HORIZON},
+	cfg := retrieval.PollingConfig{MaxRecords: 10, Clock: clk}
+	f := retrieval.NewFetcher(api, reshard.Stream{Name: s.stream}, "shardId-000000000000", leasecore.SequenceNumber{SequenceNumber: leasecore.TRIM_HORIZON},
 		cfg, leasecore.HashRange{}, metrics.New().Shard("shardId-000000000000"), slog.New(slog.DiscardHandler))
 	ctx := context.Background()
 	var sizes []int

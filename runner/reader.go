@@ -37,9 +37,9 @@ func (r *shardRun) newReader(start leasecore.SequenceNumber, hr leasecore.HashRa
 
 // pollingConfig is what the polling reader takes from the worker's
 // settings.
-func (w *Worker) pollingConfig() PollingConfig {
+func (w *Worker) pollingConfig() retrieval.PollingConfig {
 	c := w.cfg
-	return PollingConfig{MaxRecords: c.MaxRecords, AtTimestamp: c.Initial.Timestamp, Clock: c.Clock, Encoded: c.MultiLang}
+	return retrieval.PollingConfig{MaxRecords: c.MaxRecords, AtTimestamp: c.Initial.Timestamp, Clock: c.Clock, Encoded: c.MultiLang}
 }
 
 // pollingReader reads ahead one page with a fetcher on its own goroutine,
@@ -55,7 +55,7 @@ func (r *shardRun) startPolling(start leasecore.SequenceNumber, hr leasecore.Has
 	// A shard Kinesis no longer has stops the fetch at once: its data
 	// expired, and retrying cannot bring it back (shardend.go).
 	fetchCtx, stopFetch := context.WithCancelCause(r.ctx)
-	f := NewFetcher(expiryWatch{KinesisAPI: r.w.kin, expired: stopFetch}, r.stream, r.shardID, start, r.w.pollingConfig(), hr, r.stats, r.log)
+	f := retrieval.NewFetcher(expiryWatch{KinesisAPI: r.w.kin, expired: stopFetch}, r.stream, r.shardID, start, r.w.pollingConfig(), hr, r.stats, r.log)
 	f.FromTrimHorizon = r.fromTrimHorizon
 	p := &pollingReader{pages: make(chan retrieval.Page, 1), fetched: make(chan struct{}), ctx: fetchCtx, stop: stopFetch}
 	go func() {
@@ -77,7 +77,7 @@ func (p *pollingReader) Close() {
 // fetch reads pages until the shard ends or the run stops, pacing itself:
 // at once while behind the tip or after a full page, after the idle time
 // otherwise.
-func (r *shardRun) fetch(ctx context.Context, f *Fetcher, pages chan<- retrieval.Page) {
+func (r *shardRun) fetch(ctx context.Context, f *retrieval.Fetcher, pages chan<- retrieval.Page) {
 	for {
 		if r.stopping() {
 			return

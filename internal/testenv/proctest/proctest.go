@@ -1,6 +1,7 @@
-// Package proctest tells tests whether a process they started is gone:
-// the handler tests of runner/processor and the worker tests of runner
-// both check that no handler process outlives its run.
+// Package proctest is process support shared by the tests of runner and
+// its sub-packages: whether a process a test started is gone (Gone: no
+// handler process may outlive its run) and how much CPU time this process
+// and its children used (Rusage, for the benchmarks).
 package proctest
 
 import (

@@ -1,4 +1,4 @@
-package runner
+package retrieval
 
 import (
 	"context"
@@ -16,7 +16,6 @@ import (
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
 	"github.com/kcltool/kcltool/runner/metrics"
-	"github.com/kcltool/kcltool/runner/retrieval"
 )
 
 // Fetcher reads one shard with GetRecords. It remembers the last sequence
@@ -58,6 +57,10 @@ type Fetcher struct {
 	unlogged               int
 	warned                 bool
 }
+
+// MaxGetRecordsPerSecond is Kinesis's per-shard read call limit; the
+// reader never exceeds it, whatever the pacing says.
+const MaxGetRecordsPerSecond = 5
 
 // minCallSpacing keeps a reader under Kinesis's per-shard limit of five
 // GetRecords calls per second, whatever the pacing asks for.
@@ -131,20 +134,20 @@ func (f *Fetcher) ContinueAfter(seq string, filtering bool) {
 
 // Next makes GetRecords calls until one succeeds, backing off on throttling
 // and faults; it fails only when ctx ends.
-func (f *Fetcher) Next(ctx context.Context) (retrieval.Page, error) {
+func (f *Fetcher) Next(ctx context.Context) (Page, error) {
 	for {
 		if wait := f.lastCall.Add(minCallSpacing).Sub(f.clock.Now()); wait > 0 {
 			if err := clock.Sleep(ctx, f.clock, wait); err != nil {
-				return retrieval.Page{}, err
+				return Page{}, err
 			}
 		}
 		if f.iterator == nil {
 			if err := f.newIterator(ctx); err != nil {
 				if ctx.Err() != nil {
-					return retrieval.Page{}, ctx.Err()
+					return Page{}, ctx.Err()
 				}
 				if err := f.failed(ctx, "GetShardIterator", err); err != nil {
-					return retrieval.Page{}, err
+					return Page{}, err
 				}
 				continue
 			}
@@ -166,14 +169,14 @@ func (f *Fetcher) Next(ctx context.Context) (retrieval.Page, error) {
 			f.recovered()
 			return f.page(out, &fast), nil
 		case ctx.Err() != nil:
-			return retrieval.Page{}, ctx.Err()
+			return Page{}, ctx.Err()
 		case awserr.ExpiredIterator(err):
 			f.log.Info("shard iterator expired; resuming after the last record received", "after", f.lastSeq)
 			f.iterator = nil
 			continue
 		}
 		if err := f.failed(ctx, "GetRecords", err); err != nil {
-			return retrieval.Page{}, err
+			return Page{}, err
 		}
 	}
 }
@@ -278,12 +281,12 @@ func (f *Fetcher) newIterator(ctx context.Context) error {
 
 // page turns a GetRecords answer into records: fast's, when the fast
 // decoder read the answer, else the SDK's.
-func (f *Fetcher) page(out *kinesis.GetRecordsOutput, fast *fastPage) retrieval.Page {
+func (f *Fetcher) page(out *kinesis.GetRecordsOutput, fast *fastPage) Page {
 	all := fast.records
 	if !fast.ok {
 		all = kinesisrec.FromKinesis(f.shardID, out.Records)
 	}
-	p := retrieval.Page{Raw: len(all), MillisBehind: aws.ToInt64(out.MillisBehindLatest)}
+	p := Page{Raw: len(all), MillisBehind: aws.ToInt64(out.MillisBehindLatest)}
 	if f.clock != nil { // a fetcher built by a test may have none
 		p.Received = f.clock.Now()
 	}
@@ -294,14 +297,14 @@ func (f *Fetcher) page(out *kinesis.GetRecordsOutput, fast *fastPage) retrieval.
 	if f.iterator == nil {
 		p.End, p.Children = true, out.ChildShards
 	}
-	p.Records, p.Bytes = retrieval.PageRecords(all, f.hashRange, f.start, &f.filtering, f.log)
+	p.Records, p.Bytes = PageRecords(all, f.hashRange, f.start, &f.filtering, f.log)
 	return p
 }
 
 // Pause is how long to wait before the next read after p: none while the
 // reader is behind the tip or got a full page (the rate limit still
 // applies), the idle time otherwise.
-func (f *Fetcher) Pause(p retrieval.Page, idle time.Duration) time.Duration {
+func (f *Fetcher) Pause(p Page, idle time.Duration) time.Duration {
 	if p.MillisBehind > 0 || p.Raw >= int(f.maxRecords) {
 		return 0
 	}

@@ -1,4 +1,4 @@
-package runner
+package retrieval
 
 import (
 	"context"
@@ -8,12 +8,11 @@ import (
 	"log/slog"
 	"os"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
+	"github.com/kcltool/kcltool/internal/testenv/proctest"
 	"github.com/kcltool/kcltool/runner/metrics"
 	"github.com/kcltool/kcltool/runner/processor"
 )
@@ -90,26 +89,15 @@ func BenchmarkHandlerRun(b *testing.B) {
 	f := &Fetcher{shardID: "shardId-000000000000", stats: &metrics.ShardStats{}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	batch := processor.Batch{App: "a", Stream: "s", ShardID: "shardId-000000000000", WorkerID: "w", Records: f.page(&out, &fast).Records}
 	h := &processor.Handler{Argv: processor.ShellCommand("cat >/dev/null"), Env: os.Environ()}
-	self0, children0 := rusage(b)
+	self0, children0 := proctest.Rusage(b)
 	for b.Loop() {
 		if res := h.Run(context.Background(), batch); res.Outcome != processor.Succeeded {
 			b.Fatalf("handler: %+v", res)
 		}
 	}
-	self1, children1 := rusage(b)
+	self1, children1 := proctest.Rusage(b)
 	b.ReportMetric(float64((self1-self0).Microseconds())/float64(b.N), "parent-µs/op")
 	b.ReportMetric(float64((children1-children0).Microseconds())/float64(b.N), "children-µs/op")
-}
-
-func rusage(b *testing.B) (self, children time.Duration) {
-	var s, c syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &s); err != nil {
-		b.Fatal(err)
-	}
-	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &c); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(s.Utime.Nano() + s.Stime.Nano()), time.Duration(c.Utime.Nano() + c.Stime.Nano())
 }
 
 // BenchmarkMultiLangPipeline is the same page on the MultiLang path:

@@ -1,4 +1,4 @@
-package runner
+package retrieval
 
 import (
 	"bytes"
@@ -12,6 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+
+	"github.com/kcltool/kcltool/internal/testenv/proctest"
 )
 
 // benchGetRecords makes one GetRecords call per iteration, as the fetcher
@@ -27,7 +29,7 @@ func benchGetRecords(b *testing.B, path string) {
 		_, _ = w.Write(body)
 	}))
 	b.Cleanup(srv.Close)
-	var kin KinesisAPI = kinesis.New(kinesis.Options{
+	var kin GetRecordsAPI = kinesis.New(kinesis.Options{
 		Region:       "us-east-1",
 		BaseEndpoint: aws.String(srv.URL),
 		Credentials:  aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider("AKID", "SECRET", "")),
@@ -41,7 +43,7 @@ func benchGetRecords(b *testing.B, path string) {
 	it := "AAAAAAAAAAGmJcHkTTsDyN3UsqpbZgT7bJzA9nvPO2eyShcq8Qf3vQ5tXqAbUcN6cpJ9g6xP"
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
-	self0, _ := rusage(b)
+	self0, _ := proctest.Rusage(b)
 	for b.Loop() {
 		fast := fastPage{shardID: "shardId-000000000000"}
 		if _, err := kin.GetRecords(context.Background(), &kinesis.GetRecordsInput{ShardIterator: &it, Limit: aws.Int32(1000)},
@@ -52,7 +54,7 @@ func benchGetRecords(b *testing.B, path string) {
 			b.Fatal("not decoded")
 		}
 	}
-	self1, _ := rusage(b)
+	self1, _ := proctest.Rusage(b)
 	// The process's CPU, client and server: what wall time on a shared
 	// machine does not show.
 	b.ReportMetric(float64((self1-self0).Microseconds())/float64(b.N), "cpu-µs/op")
@@ -66,7 +68,7 @@ func BenchmarkGetRecordsCallSDK(b *testing.B)  { benchGetRecords(b, "sdk") }
 func BenchmarkGetRecordsCallHTTP(b *testing.B) { benchGetRecords(b, "http") }
 
 type rawHTTP struct {
-	KinesisAPI
+	GetRecordsAPI
 	url string
 }
 
