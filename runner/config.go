@@ -88,7 +88,7 @@ type Config struct {
 	// Handler runs the batches. Its Env is the base environment.
 	Handler *processor.Handler
 	// MultiLang runs Handler.Argv as one long-lived KCL MultiLang child per
-	// held lease instead of a process per batch (multilang.go): one
+	// held lease instead of a process per batch (processor/multilang.go): one
 	// processRecords per GetRecords page, so BatchSize, BatchWindow,
 	// MaxParallel and the failure policy do not apply; the child
 	// checkpoints. MultiLangTimeout (the MLD's timeoutInSeconds) bounds

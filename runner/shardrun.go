@@ -333,7 +333,7 @@ func (r *shardRun) handle(records []kinesisrec.Record, millisBehind int64) error
 	if err != nil {
 		return err
 	}
-	r.stats.BatchDone(records, st)
+	r.stats.BatchDone(records, st.Runs, st.Bisections, st.Skipped)
 	return nil
 }
 
@@ -370,7 +370,7 @@ func (m meteredHandler) Run(ctx context.Context, b processor.Batch) processor.Re
 	// A handler killed on a lost lease or at shutdown still spent its CPU.
 	m.stats.AddHandlerCPU(res.CPU)
 	if ctx.Err() == nil {
-		m.stats.HandlerRun(res)
+		m.stats.HandlerRun(res.Duration, res.Outcome == processor.Succeeded)
 	}
 	return res
 }

@@ -157,7 +157,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	w.coord = coord
-	w.metrics.Bind(cfg.App, w.streamsLabel(), cfg.WorkerID, coord.Stats, w.slots, w.clock)
+	w.metrics.Bind(cfg.App, w.streamsLabel(), cfg.WorkerID, coord.Stats, w.slots.InUse, w.clock)
 	w.runCtx, w.cancelRuns = context.WithCancelCause(ctx)
 	loopsCtx, stopLoops := context.WithCancel(ctx)
 	var loops sync.WaitGroup

@@ -10,7 +10,6 @@ import (
 	"github.com/kcltool/kcltool/internal/awserr"
 	"github.com/kcltool/kcltool/kinesisrec"
 	"github.com/kcltool/kcltool/leasecore"
-	"github.com/kcltool/kcltool/runner/processor"
 )
 
 // Metrics collects a worker's figures: per shard (reads, records, batches,
@@ -25,7 +24,8 @@ type Metrics struct {
 	shards map[string]*ShardStats
 	// lease returns the coordinator's counters; nil until the worker runs.
 	lease func() leasecore.Stats
-	slots *processor.Slots
+	// running reports the handler processes running; nil until the worker runs.
+	running func() int
 	// clock is the worker's: failingSince was stamped with it, so the
 	// failing spell's length is read from it too. Nil until the worker runs.
 	clock clock.Clock
@@ -40,11 +40,12 @@ func New() *Metrics { return &Metrics{shards: map[string]*ShardStats{}} }
 func (m *Metrics) SetCloudWatch(p *CloudWatch) { m.cw.Store(p) }
 
 // Bind names the worker the figures are of, and gives the lease
-// coordinator's counters, the handler slots and the worker's clock.
-func (m *Metrics) Bind(app, stream, worker string, lease func() leasecore.Stats, slots *processor.Slots, clk clock.Clock) {
+// coordinator's counters, the count of running handlers and the worker's
+// clock.
+func (m *Metrics) Bind(app, stream, worker string, lease func() leasecore.Stats, running func() int, clk clock.Clock) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.app, m.stream, m.worker, m.lease, m.slots, m.clock = app, stream, worker, lease, slots, clk
+	m.app, m.stream, m.worker, m.lease, m.running, m.clock = app, stream, worker, lease, running, clk
 }
 
 // now reads the worker's clock; the real one before the worker binds it
@@ -102,7 +103,7 @@ type ShardStats struct {
 	// runs. liveMu makes the hand-over from one to the other atomic.
 	liveMu  sync.Mutex
 	liveCPU func() time.Duration
-	// Enhanced fan-out (efo_reader.go): subscriptions that delivered, and
+	// Enhanced fan-out (runner/efo_reader.go): subscriptions that delivered, and
 	// of those the ones that continued a subscription that had ended.
 	subscriptions   atomic.Int64
 	resubscriptions atomic.Int64
@@ -168,27 +169,29 @@ func (s *ShardStats) Read(millisBehind int64) {
 	}
 }
 
-func (s *ShardStats) HandlerRun(res processor.Result) {
+// HandlerRun counts one handler run of d; ok when it fully succeeded.
+func (s *ShardStats) HandlerRun(d time.Duration, ok bool) {
 	s.runs.Add(1)
-	if res.Outcome != processor.Succeeded {
+	if !ok {
 		s.failures.Add(1)
 	}
-	s.hist.observe(res.Duration.Seconds())
+	s.hist.observe(d.Seconds())
 	if cw := s.m.cw.Load(); cw != nil {
-		ms := float64(res.Duration) / float64(time.Millisecond)
+		ms := float64(d) / float64(time.Millisecond)
 		cw.observe(cwKey{op: opProcessTask, shard: s.id, name: "RecordProcessor.processRecords.Time", unit: unitMillis}, ms)
-		ok := 0.0
-		if res.Outcome == processor.Succeeded {
-			ok = 1
+		success := 0.0
+		if ok {
+			success = 1
 		}
-		cw.observe(cwKey{op: opProcessTask, shard: s.id, name: "Success", unit: unitCount}, ok)
+		cw.observe(cwKey{op: opProcessTask, shard: s.id, name: "Success", unit: unitCount}, success)
 	}
 }
 
 // BatchDone counts a batch whose records have all been handled or given up
-// on. Retries are the runs beyond one per part of the batch (a bisection
+// on, after runs handler runs, bisections splits and skipped records given
+// up on. Retries are the runs beyond one per part of the batch (a bisection
 // makes two parts of one).
-func (s *ShardStats) BatchDone(records []kinesisrec.Record, st processor.ProcessStats) {
+func (s *ShardStats) BatchDone(records []kinesisrec.Record, runs, bisections, skipped int) {
 	var bytes int64
 	for i := range records {
 		bytes += int64(records[i].DataLen())
@@ -196,8 +199,8 @@ func (s *ShardStats) BatchDone(records []kinesisrec.Record, st processor.Process
 	s.batches.Add(1)
 	s.records.Add(int64(len(records)))
 	s.bytes.Add(bytes)
-	s.skipped.Add(int64(st.Skipped))
-	if r := st.Runs - 1 - st.Bisections; r > 0 {
+	s.skipped.Add(int64(skipped))
+	if r := runs - 1 - bisections; r > 0 {
 		s.retries.Add(int64(r))
 	}
 	if cw := s.m.cw.Load(); cw != nil {
@@ -270,13 +273,16 @@ func (m *Metrics) snapshot() (app, stream, worker string, shards []*ShardStats, 
 	for _, s := range m.shards {
 		shards = append(shards, s)
 	}
-	leaseFn, slots := m.lease, m.slots
+	leaseFn, runningFn := m.lease, m.running
 	m.mu.Unlock()
 	sort.Slice(shards, func(i, j int) bool { return shards[i].id < shards[j].id })
 	if leaseFn != nil {
 		lease, haveLease = leaseFn(), true
 	}
-	return app, stream, worker, shards, lease, slots.InUse(), haveLease
+	if runningFn != nil {
+		running = runningFn()
+	}
+	return app, stream, worker, shards, lease, running, haveLease
 }
 
 // handlerBuckets are the handler duration histogram's upper bounds, in

@@ -35,9 +35,9 @@ type Fetcher struct {
 	clock       clock.Clock
 	log         *slog.Logger
 	stats       *metrics.ShardStats
-	// fromTrimHorizon starts the reading at TRIM_HORIZON instead of at
+	// FromTrimHorizon starts the reading at TRIM_HORIZON instead of at
 	// start, which Kinesis refused as older than the trim horizon; records
-	// at or below start are still dropped (shardend.go, trimmedPosition).
+	// at or below start are still dropped (runner/shardend.go, trimmedPosition).
 	FromTrimHorizon bool
 	// encoded: the records' data may be kept as base64 text (fastPage), for
 	// the MultiLang protocol, whose records carry it so.
