@@ -1,18 +1,15 @@
 package retrieval
 
 import (
-	"context"
 	"encoding/base64"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
-	"github.com/kcltool/kcltool/internal/testenv/proctest"
 	"github.com/kcltool/kcltool/runner/metrics"
 	"github.com/kcltool/kcltool/runner/processor"
 )
@@ -73,31 +70,6 @@ func BenchmarkDecodeGetRecords(b *testing.B) {
 // protocol asks for it: each record's data checked and kept as its text.
 func BenchmarkDecodeGetRecordsEncoded(b *testing.B) {
 	benchPages(b, true, func(*kinesis.GetRecordsOutput, *fastPage) error { return nil })
-}
-
-// BenchmarkHandlerRun is the per-batch cost of the handler contract: one
-// `sh -c 'cat >/dev/null'` process fed a 1000-record batch. It reports the
-// CPU this process spent (parent-µs/op) apart from the handler processes'
-// (children-µs/op).
-func BenchmarkHandlerRun(b *testing.B) {
-	body := getRecordsBody(1000, 100)
-	var out kinesis.GetRecordsOutput
-	fast := fastPage{shardID: "shardId-000000000000"}
-	if err := decodeGetRecords(body, &out, &fast); err != nil {
-		b.Fatal(err)
-	}
-	f := &Fetcher{shardID: "shardId-000000000000", stats: &metrics.ShardStats{}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	batch := processor.Batch{App: "a", Stream: "s", ShardID: "shardId-000000000000", WorkerID: "w", Records: f.page(&out, &fast).Records}
-	h := &processor.Handler{Argv: processor.ShellCommand("cat >/dev/null"), Env: os.Environ()}
-	self0, children0 := proctest.Rusage(b)
-	for b.Loop() {
-		if res := h.Run(context.Background(), batch); res.Outcome != processor.Succeeded {
-			b.Fatalf("handler: %+v", res)
-		}
-	}
-	self1, children1 := proctest.Rusage(b)
-	b.ReportMetric(float64((self1-self0).Microseconds())/float64(b.N), "parent-µs/op")
-	b.ReportMetric(float64((children1-children0).Microseconds())/float64(b.N), "children-µs/op")
 }
 
 // BenchmarkMultiLangPipeline is the same page on the MultiLang path:
