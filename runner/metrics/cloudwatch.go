@@ -54,7 +54,7 @@ type cwStat struct {
 	n, sum, min, max float64
 }
 
-// cloudWatchPublisher buffers observations and publishes them every
+// CloudWatch buffers observations and publishes them every
 // interval, and once more when the worker stops.
 type CloudWatch struct {
 	api       CloudWatchAPI
@@ -70,6 +70,8 @@ type CloudWatch struct {
 	lastUnits           map[string]leasecore.Units
 }
 
+// NewCloudWatch publishes to api under namespace (the application), with
+// the worker's name on its worker-level metrics.
 func NewCloudWatch(api CloudWatchAPI, namespace, worker string, clk clock.Clock, log *slog.Logger) *CloudWatch {
 	return &CloudWatch{api: api, namespace: namespace, worker: worker, clock: clk, log: log, data: map[cwKey]*cwStat{}}
 }
@@ -213,7 +215,7 @@ func datum(k cwKey, s *cwStat, at time.Time) types.MetricDatum {
 	return d
 }
 
-// run publishes every interval until ctx ends. A failed publication is
+// Run publishes every interval until ctx ends. A failed publication is
 // logged and its data dropped: metrics must never hold up processing.
 func (p *CloudWatch) Run(ctx context.Context, interval time.Duration, lease func() leasecore.Stats) {
 	for {
@@ -224,6 +226,8 @@ func (p *CloudWatch) Run(ctx context.Context, interval time.Duration, lease func
 	}
 }
 
+// Publish sends what was observed since the last publication, with the
+// lease counters lease reports; the worker calls it once more as it stops.
 func (p *CloudWatch) Publish(ctx context.Context, lease func() leasecore.Stats) {
 	if lease != nil {
 		p.leases(lease())

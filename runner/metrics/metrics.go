@@ -74,7 +74,7 @@ func (m *Metrics) Shard(id string) *ShardStats {
 	return s
 }
 
-// shardStats are one shard's figures. The counters stay after the lease
+// ShardStats are one shard's figures. The counters stay after the lease
 // moves on (Prometheus counters must not go back); the lag gauge is only
 // reported while this worker reads the shard.
 type ShardStats struct {
@@ -116,6 +116,8 @@ type ShardStats struct {
 // deliveryBuckets are the added-latency histogram's bounds, in seconds.
 var deliveryBuckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 5}
 
+// Subscribed counts a fan-out subscription that delivered;
+// resubscription when it continued one that had ended.
 func (s *ShardStats) Subscribed(resubscription bool) {
 	s.subscriptions.Add(1)
 	if resubscription {
@@ -131,8 +133,11 @@ func (s *ShardStats) Delivered(received, now time.Time) {
 	}
 }
 
+// Release: this worker no longer reads the shard, so its lag is no
+// longer reported (its counters stay).
 func (s *ShardStats) Release() { s.held.Store(false) }
 
+// GetRecordsCall counts one GetRecords call and how it ended.
 func (s *ShardStats) GetRecordsCall(err error) {
 	s.getRecords.Add(1)
 	if err != nil && awserr.Throttled(err) {
@@ -162,6 +167,7 @@ func (s *ShardStats) ReadFailed(err error, since time.Time) {
 // ReadOK ends a failing spell.
 func (s *ShardStats) ReadOK() { s.failingSince.Store(0) }
 
+// Read records a read's MillisBehindLatest: the shard's lag.
 func (s *ShardStats) Read(millisBehind int64) {
 	s.millisBehind.Store(millisBehind)
 	if cw := s.m.cw.Load(); cw != nil {
@@ -209,6 +215,7 @@ func (s *ShardStats) BatchDone(records []kinesisrec.Record, runs, bisections, sk
 	}
 }
 
+// Checkpointed counts a checkpoint written.
 func (s *ShardStats) Checkpointed() { s.checkpoints.Add(1) }
 
 // AddHandlerCPU counts a handler process's CPU time, whatever its outcome.

@@ -224,7 +224,7 @@ func (p *promWriter) sample(name string, labels []string, v float64) {
 
 var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
 
-// ServeMetrics listens on addr and serves /metrics until ctx ends. It
+// Serve listens on addr and serves /metrics until ctx ends. It
 // returns once listening, with the address (addr may use port 0), so that a
 // port in use fails the start instead of a log line later.
 func Serve(ctx context.Context, addr string, m *Metrics, log *slog.Logger) (net.Addr, error) {
