@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kcltool/kcltool/runner"
+	"github.com/kcltool/kcltool/runner/metrics"
 )
 
 // runOptions are the flags of `kcltool run`. The settings are listed in
@@ -236,7 +237,7 @@ func runWorker(ctx context.Context, f *Factory, o *runOptions, cfg runner.Config
 	hard, cancelHard := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelHard()
 	if o.MetricsAddr != "" {
-		addr, err := runner.ServeMetrics(hard, o.MetricsAddr, cfg.Metrics, log)
+		addr, err := metrics.Serve(hard, o.MetricsAddr, cfg.Metrics, log)
 		if err != nil {
 			return fmt.Errorf("--metrics-addr %s: %w", o.MetricsAddr, err)
 		}

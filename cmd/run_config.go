@@ -8,6 +8,8 @@ import (
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
 	"github.com/kcltool/kcltool/runner"
+	"github.com/kcltool/kcltool/runner/metrics"
+	"github.com/kcltool/kcltool/runner/processor"
 )
 
 // workerConfig checks the flags and turns them into the runner's
@@ -22,7 +24,7 @@ func (o *runOptions) workerConfig(f *Factory) (runner.Config, error) {
 	if err != nil {
 		return runner.Config{}, err
 	}
-	format, err := runner.ParseFormat(o.Format)
+	format, err := processor.ParseFormat(o.Format)
 	if err != nil {
 		return runner.Config{}, usageErrorf("invalid --format %q: use json or raw", o.Format)
 	}
@@ -32,7 +34,7 @@ func (o *runOptions) workerConfig(f *Factory) (runner.Config, error) {
 	}
 	argv := o.Argv
 	if o.Exec != "" {
-		argv = runner.ShellCommand(o.Exec)
+		argv = processor.ShellCommand(o.Exec)
 	}
 	cfg := o.cfg
 	cfg.App, cfg.Table, cfg.Stream, cfg.Streams, cfg.StreamMode = o.App, table, reshard.Stream{Name: o.Stream}, streams, o.streamMode()
@@ -40,8 +42,8 @@ func (o *runOptions) workerConfig(f *Factory) (runner.Config, error) {
 		cfg.App = table
 	}
 	cfg.Initial = initial
-	cfg.Handler = &runner.Handler{Argv: argv, Format: format, Timeout: o.cfg.Handler.Timeout, Env: f.Environ(), Clock: f.Clock}
-	cfg.Metrics, cfg.Log, cfg.Clock = runner.NewMetrics(), f.logger(), f.Clock
+	cfg.Handler = &processor.Handler{Argv: argv, Format: format, Timeout: o.cfg.Handler.Timeout, Env: f.Environ(), Clock: f.Clock}
+	cfg.Metrics, cfg.Log, cfg.Clock = metrics.New(), f.logger(), f.Clock
 	if cfg.FanOut, err = o.fanOut(f, len(streams)); err != nil {
 		return cfg, err
 	}

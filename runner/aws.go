@@ -26,9 +26,3 @@ type DynamoDBAPI interface {
 	PutItem(ctx context.Context, params *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	DeleteItem(ctx context.Context, params *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
 }
-
-// noSDKRetries turns the SDK's retryer off for one Kinesis call: the fetch
-// loop retries itself, with jitter, forever and within its context, and
-// counts throttles. The SDK's standard retryer would also draw on a retry
-// quota that sustained throttling empties, after which it fails fast.
-func noSDKRetries(o *kinesis.Options) { o.RetryMaxAttempts = 1 }

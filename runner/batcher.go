@@ -6,6 +6,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/kcltool/kcltool/kinesisrec"
+	"github.com/kcltool/kcltool/runner/retrieval"
 )
 
 // batcher shapes the records of one shard into handler batches: at most
@@ -23,7 +24,7 @@ type batcher struct {
 	// emptyPages (with perPage) hands over pages without records too,
 	// except a closed shard's empty last page (the KCL's ProcessTask).
 	emptyPages bool
-	pages      []page
+	pages      []retrieval.Page
 
 	pending  []kinesisrec.Record
 	since    time.Time // when the oldest pending record came
@@ -36,30 +37,30 @@ type batcher struct {
 }
 
 // add appends a page's records.
-func (b *batcher) add(p page, now time.Time) {
+func (b *batcher) add(p retrieval.Page, now time.Time) {
 	if b.perPage {
-		if len(p.records) > 0 || (b.emptyPages && !p.end) {
+		if len(p.Records) > 0 || (b.emptyPages && !p.End) {
 			b.pages = append(b.pages, p)
 		}
 		if len(b.pages) == 0 {
-			b.millisBehind = p.millisBehind
+			b.millisBehind = p.MillisBehind
 		}
-		if p.end {
-			b.end, b.children = true, p.children
+		if p.End {
+			b.end, b.children = true, p.Children
 		}
 		return
 	}
-	if len(p.records) > 0 {
+	if len(p.Records) > 0 {
 		if len(b.pending) == 0 {
 			// No copy: a page is never reused, and batches are cut from it.
-			b.since, b.pending, b.received = now, p.records, p.received
+			b.since, b.pending, b.received = now, p.Records, p.Received
 		} else {
-			b.pending = append(b.pending, p.records...)
+			b.pending = append(b.pending, p.Records...)
 		}
 	}
-	b.millisBehind = p.millisBehind
-	if p.end {
-		b.end, b.children = true, p.children
+	b.millisBehind = p.MillisBehind
+	if p.End {
+		b.end, b.children = true, p.Children
 	}
 }
 
@@ -72,8 +73,8 @@ func (b *batcher) next(now time.Time, flush bool) ([]kinesisrec.Record, bool) {
 		}
 		p := b.pages[0]
 		b.pages = b.pages[1:]
-		b.millisBehind, b.taken = p.millisBehind, p.received
-		return p.records, true
+		b.millisBehind, b.taken = p.MillisBehind, p.Received
+		return p.Records, true
 	}
 	n := len(b.pending)
 	if n == 0 {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kcltool/kcltool/kinesisrec"
+	"github.com/kcltool/kcltool/runner/retrieval"
 )
 
 func recs(from, to int) []kinesisrec.Record {
@@ -28,7 +29,7 @@ func seqRange(b []kinesisrec.Record) string {
 func TestBatcherShapesBatches(t *testing.T) {
 	t0 := time.Unix(0, 0)
 	b := &batcher{size: 4, window: time.Second}
-	b.add(page{records: recs(0, 10)}, t0)
+	b.add(retrieval.Page{Records: recs(0, 10)}, t0)
 	var got []string
 	for {
 		batch, ok := b.next(t0, false)
@@ -47,7 +48,7 @@ func TestBatcherShapesBatches(t *testing.T) {
 	if d, ok := b.wait(t0.Add(500 * time.Millisecond)); !ok || d != 500*time.Millisecond {
 		t.Fatalf("wait %v %v, want 500ms", d, ok)
 	}
-	b.add(page{records: recs(10, 11)}, t0.Add(900*time.Millisecond))
+	b.add(retrieval.Page{Records: recs(10, 11)}, t0.Add(900*time.Millisecond))
 	batch, ok := b.next(t0.Add(time.Second), false)
 	if !ok || seqRange(batch) != "1008..1010" {
 		t.Fatalf("due batch %v %v, want 1008..1010", seqRange(batch), ok)
@@ -55,12 +56,12 @@ func TestBatcherShapesBatches(t *testing.T) {
 	// A window of zero ships what is there; the end of the shard ships a
 	// short batch at once and then reports done.
 	b.window = 0
-	b.add(page{records: recs(11, 12)}, t0)
+	b.add(retrieval.Page{Records: recs(11, 12)}, t0)
 	if batch, ok := b.next(t0, false); !ok || seqRange(batch) != "1011..1011" {
 		t.Fatalf("zero window: %v %v", seqRange(batch), ok)
 	}
 	b.window = time.Hour
-	b.add(page{records: recs(12, 14), end: true}, t0)
+	b.add(retrieval.Page{Records: recs(12, 14), End: true}, t0)
 	if b.done() {
 		t.Fatal("done with records pending")
 	}
@@ -79,10 +80,10 @@ func TestBatcherPerPage(t *testing.T) {
 	t0 := time.Unix(0, 0)
 	for _, empty := range []bool{false, true} {
 		b := &batcher{size: 1, perPage: true, emptyPages: empty}
-		b.add(page{records: recs(0, 3), millisBehind: 30}, t0)
-		b.add(page{millisBehind: 20}, t0)
-		b.add(page{records: recs(3, 4), millisBehind: 10}, t0)
-		b.add(page{end: true}, t0)
+		b.add(retrieval.Page{Records: recs(0, 3), MillisBehind: 30}, t0)
+		b.add(retrieval.Page{MillisBehind: 20}, t0)
+		b.add(retrieval.Page{Records: recs(3, 4), MillisBehind: 10}, t0)
+		b.add(retrieval.Page{End: true}, t0)
 		var got []string
 		for {
 			batch, ok := b.next(t0, false)

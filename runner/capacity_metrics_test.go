@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kcltool/kcltool/leasecore"
+	"github.com/kcltool/kcltool/runner/metrics"
 )
 
 // A worker's metrics give the lease table's read and write units per
@@ -18,7 +19,7 @@ func TestWorkerMetricsCountCapacityUnits(t *testing.T) {
 	out := outFile(t)
 	s.put(t, func(k string) string { return k }, keys("k", 20)...)
 	cfg := s.config(t, "w1", out)
-	cfg.Metrics = NewMetrics()
+	cfg.Metrics = metrics.New()
 	// Renewals every 975ms with as long to be answered: no retries on a
 	// busy machine, whose failed writes would add estimated units.
 	cfg.Lease.FailoverTime = 3 * time.Second

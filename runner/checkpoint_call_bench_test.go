@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/kcltool/kcltool/internal/testenv/emulator"
+	"github.com/kcltool/kcltool/internal/testenv/proctest"
 	"github.com/kcltool/kcltool/leasecore"
 )
 
@@ -46,7 +47,7 @@ func benchCheckpointDynalite(b *testing.B) {
 	api := oneTry{api: ddb}
 	n := 0
 	b.ReportAllocs()
-	self0, _ := rusage(b)
+	self0, _ := proctest.Rusage(b)
 	for b.Loop() {
 		n++
 		cp := leasecore.SequenceNumber{SequenceNumber: fmt.Sprintf("4963838742611432000000000000000000000000000000%04d", n%10000)}
@@ -55,7 +56,7 @@ func benchCheckpointDynalite(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	self1, _ := rusage(b)
+	self1, _ := proctest.Rusage(b)
 	b.ReportMetric(float64((self1-self0).Microseconds())/float64(b.N), "cpu-µs/op")
 }
 
@@ -90,12 +91,12 @@ func benchCheckpoint(b *testing.B) {
 		ParentShardIDs: []string{"shardId-000000000001"}, StartingHashKey: "0", EndingHashKey: "340282366920938463463374607431768211455"}
 	cp := leasecore.SequenceNumber{SequenceNumber: "49638387426114320000000000000000000000000000000999"}
 	b.ReportAllocs()
-	self0, _ := rusage(b)
+	self0, _ := proctest.Rusage(b)
 	for b.Loop() {
 		if _, err := leasecore.CheckpointLease(context.Background(), ddb, "app", l, cp); err != nil {
 			b.Fatal(err)
 		}
 	}
-	self1, _ := rusage(b)
+	self1, _ := proctest.Rusage(b)
 	b.ReportMetric(float64((self1-self0).Microseconds())/float64(b.N), "cpu-µs/op")
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/kcltool/kcltool/internal/clock"
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
+	"github.com/kcltool/kcltool/runner/metrics"
+	"github.com/kcltool/kcltool/runner/processor"
 )
 
 // Defaults of the worker settings; most are KCL's.
@@ -87,9 +89,9 @@ type Config struct {
 	MaxParallel int
 
 	// Handler runs the batches. Its Env is the base environment.
-	Handler *Handler
+	Handler *processor.Handler
 	// MultiLang runs Handler.Argv as one long-lived KCL MultiLang child per
-	// held lease instead of a process per batch (multilang.go): one
+	// held lease instead of a process per batch (processor/multilang.go): one
 	// processRecords per GetRecords page, so BatchSize, BatchWindow,
 	// MaxParallel and the failure policy do not apply; the child
 	// checkpoints. MultiLangTimeout (the MLD's timeoutInSeconds) bounds
@@ -102,7 +104,7 @@ type Config struct {
 	// page of a closed shard: that is the shard end).
 	MultiLangEmptyPages bool
 	// The failure policy of every shard (Policy fields of the same names).
-	Backoff       Backoff
+	Backoff       processor.Backoff
 	MaxRetries    int
 	MaxRecordAge  time.Duration
 	BisectOnError bool
@@ -114,10 +116,10 @@ type Config struct {
 	ParentPollInterval time.Duration
 
 	// Metrics, if set, receives per-shard and per-worker figures.
-	Metrics *Metrics
+	Metrics *metrics.Metrics
 	// CloudWatch, if set, publishes KCL's metric names every
 	// CloudWatchInterval into the namespace App.
-	CloudWatch         CloudWatchAPI
+	CloudWatch         metrics.CloudWatchAPI
 	CloudWatchInterval time.Duration
 
 	Log   *slog.Logger
@@ -141,9 +143,9 @@ func DefaultConfig() Config {
 		DynamoDBTimeout:  DefaultDynamoDBTimeout,
 		BatchSize:        DefaultBatchSize,
 		MaxParallel:      DefaultMaxParallel,
-		Handler:          &Handler{},
-		Backoff:          Backoff{Initial: DefaultRetryBackoff},
-		MaxRetries:       UnlimitedRetries,
+		Handler:          &processor.Handler{},
+		Backoff:          processor.Backoff{Initial: DefaultRetryBackoff},
+		MaxRetries:       processor.UnlimitedRetries,
 
 		ShutdownGrace:      DefaultShutdownGrace,
 		ShardSyncInterval:  DefaultShardSyncInterval,
@@ -208,7 +210,7 @@ func (c Config) Validate() error {
 	case c.Handler == nil || len(c.Handler.Argv) == 0:
 		return errors.New("no handler command")
 	case c.Handler.Env == nil:
-		return ErrNoHandlerEnv
+		return processor.ErrNoHandlerEnv
 	}
 	if fo := c.FanOut; fo != nil {
 		switch {
@@ -256,7 +258,7 @@ func (c Config) checkSettings() error {
 	}{
 		{"batch-size", c.BatchSize, 1, "be at least 1"},
 		{"max-parallel", c.MaxParallel, 1, "be at least 1"},
-		{"max-retries", c.MaxRetries, UnlimitedRetries, "be -1 (no limit) or more"},
+		{"max-retries", c.MaxRetries, processor.UnlimitedRetries, "be -1 (no limit) or more"},
 		{"max-leases-to-steal", c.Lease.MaxLeasesToStealAtOneTime, 1, "be at least 1"},
 		{"max-leases-for-worker", c.Lease.MaxLeasesForWorker, 0, "not be negative"},
 	}

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"errors"
+	"github.com/kcltool/kcltool/runner/processor"
 	"testing"
 	"time"
 
@@ -13,7 +14,7 @@ import (
 func validConfig() Config {
 	c := DefaultConfig()
 	c.App, c.Stream = "orders", reshard.Stream{Name: "orders"}
-	c.Handler = &Handler{Argv: []string{"true"}, Env: []string{}}
+	c.Handler = &processor.Handler{Argv: []string{"true"}, Env: []string{}}
 	return c
 }
 

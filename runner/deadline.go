@@ -11,6 +11,7 @@ import (
 
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
+	"github.com/kcltool/kcltool/runner/metrics"
 )
 
 // Deadlines of AWS requests, one attempt each (docs/run.md, Timeouts). A
@@ -162,7 +163,7 @@ func (c deadlineDynamoDB) CreateTable(ctx context.Context, in *dynamodb.CreateTa
 
 // deadlineCloudWatch gives every PutMetricData its own deadline.
 type deadlineCloudWatch struct {
-	api CloudWatchAPI
+	api metrics.CloudWatchAPI
 	d   time.Duration
 }
 

@@ -2,6 +2,9 @@ package runner
 
 import (
 	"time"
+
+	"github.com/kcltool/kcltool/runner/processor"
+	"github.com/kcltool/kcltool/runner/retrieval"
 )
 
 // A fan-out subscription ends its shard with an event that carries
@@ -55,22 +58,22 @@ func (f *fanOutReader) confirmEnd() (ended bool, err error) {
 	r := f.r
 	f.log.Info("shard closed and no ChildShards came on its subscription; confirming its end with GetRecords", "after", f.cont,
 		"closedFor", r.w.clock.Now().Sub(f.closedSince).Round(time.Millisecond).String())
-	ft := newFetcher(expiryWatch{KinesisAPI: r.w.kin, expired: f.stop}, r.stream, r.shardID, f.start, r.w.cfg, f.hashRange, r.stats, f.log)
-	ft.lastSeq, ft.filtering = f.cont, f.filtering
+	ft := retrieval.NewFetcher(expiryWatch{KinesisAPI: r.w.kin, expired: f.stop}, r.stream, r.shardID, f.start, r.w.pollingConfig(), f.hashRange, r.stats, f.log)
+	ft.ContinueAfter(f.cont, f.filtering)
 	for {
-		p, err := ft.next(f.ctx)
+		p, err := ft.Next(f.ctx)
 		if err != nil {
 			return false, err
 		}
-		r.stats.read(p)
+		r.stats.Read(p.MillisBehind)
 		select {
 		case f.pages <- p:
 		case <-f.ctx.Done():
 			return false, f.ctx.Err()
 		case <-r.w.stopRuns:
-			return false, ErrStopped
+			return false, processor.ErrStopped
 		}
-		if p.end {
+		if p.End {
 			return true, nil
 		}
 	}

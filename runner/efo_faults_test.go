@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/kcltool/kcltool/internal/testenv/emulator"
+	"github.com/kcltool/kcltool/runner/metrics"
+	"github.com/kcltool/kcltool/runner/retrieval"
 )
 
 // keysOfShard returns n partition keys that a two-shard stream puts in
@@ -39,7 +41,7 @@ func TestFanOutSubscribeErrorsBackOffAndRetry(t *testing.T) {
 	cfg := s.config(t, "A", out)
 	var logs *logBuffer
 	cfg.Log, logs = recordedLogger(t, "A")
-	cfg.Metrics = NewMetrics()
+	cfg.Metrics = metrics.New()
 	cfg.FanOut = fanOut(t, 0)
 	proxy := emulator.EFOProxyOf(t)
 	const failing, other = "shardId-000000000000", "shardId-000000000001"
@@ -50,8 +52,8 @@ func TestFanOutSubscribeErrorsBackOffAndRetry(t *testing.T) {
 	r := start(t, s, cfg)
 
 	subscribedTo := func(shard string) int64 {
-		if st := shardStatsOf(r.w, shard); st != nil {
-			return st.subscriptions.Load()
+		if st, ok := countsOf(r.w, shard); ok {
+			return st.Subscriptions
 		}
 		return 0
 	}
@@ -110,11 +112,11 @@ func TestFanOutSubscribeErrorsBackOffAndRetry(t *testing.T) {
 	if left := proxy.SubscribeFaultsLeft(); left != 0 {
 		t.Errorf("%d injected refusals never asked for", left)
 	}
-	if n := shardStatsOf(r.w, failing).readFailures.Load(); n < 5 {
-		t.Errorf("%s counted %d read failures, want at least the 5 refusals", failing, n)
+	if st, _ := countsOf(r.w, failing); st.ReadFailures < 5 {
+		t.Errorf("%s counted %d read failures, want at least the 5 refusals", failing, st.ReadFailures)
 	}
-	if n := shardStatsOf(r.w, other).readFailures.Load(); n != 0 {
-		t.Errorf("%s counted %d read failures, want none", other, n)
+	if st, _ := countsOf(r.w, other); st.ReadFailures != 0 {
+		t.Errorf("%s counted %d read failures, want none", other, st.ReadFailures)
 	}
 	log := logs.String()
 	warns := 0
@@ -127,7 +129,7 @@ func TestFanOutSubscribeErrorsBackOffAndRetry(t *testing.T) {
 		}
 	}
 	if warns != 1 {
-		t.Errorf("%d warnings about the failing subscriptions, want 1 at once (then one per %s)", warns, failingWarnEvery)
+		t.Errorf("%d warnings about the failing subscriptions, want 1 at once (then one per %s)", warns, retrieval.FailingWarnEvery)
 	}
 	if strings.Contains(log, "shard processing failed") {
 		t.Error("a refused subscription failed the shard's processing: it must be retried by the reader")

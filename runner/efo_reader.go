@@ -16,6 +16,8 @@ import (
 	"github.com/kcltool/kcltool/internal/backoff"
 	"github.com/kcltool/kcltool/kinesisrec"
 	"github.com/kcltool/kcltool/leasecore"
+	"github.com/kcltool/kcltool/runner/processor"
+	"github.com/kcltool/kcltool/runner/retrieval"
 )
 
 // fanOutReader reads one shard with enhanced fan-out: one subscription at
@@ -34,7 +36,7 @@ import (
 // memory.
 type fanOutReader struct {
 	r     *shardRun
-	pages chan page
+	pages chan retrieval.Page
 	done  chan struct{}
 	ctx   context.Context
 	stop  context.CancelCauseFunc
@@ -73,7 +75,7 @@ var (
 func (r *shardRun) startFanOut(start leasecore.SequenceNumber, hr leasecore.HashRange) *fanOutReader {
 	ctx, stop := context.WithCancelCause(r.ctx)
 	f := &fanOutReader{
-		r: r, pages: make(chan page, 1), done: make(chan struct{}), ctx: ctx, stop: stop, log: r.log,
+		r: r, pages: make(chan retrieval.Page, 1), done: make(chan struct{}), ctx: ctx, stop: stop, log: r.log,
 		start: start, hashRange: hr, filtering: !leasecore.IsSentinel(start.SequenceNumber),
 	}
 	go func() {
@@ -84,8 +86,8 @@ func (r *shardRun) startFanOut(start leasecore.SequenceNumber, hr leasecore.Hash
 	return f
 }
 
-func (f *fanOutReader) Pages() <-chan page { return f.pages }
-func (f *fanOutReader) Gone() error        { return expiredCause(f.ctx) }
+func (f *fanOutReader) Pages() <-chan retrieval.Page { return f.pages }
+func (f *fanOutReader) Gone() error                  { return expiredCause(f.ctx) }
 
 func (f *fanOutReader) Close() {
 	f.stop(nil)
@@ -176,7 +178,7 @@ func (f *fanOutReader) subscribe() (ended bool, err error) {
 	}()
 	out, err := w.cfg.FanOut.API.SubscribeToShard(sctx, &kinesis.SubscribeToShardInput{
 		ConsumerARN: aws.String(arn), ShardId: aws.String(f.r.shardID), StartingPosition: pos,
-	}, noSDKRetries, ownEventCodec)
+	}, retrieval.NoSDKRetries, ownEventCodec)
 	close(answered)
 	if err != nil {
 		return false, f.classify(sctx, arn, err)
@@ -219,7 +221,7 @@ func (f *fanOutReader) subscribe() (ended bool, err error) {
 				// Counted at its first event: a refused subscription
 				// (ResourceInUse) comes as an exception instead.
 				counted = true
-				f.r.stats.subscribed(f.subscribed)
+				f.r.stats.Subscribed(f.subscribed)
 				f.subscribed = true
 			}
 			ended, err := f.event(&e.Value)
@@ -243,7 +245,7 @@ func (f *fanOutReader) subscribe() (ended bool, err error) {
 		case <-f.ctx.Done():
 			return false, f.ctx.Err()
 		case <-w.stopRuns:
-			return false, ErrStopped
+			return false, processor.ErrStopped
 		}
 	}
 }
@@ -258,18 +260,18 @@ func (f *fanOutReader) event(ev *types.SubscribeToShardEvent) (ended bool, err e
 	if f.failures > 0 {
 		f.recovered()
 	}
-	p := page{raw: len(ev.Records), millisBehind: aws.ToInt64(ev.MillisBehindLatest), received: w.clock.Now()}
-	p.records, p.bytes = pageRecords(kinesisrec.FromKinesis(f.r.shardID, ev.Records), f.hashRange, f.start, &f.filtering, f.log)
+	p := retrieval.Page{Raw: len(ev.Records), MillisBehind: aws.ToInt64(ev.MillisBehindLatest), Received: w.clock.Now()}
+	p.Records, p.Bytes = retrieval.PageRecords(kinesisrec.FromKinesis(f.r.shardID, ev.Records), f.hashRange, f.start, &f.filtering, f.log)
 	if len(ev.ChildShards) > 0 {
-		p.end, p.children = true, ev.ChildShards
+		p.End, p.Children = true, ev.ChildShards
 	}
-	f.r.stats.read(p)
+	f.r.stats.Read(p.MillisBehind)
 	select {
 	case f.pages <- p:
 	case <-f.ctx.Done():
 		return false, f.ctx.Err()
 	case <-w.stopRuns:
-		return false, ErrStopped
+		return false, processor.ErrStopped
 	}
 	// Only once the page is handed on: a continuation past records that
 	// were never delivered would skip them.
@@ -278,7 +280,7 @@ func (f *fanOutReader) event(ev *types.SubscribeToShardEvent) (ended bool, err e
 	} else if n := len(ev.Records); n > 0 {
 		f.cont = aws.ToString(ev.Records[n-1].SequenceNumber)
 	}
-	return p.end, nil
+	return p.End, nil
 }
 
 // classify turns a failed subscription into what the loop does next. A
@@ -330,7 +332,7 @@ func (f *fanOutReader) failed(err error) error {
 	expected := errors.Is(err, errConsumerRenewed) ||
 		(f.subscribed && awserr.Is(err, "ResourceInUseException") && failingFor < ownHoldGrace)
 	if !errors.Is(err, errConsumerRenewed) {
-		f.r.stats.readFailed(err, f.failingAt)
+		f.r.stats.ReadFailed(err, f.failingAt)
 	}
 	level, msg := slog.LevelDebug, "subscription failed; subscribing again"
 	switch {
@@ -340,7 +342,7 @@ func (f *fanOutReader) failed(err error) error {
 			level = slog.LevelError
 		}
 		f.lastWarn = now
-	case !f.lastWarn.IsZero() && now.Sub(f.lastWarn) >= failingWarnEvery:
+	case !f.lastWarn.IsZero() && now.Sub(f.lastWarn) >= retrieval.FailingWarnEvery:
 		level, msg = slog.LevelWarn, "subscriptions to the shard are still failing; retrying (the lease is kept)"
 		f.lastWarn = now
 	}
@@ -361,7 +363,7 @@ func (f *fanOutReader) recovered() {
 		f.log.Info("subscriptions to the shard recovered", "failedAttempts", f.failures,
 			"failedFor", f.r.w.clock.Now().Sub(f.failingAt).Round(time.Millisecond).String())
 	}
-	f.r.stats.readOK()
+	f.r.stats.ReadOK()
 	f.failures, f.lastWarn = 0, time.Time{}
 }
 
@@ -375,6 +377,6 @@ func (f *fanOutReader) sleep(d time.Duration) error {
 	case <-f.ctx.Done():
 		return f.ctx.Err()
 	case <-f.r.w.stopRuns:
-		return ErrStopped
+		return processor.ErrStopped
 	}
 }

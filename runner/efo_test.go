@@ -16,6 +16,8 @@ import (
 
 	"github.com/kcltool/kcltool/internal/testenv/emulator"
 	"github.com/kcltool/kcltool/reshard"
+	"github.com/kcltool/kcltool/runner/metrics"
+	"github.com/kcltool/kcltool/runner/processor"
 )
 
 // fanOut is a test worker's fan-out setting through the EFOProxy (the
@@ -24,11 +26,8 @@ func fanOut(t *testing.T, max time.Duration) *FanOut {
 	return &FanOut{API: emulator.KinesisEFO(t), ConsumerName: "efo-test", SubscriptionMax: max}
 }
 
-func shardStatsOf(w *Worker, shard string) *shardStats {
-	w.metrics.mu.Lock()
-	defer w.metrics.mu.Unlock()
-	return w.metrics.shards[shard]
-}
+// countsOf reads a shard's counters from the worker's metrics.
+func countsOf(w *Worker, shard string) (metrics.Counts, bool) { return w.metrics.Counts(shard) }
 
 // TestFanOutResubscribesWithoutLossOrRepeat: subscriptions cut short
 // (every 1.5 s, and kinesis-local then holds the shard for about 3 s) are
@@ -40,13 +39,13 @@ func TestFanOutResubscribesWithoutLossOrRepeat(t *testing.T) {
 	out := outFile(t)
 	cfg := s.config(t, "A", out)
 	cfg.FanOut = fanOut(t, 1500*time.Millisecond)
-	cfg.Metrics = NewMetrics()
+	cfg.Metrics = metrics.New()
 	r := start(t, s, cfg)
 
 	const shard = "shardId-000000000000"
 	resubs := func() int64 {
-		if st := shardStatsOf(r.w, shard); st != nil {
-			return st.resubscriptions.Load()
+		if st, ok := countsOf(r.w, shard); ok {
+			return st.Resubscriptions
 		}
 		return 0
 	}
@@ -77,8 +76,8 @@ func TestFanOutResubscribesWithoutLossOrRepeat(t *testing.T) {
 			t.Fatalf("record %d is %q, want %q: lost, repeated or out of order", i, h.text(), want)
 		}
 	}
-	st := shardStatsOf(r.w, shard)
-	t.Logf("%d records, %d subscriptions, %d resubscriptions", n, st.subscriptions.Load(), st.resubscriptions.Load())
+	st, _ := countsOf(r.w, shard)
+	t.Logf("%d records, %d subscriptions, %d resubscriptions", n, st.Subscriptions, st.Resubscriptions)
 	var sb strings.Builder
 	if err := r.w.metrics.WritePrometheus(&sb); err != nil {
 		t.Fatal(err)
@@ -199,7 +198,7 @@ func TestFanOutShardEndFromChildShards(t *testing.T) {
 func TestFanOutReadsOnlyAsFastAsTheHandler(t *testing.T) {
 	s := newStack(t, 1)
 	out := outFile(t)
-	cfg := s.config(t, "A", out, ShellCommand(`sleep 0.5; cat >> "$OUT"`)...)
+	cfg := s.config(t, "A", out, processor.ShellCommand(`sleep 0.5; cat >> "$OUT"`)...)
 	cfg.BatchSize = 1
 	var taken atomic.Int64
 	eventTaken = func(records int) { taken.Add(int64(records)) }
@@ -207,8 +206,8 @@ func TestFanOutReadsOnlyAsFastAsTheHandler(t *testing.T) {
 	cfg.FanOut = &FanOut{API: emulator.KinesisEFO(t), ConsumerName: "efo-test"}
 	r := start(t, s, cfg)
 	eventually(t, 45*time.Second, "the first subscription", func() bool {
-		st := shardStatsOf(r.w, "shardId-000000000000")
-		return st != nil && st.subscriptions.Load() > 0
+		st, ok := countsOf(r.w, "shardId-000000000000")
+		return ok && st.Subscriptions > 0
 	})
 	maxAhead := int64(0)
 	for i := range 12 {

@@ -19,6 +19,9 @@ import (
 
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
+	"github.com/kcltool/kcltool/runner/metrics"
+	"github.com/kcltool/kcltool/runner/processor"
+	"github.com/kcltool/kcltool/runner/retrieval"
 )
 
 // hostLog is an HTTP client that answers Kinesis reads without a network
@@ -83,16 +86,16 @@ func TestWorkerReadsResolveToOneHost(t *testing.T) {
 			}
 			wc := DefaultConfig()
 			wc.App, wc.Stream, wc.WorkerID = "app", stream, "w1"
-			wc.Handler, wc.Log = &Handler{Argv: []string{"true"}, Env: os.Environ()}, slog.New(slog.DiscardHandler)
+			wc.Handler, wc.Log = &processor.Handler{Argv: []string{"true"}, Env: os.Environ()}, slog.New(slog.DiscardHandler)
 			w, err := NewWorker(wc, dynamodb.NewFromConfig(cfg), kinesis.NewFromConfig(cfg))
 			if err != nil {
 				t.Fatal(err)
 			}
-			f := newFetcher(w.kin, stream, "shardId-000000000000",
-				leasecore.SequenceNumber{SequenceNumber: leasecore.TRIM_HORIZON}, w.cfg, leasecore.HashRange{},
-				NewMetrics().shard("shardId-000000000000"), slog.New(slog.DiscardHandler))
+			f := retrieval.NewFetcher(w.kin, stream, "shardId-000000000000",
+				leasecore.SequenceNumber{SequenceNumber: leasecore.TRIM_HORIZON}, w.pollingConfig(), leasecore.HashRange{},
+				metrics.New().Shard("shardId-000000000000"), slog.New(slog.DiscardHandler))
 			for range 2 {
-				if _, err := f.next(context.Background()); err != nil {
+				if _, err := f.Next(context.Background()); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -1,6 +1,10 @@
 package runner
 
-import "time"
+import (
+	"time"
+
+	"github.com/kcltool/kcltool/runner/retrieval"
+)
 
 // shortKinesisTimeout sets the Kinesis request deadline of a test worker.
 // (Kept apart so that the fault tests can be run against code without the
@@ -13,7 +17,7 @@ func shortDynamoDBTimeout(cfg *Config, d time.Duration) { cfg.DynamoDBTimeout = 
 // shortWarnInterval shortens the interval of the "still failing" warnings
 // and returns the undo.
 func shortWarnInterval(d time.Duration) func() {
-	old := failingWarnEvery
-	failingWarnEvery = d
-	return func() { failingWarnEvery = old }
+	old := retrieval.FailingWarnEvery
+	retrieval.FailingWarnEvery = d
+	return func() { retrieval.FailingWarnEvery = old }
 }

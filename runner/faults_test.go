@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
 	"github.com/kcltool/kcltool/internal/testenv/emulator"
+	"github.com/kcltool/kcltool/runner/metrics"
 )
 
 // logBuffer keeps a worker's log for a test to search, and shows it in the
@@ -57,7 +58,7 @@ func TestGetRecordsNeverAnsweredTimesOut(t *testing.T) {
 	cfg := s.config(t, "w1", out)
 	var logs *logBuffer
 	cfg.Log, logs = recordedLogger(t, "w1")
-	cfg.Metrics = NewMetrics()
+	cfg.Metrics = metrics.New()
 	shortKinesisTimeout(&cfg, time.Second)
 	start(t, through, cfg)
 
@@ -268,20 +269,20 @@ func TestLostWriteAnswersLoseNoLeaseWhileConsuming(t *testing.T) {
 	s := newStack(t, 4)
 	out := outFile(t)
 	var proxies []*emulator.FaultProxy
-	var metrics []*Metrics
+	var workerMetrics []*metrics.Metrics
 	for i, id := range []string{"w1", "w2"} {
 		p := emulator.NewFaultProxy(t, emulator.DynamoDBEndpoint(t), emulator.LoseResponse, 0, "UpdateItem", uint64(i+1))
 		through := s
 		through.ddb = via(p.URL)
 		cfg := s.config(t, id, out)
-		cfg.Metrics = NewMetrics()
+		cfg.Metrics = metrics.New()
 		start(t, through, cfg)
-		proxies, metrics = append(proxies, p), append(metrics, cfg.Metrics)
+		proxies, workerMetrics = append(proxies, p), append(workerMetrics, cfg.Metrics)
 	}
 	// value reads a worker metric from the Prometheus text.
 	value := func(i int, name string) float64 {
 		var b bytes.Buffer
-		if err := metrics[i].WritePrometheus(&b); err != nil {
+		if err := workerMetrics[i].WritePrometheus(&b); err != nil {
 			t.Fatal(err)
 		}
 		v, _ := sampleValue(b.String(), name+`{app="`+s.table+`",worker="w`+fmt.Sprint(i+1)+`"} `)

@@ -19,9 +19,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
+	"github.com/kcltool/kcltool/internal/testenv/clocktest"
 	"github.com/kcltool/kcltool/internal/testenv/emulator"
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
+	"github.com/kcltool/kcltool/runner/metrics"
+	"github.com/kcltool/kcltool/runner/retrieval"
 )
 
 // callClock records, on the test's clock, when each GetRecords call went out.
@@ -48,20 +51,20 @@ func TestFetcherPacing(t *testing.T) {
 	for round := range 3 {
 		s.put(t, func(k string) string { return fmt.Sprintf("%s:%d", k, round) }, keys("p", 15)...)
 	}
-	clk := &stepClock{now: time.Unix(1_700_000_000, 0)}
+	clk := clocktest.NewStep(time.Unix(1_700_000_000, 0))
 	api := &callClock{KinesisAPI: s.kin, clock: clk}
-	cfg := Config{MaxRecords: 10, Clock: clk}
-	f := newFetcher(api, reshard.Stream{Name: s.stream}, "shardId-000000000000", leasecore.SequenceNumber{SequenceNumber: leasecore.TRIM_HORIZON},
-		cfg, leasecore.HashRange{}, NewMetrics().shard("shardId-000000000000"), slog.New(slog.DiscardHandler))
+	cfg := retrieval.PollingConfig{MaxRecords: 10, Clock: clk}
+	f := retrieval.NewFetcher(api, reshard.Stream{Name: s.stream}, "shardId-000000000000", leasecore.SequenceNumber{SequenceNumber: leasecore.TRIM_HORIZON},
+		cfg, leasecore.HashRange{}, metrics.New().Shard("shardId-000000000000"), slog.New(slog.DiscardHandler))
 	ctx := context.Background()
 	var sizes []int
 	for range 8 {
-		p, err := f.next(ctx)
+		p, err := f.Next(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		sizes = append(sizes, len(p.records))
-		if err := clock.Sleep(ctx, clk, f.pause(p, time.Second)); err != nil {
+		sizes = append(sizes, len(p.Records))
+		if err := clock.Sleep(ctx, clk, f.Pause(p, time.Second)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -139,7 +142,7 @@ func TestWorkerSurvivesExpiredIteratorsAndThrottlingAndRestartsAtCheckpoint(t *t
 	put(0, 3)
 	cfg := s.config(t, "w1", out)
 	cfg.BatchSize = 7
-	cfg.Metrics = NewMetrics()
+	cfg.Metrics = metrics.New()
 	r := start(t, s, cfg)
 	put(3, 6)
 	eventually(t, 30*time.Second, "120 records", func() bool { return len(readHandled(t, out)) >= 120 })
@@ -152,7 +155,8 @@ func TestWorkerSurvivesExpiredIteratorsAndThrottlingAndRestartsAtCheckpoint(t *t
 	}
 	var throttled int64
 	for _, sh := range []string{"shardId-000000000000", "shardId-000000000001"} {
-		throttled += cfg.Metrics.shard(sh).throttled.Load()
+		c, _ := cfg.Metrics.Counts(sh)
+		throttled += c.Throttled
 	}
 	if throttled == 0 {
 		t.Error("no throttled GetRecords counted in the metrics")

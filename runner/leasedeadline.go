@@ -7,6 +7,7 @@ import (
 
 	"github.com/kcltool/kcltool/kinesisrec"
 	"github.com/kcltool/kcltool/leasecore"
+	"github.com/kcltool/kcltool/runner/processor"
 )
 
 // One handler per shard at a time (leasecore/deadline.go has the
@@ -25,20 +26,9 @@ func (e *leaseDeadlineError) Error() string {
 	return "lease not renewed in time: stopped at the lease's handler deadline"
 }
 
-// TermGrace asks Handler.Run for SIGTERM first and SIGKILL after this
+// TermGrace asks processor.Handler.Run for SIGTERM first and SIGKILL after this
 // long, instead of SIGKILL at once.
 func (e *leaseDeadlineError) TermGrace() time.Duration { return e.grace }
-
-// termGrace is the grace a cancelled handler gets between SIGTERM and
-// SIGKILL: none (SIGKILL at once) unless the cancellation's cause asks for
-// one, as the lease deadline does.
-func termGrace(ctx context.Context, cancelled bool) time.Duration {
-	var g interface{ TermGrace() time.Duration }
-	if !cancelled || !errors.As(context.Cause(ctx), &g) {
-		return 0
-	}
-	return g.TermGrace()
-}
 
 // killGrace is how long a handler stopped at the lease deadline may take to
 // exit after SIGTERM: half the stop margin, at most a second (1s at the
@@ -58,15 +48,15 @@ func killGrace(cfg leasecore.Config) time.Duration {
 //     logged at warn, and once a renewal moves the deadline the records not
 //     yet checkpointed run again. If the lease is lost instead, its event
 //     ends the run.
-func (r *shardRun) processHeld(b Batch) (ProcessStats, error) {
-	var total ProcessStats
+func (r *shardRun) processHeld(b processor.Batch) (processor.ProcessStats, error) {
+	var total processor.ProcessStats
 	if err := r.initProcessor(true); err != nil {
 		return total, err
 	}
 	var last *leasecore.SequenceNumber
 	// A checkpoint of a handler run that finished in time is written even if
 	// the deadline passes meanwhile: a write applied is a renewal too.
-	checkpoint := CheckpointFunc(func(_ context.Context, at leasecore.SequenceNumber) error {
+	checkpoint := processor.CheckpointFunc(func(_ context.Context, at leasecore.SequenceNumber) error {
 		if err := r.checkpoint(r.ctx, at); err != nil {
 			return err
 		}
@@ -85,7 +75,7 @@ func (r *shardRun) processHeld(b Batch) (ProcessStats, error) {
 		deadline := err != nil && r.ctx.Err() == nil && errors.As(context.Cause(ctx), &stopped)
 		stop(nil)
 		<-watched
-		total = total.plus(st)
+		total = total.Plus(st)
 		if !deadline {
 			return total, err
 		}
@@ -146,7 +136,7 @@ func (r *shardRun) waitHeld() error {
 			case <-r.ctx.Done():
 				return context.Cause(r.ctx)
 			case <-r.w.stopRuns:
-				return ErrStopped
+				return processor.ErrStopped
 			}
 		}
 		if err := r.sleep(r.w.coord.Config().RenewInterval / 10); err != nil {
@@ -178,11 +168,4 @@ func recordsAfter(records []kinesisrec.Record, cp leasecore.SequenceNumber) []ki
 		}
 	}
 	return nil
-}
-
-func (s ProcessStats) plus(o ProcessStats) ProcessStats {
-	return ProcessStats{
-		Runs: s.Runs + o.Runs, Failures: s.Failures + o.Failures, Bisections: s.Bisections + o.Bisections,
-		Skipped: s.Skipped + o.Skipped, Checkpoints: s.Checkpoints + o.Checkpoints, HandlerTime: s.HandlerTime + o.HandlerTime,
-	}
 }

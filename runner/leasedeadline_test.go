@@ -11,6 +11,8 @@ import (
 
 	"github.com/kcltool/kcltool/internal/testenv/emulator"
 	"github.com/kcltool/kcltool/leasecore"
+	"github.com/kcltool/kcltool/runner/metrics"
+	"github.com/kcltool/kcltool/runner/processor"
 )
 
 // A handler stopped at the lease deadline gets SIGTERM, and SIGKILL only
@@ -29,8 +31,8 @@ func TestHandlerStopAtLeaseDeadlineIsTermThenKill(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			marks := filepath.Join(t.TempDir(), "marks")
 			// The trap keeps the shell going after SIGTERM: only SIGKILL ends it.
-			h := &Handler{
-				Argv: ShellCommand(`trap 'echo TERM >> "$MARKS"' TERM; echo started >> "$MARKS"; while :; do sleep 0.05; done`),
+			h := &processor.Handler{
+				Argv: processor.ShellCommand(`trap 'echo TERM >> "$MARKS"' TERM; echo started >> "$MARKS"; while :; do sleep 0.05; done`),
 				Env:  append(os.Environ(), "MARKS="+marks),
 			}
 			ctx, cancel := context.WithCancelCause(context.Background())
@@ -74,7 +76,7 @@ func TestLeaseDeadlineStopResumesAfterRenewal(t *testing.T) {
 	through.ddb = via(p.URL)
 	out := outFile(t)
 	// The first run sleeps past the deadline; the second is quick.
-	cfg := s.config(t, "w1", out, ShellCommand(`echo "$KCLTOOL_ATTEMPT" >> "$OUT.attempts"; cat >> "$OUT"; if [ ! -e "$OUT.slept" ]; then touch "$OUT.slept"; sleep 30; fi`)...)
+	cfg := s.config(t, "w1", out, processor.ShellCommand(`echo "$KCLTOOL_ATTEMPT" >> "$OUT.attempts"; cat >> "$OUT"; if [ ! -e "$OUT.slept" ]; then touch "$OUT.slept"; sleep 30; fi`)...)
 	// Failover 4s, renewals every 1s: the handler is stopped 3s after the
 	// last renewal, the lease lost after 4s. Renewals cut off after 200ms
 	// are retried within their round, so one gets through soon after the
@@ -83,7 +85,7 @@ func TestLeaseDeadlineStopResumesAfterRenewal(t *testing.T) {
 	shortDynamoDBTimeout(&cfg, 200*time.Millisecond)
 	var logs *logBuffer
 	cfg.Log, logs = recordedLogger(t, "w1")
-	cfg.Metrics = NewMetrics()
+	cfg.Metrics = metrics.New()
 	start(t, through, cfg)
 	seqs := s.put(t, func(k string) string { return k }, keys("k", 3)...)
 	eventually(t, 20*time.Second, "the first run handling the batch", func() bool { return len(readHandled(t, out)) >= 3 })

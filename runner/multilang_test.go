@@ -14,6 +14,7 @@ import (
 
 	"github.com/kcltool/kcltool/internal/testenv/emulator"
 	"github.com/kcltool/kcltool/leasecore"
+	"github.com/kcltool/kcltool/runner/metrics"
 )
 
 // The MultiLang tests run testdata/mlchild, a record processor speaking the
@@ -60,7 +61,7 @@ func mlConfig(t *testing.T, s stack, id string, env ...string) (Config, mlSetup)
 	cfg.MultiLang = true
 	cfg.Handler.Env = append(append(os.Environ(), "OUT="+su.out, "EVENTS="+su.events, "MLCHILD_MARKS="+dir), env...)
 	cfg.Log, su.logs = recordedLogger(t, id)
-	cfg.Metrics = NewMetrics()
+	cfg.Metrics = metrics.New()
 	return cfg, su
 }
 
@@ -145,7 +146,7 @@ func TestMultiLangConsumesWithOneChildPerShard(t *testing.T) {
 }
 
 // handlerCPU reads a shard's kcltool_shard_handler_cpu_seconds_total.
-func handlerCPU(t *testing.T, m *Metrics, shard string) float64 {
+func handlerCPU(t *testing.T, m *metrics.Metrics, shard string) float64 {
 	t.Helper()
 	var b bytes.Buffer
 	if err := m.WritePrometheus(&b); err != nil {

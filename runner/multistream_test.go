@@ -16,6 +16,7 @@ import (
 	"github.com/kcltool/kcltool/internal/testenv/testfixtures"
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
+	"github.com/kcltool/kcltool/runner/processor"
 )
 
 // f5Key is the lease of testdata/kcl/f5-multistream.json: stream "orders"
@@ -71,7 +72,7 @@ func TestMultiStreamWorkerReadsOnlyItsStreams(t *testing.T) {
 	seqsB := putTo(t, s.kin, b, keys("b", 5)...)
 
 	out := outFile(t)
-	cfg := s.config(t, "w1", out, ShellCommand(`cat >> "$OUT.$KCLTOOL_STREAM"`)...)
+	cfg := s.config(t, "w1", out, processor.ShellCommand(`cat >> "$OUT.$KCLTOOL_STREAM"`)...)
 	cfg.Stream, cfg.Streams = reshard.Stream{}, []reshard.Stream{{Name: s.stream}, {Name: b}}
 	r := start(t, s, cfg)
 	eventually(t, 30*time.Second, "every record of both streams", func() bool {

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/kcltool/kcltool/leasecore"
+	"github.com/kcltool/kcltool/runner/retrieval"
 )
 
 // shardReader is how a shardRun gets one shard's records: polling with
@@ -17,7 +18,7 @@ type shardReader interface {
 	// Pages is closed when the reader stops: after the last page of a
 	// closed shard, when the run's context ends or the worker stops, or
 	// when the shard is gone (Gone).
-	Pages() <-chan page
+	Pages() <-chan retrieval.Page
 	// Gone is the ResourceNotFound that stopped the reader early, or nil.
 	// Read it once Pages is closed.
 	Gone() error
@@ -34,10 +35,17 @@ func (r *shardRun) newReader(start leasecore.SequenceNumber, hr leasecore.HashRa
 	return r.startPolling(start, hr)
 }
 
+// pollingConfig is what the polling reader takes from the worker's
+// settings.
+func (w *Worker) pollingConfig() retrieval.PollingConfig {
+	c := w.cfg
+	return retrieval.PollingConfig{MaxRecords: c.MaxRecords, AtTimestamp: c.Initial.Timestamp, Clock: c.Clock, Encoded: c.MultiLang}
+}
+
 // pollingReader reads ahead one page with a fetcher on its own goroutine,
 // paced as fetch describes.
 type pollingReader struct {
-	pages   chan page
+	pages   chan retrieval.Page
 	fetched chan struct{}
 	ctx     context.Context // ends with the run, or when the shard is gone
 	stop    context.CancelCauseFunc
@@ -47,9 +55,9 @@ func (r *shardRun) startPolling(start leasecore.SequenceNumber, hr leasecore.Has
 	// A shard Kinesis no longer has stops the fetch at once: its data
 	// expired, and retrying cannot bring it back (shardend.go).
 	fetchCtx, stopFetch := context.WithCancelCause(r.ctx)
-	f := newFetcher(expiryWatch{KinesisAPI: r.w.kin, expired: stopFetch}, r.stream, r.shardID, start, r.w.cfg, hr, r.stats, r.log)
-	f.fromTrimHorizon = r.fromTrimHorizon
-	p := &pollingReader{pages: make(chan page, 1), fetched: make(chan struct{}), ctx: fetchCtx, stop: stopFetch}
+	f := retrieval.NewFetcher(expiryWatch{KinesisAPI: r.w.kin, expired: stopFetch}, r.stream, r.shardID, start, r.w.pollingConfig(), hr, r.stats, r.log)
+	f.FromTrimHorizon = r.fromTrimHorizon
+	p := &pollingReader{pages: make(chan retrieval.Page, 1), fetched: make(chan struct{}), ctx: fetchCtx, stop: stopFetch}
 	go func() {
 		defer close(p.fetched)
 		defer close(p.pages)
@@ -58,8 +66,8 @@ func (r *shardRun) startPolling(start leasecore.SequenceNumber, hr leasecore.Has
 	return p
 }
 
-func (p *pollingReader) Pages() <-chan page { return p.pages }
-func (p *pollingReader) Gone() error        { return expiredCause(p.ctx) }
+func (p *pollingReader) Pages() <-chan retrieval.Page { return p.pages }
+func (p *pollingReader) Gone() error                  { return expiredCause(p.ctx) }
 
 func (p *pollingReader) Close() {
 	p.stop(nil)
@@ -69,16 +77,16 @@ func (p *pollingReader) Close() {
 // fetch reads pages until the shard ends or the run stops, pacing itself:
 // at once while behind the tip or after a full page, after the idle time
 // otherwise.
-func (r *shardRun) fetch(ctx context.Context, f *fetcher, pages chan<- page) {
+func (r *shardRun) fetch(ctx context.Context, f *retrieval.Fetcher, pages chan<- retrieval.Page) {
 	for {
 		if r.stopping() {
 			return
 		}
-		p, err := f.next(ctx)
+		p, err := f.Next(ctx)
 		if err != nil {
 			return
 		}
-		r.stats.read(p)
+		r.stats.Read(p.MillisBehind)
 		select {
 		case pages <- p:
 		case <-ctx.Done():
@@ -86,10 +94,10 @@ func (r *shardRun) fetch(ctx context.Context, f *fetcher, pages chan<- page) {
 		case <-r.w.stopRuns:
 			return
 		}
-		if p.end {
+		if p.End {
 			return
 		}
-		if d := f.pause(p, r.w.cfg.IdleBetweenReads); d > 0 {
+		if d := f.Pause(p, r.w.cfg.IdleBetweenReads); d > 0 {
 			t := r.w.clock.NewTimer(d)
 			select {
 			case <-t.C():

@@ -14,6 +14,7 @@ import (
 	"github.com/kcltool/kcltool/internal/backoff"
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
+	"github.com/kcltool/kcltool/runner/retrieval"
 )
 
 // errNoChildrenYet: the listing does not name a child of a shard that ended.
@@ -243,7 +244,7 @@ func (r *shardRun) awaitChildren(lookup childLookup) ([]types.ChildShard, error)
 // childWait spaces the tries to find a shard's children or create their
 // leases: the fetch backoff plus a second, at most the parent poll interval.
 func (r *shardRun) childWait(attempt int) time.Duration {
-	return min(r.w.cfg.ParentPollInterval, fetchBackoff(attempt)+time.Second)
+	return min(r.w.cfg.ParentPollInterval, retrieval.ReadBackoff(attempt)+time.Second)
 }
 
 // closedChildren: a shard read to its end is closed, so it has children;

@@ -13,6 +13,9 @@ import (
 	"github.com/kcltool/kcltool/kinesisrec"
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
+	"github.com/kcltool/kcltool/runner/metrics"
+	"github.com/kcltool/kcltool/runner/processor"
+	"github.com/kcltool/kcltool/runner/retrieval"
 )
 
 // shardRun processes one shard for one holding (tenure) of its lease: wait
@@ -34,7 +37,7 @@ type shardRun struct {
 	// order.
 	prev  <-chan struct{}
 	done  chan struct{}
-	stats *shardStats
+	stats *metrics.ShardStats
 	log   *slog.Logger
 
 	// endErr is what ended the reading, readable once done is closed.
@@ -45,7 +48,7 @@ type shardRun struct {
 
 	// proc handles the batches of the current reading (read), from
 	// readFrom; procReady once it is initialized.
-	proc      RecordProcessor
+	proc      processor.RecordProcessor
 	procReady bool
 	readFrom  leasecore.SequenceNumber
 
@@ -69,7 +72,7 @@ func newShardRun(w *Worker, l leasecore.Lease, tenure uint64, prev <-chan struct
 	if w.multi {
 		name = r.key
 	}
-	r.stats = w.metrics.shard(name)
+	r.stats = w.metrics.Shard(name)
 	r.log = w.log.With("shard", name)
 	return r
 }
@@ -137,7 +140,7 @@ func (r *shardRun) run() {
 		// A checkpoint written since is readable again at itself.
 		r.fromTrimHorizon = false
 		failures++
-		delay = Backoff{}.Delay(failures, rand.Float64)
+		delay = processor.Backoff{}.Delay(failures, rand.Float64)
 		r.log.Error("shard processing failed; restarting from the lease's checkpoint", "err", err, "in", delay)
 		return true, err
 	})
@@ -146,7 +149,7 @@ func (r *shardRun) run() {
 // over reports an error that ends the run for good: the lease is lost, the
 // worker stops.
 func (r *shardRun) over(err error) bool {
-	return r.ctx.Err() != nil || errors.Is(err, ErrStopped) || errors.Is(err, leasecore.ErrLeaseLost) || r.stopping()
+	return r.ctx.Err() != nil || errors.Is(err, processor.ErrStopped) || errors.Is(err, leasecore.ErrLeaseLost) || r.stopping()
 }
 
 func (r *shardRun) stopping() bool {
@@ -166,7 +169,7 @@ func (r *shardRun) sleep(d time.Duration) error {
 	case <-t.C():
 		return nil
 	case <-r.w.stopRuns:
-		return ErrStopped
+		return processor.ErrStopped
 	case <-r.ctx.Done():
 		return context.Cause(r.ctx)
 	}
@@ -234,7 +237,7 @@ func (r *shardRun) read(start leasecore.SequenceNumber) (err error) {
 	rd := r.newReader(start, hr)
 	defer rd.Close()
 	pages := rd.Pages()
-	if r.proc.initAtStart() {
+	if r.proc.InitAtStart() {
 		// While the reader reads ahead.
 		if err := r.initProcessor(true); err != nil {
 			return err
@@ -247,7 +250,7 @@ func (r *shardRun) read(start leasecore.SequenceNumber) (err error) {
 		now := r.w.clock.Now()
 		fetching = r.drain(pages, b, now, fetching)
 		if batch, ok := b.next(now, !fetching); ok {
-			r.stats.delivered(b.taken, r.w.clock.Now())
+			r.stats.Delivered(b.taken, r.w.clock.Now())
 			if err := r.handle(batch, b.millisBehind); err != nil {
 				return err
 			}
@@ -264,7 +267,7 @@ func (r *shardRun) read(start leasecore.SequenceNumber) (err error) {
 			if expired := rd.Gone(); expired != nil {
 				return r.finishExpired(expired)
 			}
-			return ErrStopped
+			return processor.ErrStopped
 		}
 		var due <-chan time.Time
 		var t clock.Timer
@@ -281,7 +284,7 @@ func (r *shardRun) read(start leasecore.SequenceNumber) (err error) {
 			}
 		case <-due:
 		case <-r.w.stopRuns:
-			return ErrStopped
+			return processor.ErrStopped
 		case <-r.ctx.Done():
 			return context.Cause(r.ctx)
 		}
@@ -296,7 +299,7 @@ func (r *shardRun) read(start leasecore.SequenceNumber) (err error) {
 // is left blocked on the page it holds, so a handler that falls behind
 // holds the reading back (a fan-out subscription, the polling reads)
 // instead of pages piling up in memory.
-func (r *shardRun) drain(pages <-chan page, b *batcher, now time.Time, fetching bool) bool {
+func (r *shardRun) drain(pages <-chan retrieval.Page, b *batcher, now time.Time, fetching bool) bool {
 	for fetching && !b.full() {
 		select {
 		case p, ok := <-pages:
@@ -311,9 +314,9 @@ func (r *shardRun) drain(pages <-chan page, b *batcher, now time.Time, fetching 
 	return fetching
 }
 
-func (r *shardRun) policy() *Policy {
+func (r *shardRun) policy() *processor.Policy {
 	cfg := r.w.cfg
-	return &Policy{
+	return &processor.Policy{
 		Handler: meteredHandler{h: cfg.Handler, stats: r.stats}, Clock: r.w.clock,
 		Backoff: cfg.Backoff, MaxRetries: cfg.MaxRetries, MaxRecordAge: cfg.MaxRecordAge,
 		BisectOnError: cfg.BisectOnError, OnFailureDir: cfg.OnFailureDir,
@@ -324,7 +327,7 @@ func (r *shardRun) policy() *Policy {
 // handle runs one batch to completion through the record processor.
 func (r *shardRun) handle(records []kinesisrec.Record, millisBehind int64) error {
 	cfg := r.w.cfg
-	b := Batch{
+	b := processor.Batch{
 		App: cfg.App, Stream: streamLabel(r.stream), ShardID: r.shardID, WorkerID: cfg.WorkerID,
 		MillisBehindLatest: millisBehind, Records: records,
 	}
@@ -332,7 +335,7 @@ func (r *shardRun) handle(records []kinesisrec.Record, millisBehind int64) error
 	if err != nil {
 		return err
 	}
-	r.stats.batchDone(records, st)
+	r.stats.BatchDone(records, st.Runs, st.Bisections, st.Skipped)
 	return nil
 }
 
@@ -342,7 +345,7 @@ func (r *shardRun) checkpoint(ctx context.Context, at leasecore.SequenceNumber) 
 	if err := r.w.coord.CheckpointTenure(ctx, r.key, r.tenure, at); err != nil {
 		return err
 	}
-	r.stats.checkpointed()
+	r.stats.Checkpointed()
 	return nil
 }
 
@@ -360,16 +363,16 @@ func (r *shardRun) release() {
 
 // meteredHandler counts every handler run, its duration and its CPU time.
 type meteredHandler struct {
-	h     BatchHandler
-	stats *shardStats
+	h     processor.BatchHandler
+	stats *metrics.ShardStats
 }
 
-func (m meteredHandler) Run(ctx context.Context, b Batch) Result {
+func (m meteredHandler) Run(ctx context.Context, b processor.Batch) processor.Result {
 	res := m.h.Run(ctx, b)
 	// A handler killed on a lost lease or at shutdown still spent its CPU.
-	m.stats.handlerCPU.Add(int64(res.CPU))
+	m.stats.AddHandlerCPU(res.CPU)
 	if ctx.Err() == nil {
-		m.stats.handlerRun(res)
+		m.stats.HandlerRun(res.Duration, res.Outcome == processor.Succeeded)
 	}
 	return res
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kcltool/kcltool/internal/testenv/emulator"
 	"github.com/kcltool/kcltool/leasecore"
+	"github.com/kcltool/kcltool/runner/metrics"
 )
 
 // pidAlive reports whether a process runs. A killed process whose parent
@@ -49,7 +50,7 @@ func TestLostLeaseKillsHandlerWithoutCheckpoint(t *testing.T) {
 	s.put(t, func(k string) string { return k }, keys("k", 10)...)
 	// The handler starts a long sleep in the background of its group.
 	cfg := s.config(t, "victim", out, "sh", "-c", `sleep 60 & echo $! > "$OUT.pid"; wait; cat >> "$OUT"`)
-	cfg.Metrics = NewMetrics()
+	cfg.Metrics = metrics.New()
 	start(t, s, cfg)
 	eventually(t, 20*time.Second, "the handler to start", func() bool { return pidIn(pidFile) != 0 })
 	sleeper := pidIn(pidFile)
@@ -87,7 +88,7 @@ func TestLostLeaseKillsHandlerWithoutCheckpoint(t *testing.T) {
 	if got := readHandled(t, out); len(got) != 0 {
 		t.Fatalf("the killed handler's batch was written: %d records", len(got))
 	}
-	if cfg.Metrics.shard("shardId-000000000000").checkpoints.Load() != 0 {
+	if c, _ := cfg.Metrics.Counts("shardId-000000000000"); c.Checkpoints != 0 {
 		t.Fatal("a checkpoint was counted")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kcltool/kcltool/leasecore"
+	"github.com/kcltool/kcltool/runner/metrics"
 )
 
 // The periodic shard sync reads the lease taker's latest scan instead of
@@ -18,7 +19,7 @@ func TestShardSyncReusesTheTakersScan(t *testing.T) {
 	s := newStack(t, 2)
 	out := outFile(t)
 	cfg := s.config(t, "w1", out)
-	cfg.Metrics = NewMetrics()
+	cfg.Metrics = metrics.New()
 	cfg.Lease.FailoverTime = 3 * time.Second // the taker scans every 6 s at most
 	cfg.ShardSyncInterval = 6500 * time.Millisecond
 	r := start(t, s, cfg)

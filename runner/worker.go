@@ -13,6 +13,8 @@ import (
 	"github.com/kcltool/kcltool/internal/awserr"
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
+	"github.com/kcltool/kcltool/runner/metrics"
+	"github.com/kcltool/kcltool/runner/processor"
 )
 
 // Worker is one member of a consumer fleet: it holds leases with the KCL 2.x
@@ -27,9 +29,9 @@ type Worker struct {
 	log     *slog.Logger
 	clock   clock.Clock
 	table   reshard.Table
-	metrics *Metrics
-	slots   *Slots
-	cw      *cloudWatchPublisher
+	metrics *metrics.Metrics
+	slots   *processor.Slots
+	cw      *metrics.CloudWatch
 	coord   *leasecore.Coordinator
 	// units are the capacity units of every lease-table call, by
 	// operation: the coordinator counts its own (it calls through
@@ -91,15 +93,15 @@ func NewWorker(cfg Config, ddb DynamoDBAPI, kin KinesisAPI) (*Worker, error) {
 		log:      cfg.Log.With("worker", cfg.WorkerID),
 		table:    reshard.Table{Name: cfg.Table, Retry: reshard.Retry{Clock: cfg.Clock}},
 		metrics:  cfg.Metrics,
-		slots:    NewSlots(cfg.MaxParallel),
+		slots:    processor.NewSlots(cfg.MaxParallel),
 		runs:     map[string]*shardRun{},
 		shutdown: make(chan struct{}), stopRuns: make(chan struct{}), syncNow: make(chan struct{}, 1),
 	}
 	if w.metrics == nil {
-		w.metrics = NewMetrics()
+		w.metrics = metrics.New()
 	}
 	if cfg.CloudWatch != nil {
-		w.cw = newCloudWatchPublisher(deadlineCloudWatch{api: cfg.CloudWatch, d: cloudWatchTimeout}, cfg.App, cfg.WorkerID, cfg.Clock, w.log)
+		w.cw = metrics.NewCloudWatch(deadlineCloudWatch{api: cfg.CloudWatch, d: cloudWatchTimeout}, cfg.App, cfg.WorkerID, cfg.Clock, w.log)
 	}
 	return w, nil
 }
@@ -155,7 +157,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	w.coord = coord
-	w.metrics.bind(cfg.App, w.streamsLabel(), cfg.WorkerID, coord.Stats, w.slots, w.clock)
+	w.metrics.Bind(cfg.App, w.streamsLabel(), cfg.WorkerID, coord.Stats, w.slots.InUse, w.clock)
 	w.runCtx, w.cancelRuns = context.WithCancelCause(ctx)
 	loopsCtx, stopLoops := context.WithCancel(ctx)
 	var loops sync.WaitGroup
@@ -166,9 +168,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	cwCtx, stopCW := context.WithCancel(ctx)
 	var cwDone sync.WaitGroup
 	if w.cw != nil {
-		w.metrics.cw.Store(w.cw)
+		w.metrics.SetCloudWatch(w.cw)
 		cwDone.Add(1)
-		go func() { defer cwDone.Done(); w.cw.run(cwCtx, cfg.CloudWatchInterval, coord.Stats) }()
+		go func() { defer cwDone.Done(); w.cw.Run(cwCtx, cfg.CloudWatchInterval, coord.Stats) }()
 	}
 	defer func() { stopLoops(); stopCW(); loops.Wait(); cwDone.Wait() }()
 	if err := coord.Start(ctx); err != nil {
@@ -240,7 +242,7 @@ func (w *Worker) stopGracefully(ctx context.Context, stopCW context.CancelFunc, 
 	stopCW()
 	cwDone.Wait()
 	if w.cw != nil {
-		w.cw.publish(rctx, w.coord.Stats)
+		w.cw.Publish(rctx, w.coord.Stats)
 	}
 	w.cancelRuns(errHardStop) // nothing runs any more; frees the context
 	w.log.Info("worker stopped: every lease released")
@@ -284,7 +286,7 @@ func (w *Worker) onEvent(e leasecore.LeaseEvent) {
 		// At once: a handler still running for a lost lease is killed, and
 		// its batch is never checkpointed (the new holder handles it again).
 		r.cancel(fmt.Errorf("%w: %s", errLeaseGone, e.Kind))
-		r.stats.release()
+		r.stats.Release()
 		if e.Kind != leasecore.LeaseLost {
 			return
 		}

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -20,8 +21,10 @@ import (
 	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/kcltool/kcltool/internal/testenv/emulator"
+	"github.com/kcltool/kcltool/kinesisrec"
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
+	"github.com/kcltool/kcltool/runner/processor"
 )
 
 // stack is a stream and a lease table on the local servers.
@@ -66,14 +69,14 @@ func (s stack) put(t *testing.T, data func(key string) string, keys ...string) m
 func (s stack) config(t *testing.T, id, out string, argv ...string) Config {
 	t.Helper()
 	if len(argv) == 0 {
-		argv = ShellCommand(`cat >> "$OUT"`)
+		argv = processor.ShellCommand(`cat >> "$OUT"`)
 	}
 	cfg := DefaultConfig()
 	cfg.App, cfg.Stream, cfg.WorkerID, cfg.CreateTable = s.table, reshard.Stream{Name: s.stream}, id, true
 	cfg.Lease = leasecore.Config{FailoverTime: 1500 * time.Millisecond, TakerInterval: 300 * time.Millisecond, MaxLeasesToStealAtOneTime: 1}
 	cfg.Initial, cfg.IdleBetweenReads = reshard.TrimHorizon(), 100*time.Millisecond
-	cfg.BatchSize, cfg.Handler = 50, &Handler{Argv: argv, Env: append(os.Environ(), "OUT="+out)}
-	cfg.Backoff = Backoff{Initial: 50 * time.Millisecond, Max: 200 * time.Millisecond}
+	cfg.BatchSize, cfg.Handler = 50, &processor.Handler{Argv: argv, Env: append(os.Environ(), "OUT="+out)}
+	cfg.Backoff = processor.Backoff{Initial: 50 * time.Millisecond, Max: 200 * time.Millisecond}
 	cfg.ShutdownGrace = 5 * time.Second
 	cfg.ShardSyncInterval, cfg.CleanupInterval, cfg.ParentPollInterval = time.Second, time.Second, 200*time.Millisecond
 	cfg.Log = testLogger(t, id)
@@ -230,4 +233,15 @@ func eventuallyCheckpointedAt(t *testing.T, s stack, what string, last map[strin
 		}
 		return true
 	})
+}
+
+// testBatch is n records on one shard for the tests that run a
+// processor.Handler beside runner's own parts (the lease deadline's
+// cause, the handler's environment); processor's tests have their own.
+func testBatch(n int) processor.Batch {
+	b := processor.Batch{App: "orders", Stream: "orders-stream", ShardID: "shardId-000000000003", WorkerID: "worker-1", Attempt: 1}
+	for i := range n {
+		b.Records = append(b.Records, kinesisrec.Record{Data: fmt.Appendf(nil, "record-%d", i), PartitionKey: "pk", SequenceNumber: strconv.Itoa(100 + i), ShardID: b.ShardID})
+	}
+	return b
 }

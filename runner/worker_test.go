@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kcltool/kcltool/runner/metrics"
 )
 
 // One worker reads every record of a 2-shard stream from TRIM_HORIZON, in
@@ -19,7 +21,7 @@ func TestWorkerConsumesCheckpointsAndReleases(t *testing.T) {
 		s.put(t, func(k string) string { return fmt.Sprintf("%s:%d", k, round) }, keys("k", 40)...)
 	}
 	cfg := s.config(t, "w1", out)
-	cfg.Metrics = NewMetrics()
+	cfg.Metrics = metrics.New()
 	r := start(t, s, cfg)
 	eventually(t, 30*time.Second, "160 records handled", func() bool { return len(readHandled(t, out)) >= 160 })
 
