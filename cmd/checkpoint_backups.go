@@ -277,8 +277,8 @@ var backupCSVColumns = []string{"file", "path", "kind", "table", "exportedAt", "
 
 func renderBackups(io *IOStreams, format string, rows []backupJSON) error {
 	return newPrinter(io, format).Print(output{
-		Items:  func() any { return rows },
-		Schema: "checkpoint backups ls",
+		Items: func() any { return rows },
+		CSV:   backupCSVColumns,
 		Rows: func() [][]string {
 			var out [][]string
 			for _, r := range rows {

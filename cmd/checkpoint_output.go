@@ -72,7 +72,7 @@ func renderLag(io *IOStreams, format string, l *inspect.Lag) error {
 			}
 			return out
 		},
-		Schema: "checkpoint diff",
+		CSV: lagCSVColumns,
 		Rows: func() [][]string {
 			rows := make([][]string, 0, len(l.Rows))
 			for _, r := range l.Rows {
@@ -137,13 +137,6 @@ func lagTable(p *Printer, l *inspect.Lag) error {
 	p.Blank()
 	p.Println(st.Dim.Render(fmt.Sprintf("%s: %s", plural(len(l.Rows), "row"), strings.Join(parts, ", "))))
 	return nil
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }
 
 func millis(m *int64) string {

@@ -53,8 +53,8 @@ type consumersView struct {
 
 func renderConsumers(f *Factory, format string, v consumersView) error {
 	return newPrinter(f.IO, format).Print(output{
-		Items:  func() any { return consumersJSON(v.consumers) },
-		Schema: "consumers ls",
+		Items: func() any { return consumersJSON(v.consumers) },
+		CSV:   consumerCSVColumns,
 		Rows: func() [][]string {
 			var recs [][]string
 			for _, c := range consumersJSON(v.consumers) {

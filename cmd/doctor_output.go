@@ -152,8 +152,8 @@ func renderDoctor(f *Factory, format string, rep *doctor.Report, failOn doctor.S
 
 func printDoctor(p *Printer, rep *doctor.Report, failOn doctor.Severity) error {
 	return p.Print(output{
-		Doc:    func() any { return reportJSON(rep, failOn) },
-		Schema: "doctor",
+		Doc: func() any { return reportJSON(rep, failOn) },
+		CSV: doctorCSVColumns,
 		Rows: func() [][]string {
 			var recs [][]string
 			for _, fd := range rep.Findings {

@@ -11,7 +11,19 @@ import (
 	"github.com/kcltool/kcltool/iampolicy"
 )
 
-func newIAMPolicyCmd(f *Factory) *cobra.Command {
+// commandTree is what iam-policy needs of the other commands, which it
+// cannot import (they all hang below the root, which imports iam-policy):
+// the whole tree, to find and parse the target command as it would run, and
+// run's --properties file, which fills run's flags and may name the
+// stream's account.
+type commandTree struct {
+	Root func(*Factory) *cobra.Command
+	// RunProperties applies the properties file at path to run's flags,
+	// as run does, and returns the account of its streamArn, or "".
+	RunProperties func(run *cobra.Command, f *Factory, path string) (account string, err error)
+}
+
+func newIAMPolicyCmd(f *Factory, tree commandTree) *cobra.Command {
 	c := &cobra.Command{
 		Use:     "iam-policy COMMAND [flags]",
 		Short:   "Print the least-privilege IAM policy a command line needs (JSON)",
@@ -59,7 +71,7 @@ COMMAND has no -o of its own.`,
 			if slices.Contains(own, "-h") || slices.Contains(own, "--help") {
 				return cmd.Help()
 			}
-			p, err := policyFor(f, args)
+			p, err := policyFor(f, tree, args)
 			if err != nil {
 				return err
 			}
@@ -76,10 +88,10 @@ COMMAND has no -o of its own.`,
 // policyFor computes the policy of a command line (the arguments after
 // `kcltool iam-policy`). The target command is found and its flags parsed
 // in a command tree of its own, so that nothing of it runs.
-func policyFor(f *Factory, args []string) (*iampolicy.Policy, error) {
+func policyFor(f *Factory, tree commandTree, args []string) (*iampolicy.Policy, error) {
 	rf := NewFactory(f.IO, f.Getenv)
 	rf.Log = f.Log // run --properties warns about the file as run does
-	root := NewRootCmd(rf)
+	root := tree.Root(rf)
 	target, rest, err := root.Find(joinOptionalValues(args))
 	if err != nil {
 		return nil, usageErrorf("%v", err)
@@ -118,12 +130,12 @@ func policyFor(f *Factory, args []string) (*iampolicy.Policy, error) {
 		// The file fills run's flags as it does for run itself: flags, then
 		// KCLTOOL_* variables, then the file.
 		if pf := fl.Lookup("properties"); pf != nil && pf.Value.String() != "" {
-			props, err := loadProperties(target, rf, pf.Value.String())
+			fileAccount, err := tree.RunProperties(target, rf, pf.Value.String())
 			if err != nil {
 				return nil, err
 			}
 			if account == "" {
-				account = props.streamAccount()
+				account = fileAccount
 			}
 		}
 	}

@@ -159,7 +159,7 @@ func checkRecordedCalls(dir string) error {
 		line := commandLine(inv)
 		env := inv.Env
 		f := NewFactory(&IOStreams{Out: io.Discard, ErrOut: io.Discard}, func(k string) string { return env[k] })
-		p, err := policyFor(f, append(append([]string{}, inv.Argv...), "--account", testAccount))
+		p, err := policyFor(f, iamPolicyTree(), append(append([]string{}, inv.Argv...), "--account", testAccount))
 		if err != nil {
 			problems[fmt.Sprintf("%s: made %d AWS calls, but kcltool iam-policy fails: %v", line, len(inv.Calls), err)] = true
 			continue

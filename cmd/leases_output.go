@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/kcltool/kcltool/inspect"
-	"github.com/kcltool/kcltool/reshard"
 )
 
 // leaseJSON is one lease as kcltool prints it, built once per lease by
@@ -161,7 +159,7 @@ func writeLeasesJSON(w io.Writer, rows []inspect.LeaseRow) error {
 // writeLeasesCSV writes the header and one record per lease, RFC 4180.
 func writeLeasesCSV(w io.Writer, rows []inspect.LeaseRow) error {
 	cw := csv.NewWriter(w)
-	if err := cw.Write(jsonSchema("leases ls").CSV); err != nil {
+	if err := cw.Write(leaseCSVColumns); err != nil {
 		return err
 	}
 	rec := make([]string, len(leaseCSVColumns))
@@ -260,9 +258,9 @@ func renderNonLeases(io *IOStreams, format string, l *inspect.Listing) error {
 		return rows
 	}
 	return newPrinter(io, format).Print(output{
-		Items:  func() any { return nonLeaseRows(l) },
-		Schema: "leases ls --non-leases",
-		Rows:   rows,
+		Items: func() any { return nonLeaseRows(l) },
+		CSV:   nonLeaseCSVColumns,
+		Rows:  rows,
 		Text: func(p *Printer) error {
 			if len(l.NonLeases) == 0 {
 				p.Empty("no non-lease items in table %q", l.Table)
@@ -271,39 +269,4 @@ func renderNonLeases(io *IOStreams, format string, l *inspect.Listing) error {
 			return p.Table([]string{"KEY", "ENTITY-TYPE"}, rows())
 		},
 	})
-}
-
-func itoa(n int64) string { return strconv.FormatInt(n, 10) }
-
-func floatStr(f *float64) string {
-	if f == nil {
-		return ""
-	}
-	return strconv.FormatFloat(*f, 'f', -1, 64)
-}
-
-func hashRange(start, end string) string {
-	if start == "" && end == "" {
-		return ""
-	}
-	return start + "-" + end
-}
-
-func plural(n int, word string) string {
-	if n == 1 {
-		return "1 " + word
-	}
-	return fmt.Sprintf("%d %ss", n, word)
-}
-
-// blockerIDs lists the parent shard ids that hold a child back.
-func blockerIDs(bs []reshard.Blocker) []string {
-	if len(bs) == 0 {
-		return nil
-	}
-	ids := make([]string, len(bs))
-	for i, b := range bs {
-		ids[i] = b.ShardID
-	}
-	return ids
 }

@@ -108,8 +108,8 @@ func ownersJSON(o *inspect.Owners, sampled bool) []ownerJSON {
 
 func renderOwners(f *Factory, format string, o *inspect.Owners, sampled bool) error {
 	return newPrinter(f.IO, format).Print(output{
-		Items:  func() any { return ownersJSON(o, sampled) },
-		Schema: "leases owners",
+		Items: func() any { return ownersJSON(o, sampled) },
+		CSV:   ownersCSVColumns,
 		Rows: func() [][]string {
 			var recs [][]string
 			for _, r := range ownersJSON(o, sampled) {

@@ -68,9 +68,10 @@ type output struct {
 	// Doc is one JSON document for -o json: indented, or compact on one
 	// line when the printer streams (doctor --watch).
 	Doc func() any
-	// Schema names the jsonSchemas entry whose CSV header Rows follow.
-	Schema string
-	Rows   func() [][]string
+	// CSV is the -o csv header Rows follow: the command's jsonSchemas
+	// entry names the same list, which docs/json.md shows.
+	CSV  []string
+	Rows func() [][]string
 	// Write holds the formats whose bytes a domain package or a renderer
 	// writes itself: export's json and csv (the file format reset owns),
 	// lineage's dot.
@@ -116,7 +117,7 @@ func (p *Printer) Print(o output) error {
 		}
 		return writeJSON(p.out, o.Doc())
 	case p.format == FormatCSV && o.Rows != nil:
-		return writeCSV(p.out, jsonSchema(o.Schema).CSV, o.Rows())
+		return writeCSV(p.out, o.CSV, o.Rows())
 	case p.Text() && o.Text != nil:
 		return o.Text(p)
 	}

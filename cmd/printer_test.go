@@ -15,8 +15,8 @@ func TestCheckOutputNamesTheFormats(t *testing.T) {
 		want    string
 	}{
 		{readFormats, `invalid --output "yaml": use table, wide, json or csv`},
-		{lineageFormats, `invalid --output "yaml": use table, wide, json, csv or dot`},
-		{exportFormats, `invalid --output "yaml": use json or csv`},
+		{append(append([]string{}, readFormats...), formatDot), `invalid --output "yaml": use table, wide, json, csv or dot`},
+		{[]string{FormatJSON, FormatCSV}, `invalid --output "yaml": use json or csv`},
 	}
 	for _, c := range cases {
 		if err := checkOutputOf("yaml", c.formats...); err == nil || err.Error() != c.want {
@@ -41,9 +41,9 @@ type printerRow struct {
 func TestPrinterPicksTheForm(t *testing.T) {
 	built := map[string]int{}
 	o := output{
-		Items:  func() any { built["items"]++; return []printerRow{{"w-1", ""}, {"w-2", "x<y"}} },
-		Schema: "leases owners",
-		Rows:   func() [][]string { built["rows"]++; return [][]string{{"w-1", "1", "1", "a;b"}} },
+		Items: func() any { built["items"]++; return []printerRow{{"w-1", ""}, {"w-2", "x<y"}} },
+		CSV:   []string{"worker", "leases", "fairShare", "shards"},
+		Rows:  func() [][]string { built["rows"]++; return [][]string{{"w-1", "1", "1", "a;b"}} },
 		Text: func(p *Printer) error {
 			built["text"]++
 			header := []string{"WORKER"}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kcltool/kcltool/internal/shellquote"
 	"github.com/kcltool/kcltool/reset"
 )
 
@@ -237,10 +236,6 @@ func safeName(s string) string {
 		return r
 	}, s)
 }
-
-// shellQuote quotes a word of a printed command for a POSIX shell; the one
-// implementation is shared with doctor's repair commands.
-var shellQuote = shellquote.Quote
 
 // forceRefusal says reset's refusal with the flag that overrides it.
 type forceRefusal struct{ *reset.RefusedError }

@@ -99,8 +99,8 @@ var planCSVColumns = []string{"leaseKey", "shardId", "action", "before", "before
 func renderPlan(io *IOStreams, format string, plan *reset.Plan, x *reset.Execution) error {
 	rows := planRows(plan, x)
 	return newPrinter(io, format).Print(output{
-		Items:  func() any { return rows },
-		Schema: "checkpoint reset",
+		Items: func() any { return rows },
+		CSV:   planCSVColumns,
 		Rows: func() [][]string {
 			var out [][]string
 			for _, r := range rows {

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -128,7 +127,7 @@ AWS_ENDPOINT_URL_KINESIS and AWS_ENDPOINT_URL_CLOUDWATCH are honoured.`,
 		newShardsCmd(f),
 		newConsumersCmd(f),
 		withGroup(newShardsLineageCmd(f, "lineage"), "operate", "Alias of 'shards lineage'"),
-		newIAMPolicyCmd(f),
+		newIAMPolicyCmd(f, iamPolicyTree()),
 		newCompletionCmd(f),
 		newExitCodesHelpCmd(),
 	)
@@ -143,6 +142,21 @@ AWS_ENDPOINT_URL_KINESIS and AWS_ENDPOINT_URL_CLOUDWATCH are honoured.`,
 	return root
 }
 
+// iamPolicyTree hands iam-policy the command tree and run's properties
+// file, which it cannot import itself.
+func iamPolicyTree() commandTree {
+	return commandTree{
+		Root: NewRootCmd,
+		RunProperties: func(run *cobra.Command, f *Factory, path string) (string, error) {
+			props, err := loadProperties(run, f, path)
+			if err != nil {
+				return "", err
+			}
+			return props.streamAccount(), nil
+		},
+	}
+}
+
 // withGroup files a command under a help group, with a short line of its own.
 func withGroup(c *cobra.Command, group, short string) *cobra.Command {
 	c.GroupID, c.Short = group, short
@@ -154,37 +168,4 @@ func walk(c *cobra.Command, fn func(*cobra.Command)) {
 	for _, sub := range c.Commands() {
 		walk(sub, fn)
 	}
-}
-
-// optionalValueFlags may be given bare (--sample means --sample=10s).
-var optionalValueFlags = map[string]bool{"--sample": true}
-
-// joinOptionalValues turns "--sample 400ms" into "--sample=400ms". pflag
-// only binds an optional value written with "=", and would otherwise read
-// 400ms as a stray argument: users write the space form by habit.
-func joinOptionalValues(args []string) []string {
-	out := make([]string, 0, len(args))
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			return append(out, args[i:]...)
-		}
-		if optionalValueFlags[a] && i+1 < len(args) {
-			if _, err := time.ParseDuration(args[i+1]); err == nil {
-				out = append(out, a+"="+args[i+1])
-				i++
-				continue
-			}
-		}
-		out = append(out, a)
-	}
-	return out
-}
-
-// requireFlag fails with a usage error naming the flag and its variable.
-func requireFlag(name, value string) error {
-	if value == "" {
-		return usageErrorf("--%s is required (or set %s)", name, envName(name))
-	}
-	return nil
 }

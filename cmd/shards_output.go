@@ -75,7 +75,7 @@ func renderLineage(streams *IOStreams, format string, l *inspect.Lineage) error 
 			}
 			return out
 		},
-		Schema: "shards lineage",
+		CSV: lineageCSVColumns,
 		Rows: func() [][]string {
 			var rows [][]string
 			for _, id := range l.Graph.TopoOrder() {
