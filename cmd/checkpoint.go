@@ -7,10 +7,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kcltool/kcltool/cmd/cmdutil"
 	"github.com/kcltool/kcltool/inspect"
 )
 
-func newCheckpointCmd(f *Factory) *cobra.Command {
+func newCheckpointCmd(f *cmdutil.Factory) *cobra.Command {
 	c := &cobra.Command{
 		Use:     "checkpoint",
 		Short:   "Compare checkpoints with the stream; reset, export and import them",
@@ -23,7 +24,7 @@ func newCheckpointCmd(f *Factory) *cobra.Command {
 }
 
 type checkpointDiffOptions struct {
-	appFlags
+	cmdutil.AppFlags
 	Stream      string
 	Output      string
 	FailOn      []string
@@ -33,7 +34,7 @@ type checkpointDiffOptions struct {
 
 // newCheckpointDiffCmd builds `checkpoint diff`; `kcltool lag` is the same
 // command under a shorter name.
-func newCheckpointDiffCmd(f *Factory, use string) *cobra.Command {
+func newCheckpointDiffCmd(f *cmdutil.Factory, use string) *cobra.Command {
 	o := &checkpointDiffOptions{}
 	c := &cobra.Command{
 		Use:   use + " --app APP --stream STREAM",
@@ -63,22 +64,22 @@ and cron.`,
   kcltool lag --app orders --stream orders --max-behind 5m     # exit 3 if any shard is 5m behind
   kcltool lag --app orders --stream orders --fail-on blocked,missing-lease,orphan-lease -o json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(o.Output); err != nil {
+			if err := cmdutil.CheckOutput(o.Output); err != nil {
 				return err
 			}
 			for _, s := range o.FailOn {
 				if !validLagState(s) {
-					return usageErrorf("invalid --fail-on state %q: use %s", s, lagStateList())
+					return cmdutil.UsageErrorf("invalid --fail-on state %q: use %s", s, lagStateList())
 				}
 			}
 			if o.Concurrency < 0 {
-				return usageErrorf("--concurrency must be 0 (automatic) or more")
+				return cmdutil.UsageErrorf("--concurrency must be 0 (automatic) or more")
 			}
 			return runCheckpointDiff(cmd, f, o)
 		},
 	}
-	o.register(c)
-	addOutputFlag(c, &o.Output)
+	o.Register(c)
+	cmdutil.AddOutputFlag(c, &o.Output)
 	c.Flags().StringVar(&o.Stream, "stream", "", "stream name (in a multi-stream lease table: only this stream)")
 	c.Flags().StringSliceVar(&o.FailOn, "fail-on", nil, "exit 3 when a row is in one of these states (comma-separated)")
 	c.Flags().DurationVar(&o.MaxBehind, "max-behind", 0, "exit 3 when a shard is further behind than this")
@@ -103,8 +104,8 @@ func lagStateList() string {
 	return strings.Join(s, ", ")
 }
 
-func runCheckpointDiff(cmd *cobra.Command, f *Factory, o *checkpointDiffOptions) error {
-	table, ddb, err := o.open(cmd, f)
+func runCheckpointDiff(cmd *cobra.Command, f *cmdutil.Factory, o *checkpointDiffOptions) error {
+	table, ddb, err := o.Open(cmd, f)
 	if err != nil {
 		return err
 	}
@@ -115,16 +116,16 @@ func runCheckpointDiff(cmd *cobra.Command, f *Factory, o *checkpointDiffOptions)
 	}
 	// One line on a terminal: the table read (once it takes a second), then
 	// the shards probed.
-	p := newProgress(f)
-	scan := watchScan(ddb, p, table, time.Second)
+	p := cmdutil.NewProgress(f)
+	scan := cmdutil.WatchScan(ddb, p, table, time.Second)
 	lag, err := inspect.CheckpointDiff(ctx, kin, scan, table, inspect.LagOptions{Stream: o.Stream, Concurrency: o.Concurrency,
-		Retry: retryFor(f), Clock: f.Clock, Progress: p.counter("probed", "shards")})
-	scan.end()
+		Retry: cmdutil.RetryFor(f), Clock: f.Clock, Progress: p.Counter("probed", "shards")})
+	scan.End()
 	if err != nil {
 		if strings.HasPrefix(err.Error(), "--stream is required") {
-			return usageErrorf("%v (or set KCLTOOL_STREAM)", err)
+			return cmdutil.UsageErrorf("%v (or set KCLTOOL_STREAM)", err)
 		}
-		return explainAWS(err, f.awsContext(table, o.Stream))
+		return cmdutil.ExplainAWS(err, f.AWSContext(table, o.Stream))
 	}
 	for _, m := range lag.Malformed {
 		fmt.Fprintf(f.IO.ErrOut, "kcltool: warning: skipped malformed item: %v\n", m)
@@ -141,7 +142,7 @@ func lagCheck(lag *inspect.Lag, failOn []string, maxBehind time.Duration) error 
 	counts := lag.Counts()
 	for _, s := range failOn {
 		if n := counts[inspect.LagState(s)]; n > 0 {
-			problems = append(problems, fmt.Sprintf("%s %s", plural(n, "shard"), s))
+			problems = append(problems, fmt.Sprintf("%s %s", cmdutil.Plural(n, "shard"), s))
 		}
 	}
 	if maxBehind > 0 {
@@ -152,11 +153,11 @@ func lagCheck(lag *inspect.Lag, failOn []string, maxBehind time.Duration) error 
 			}
 		}
 		if n > 0 {
-			problems = append(problems, fmt.Sprintf("%s behind more than %s", plural(n, "shard"), maxBehind))
+			problems = append(problems, fmt.Sprintf("%s behind more than %s", cmdutil.Plural(n, "shard"), maxBehind))
 		}
 	}
 	if len(problems) == 0 {
 		return nil
 	}
-	return &ExitError{Code: ExitProblems, Err: fmt.Errorf("%s", strings.Join(problems, "; "))}
+	return &cmdutil.ExitError{Code: cmdutil.ExitProblems, Err: fmt.Errorf("%s", strings.Join(problems, "; "))}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kcltool/kcltool/cmd/cmdutil"
 	"github.com/kcltool/kcltool/reset"
 )
 
@@ -27,7 +28,7 @@ const backupDirDefault = "$XDG_STATE_HOME/kcltool/backups or ~/.local/state/kclt
 func addBackupDirFlag(c *cobra.Command, dst *string, usage string) {
 	// The variable's note is written here so that it comes before the
 	// default, as cobra places it for every other flag.
-	c.Flags().StringVar(dst, "backup-dir", "", usage+" [$"+envName("backup-dir")+"] (default "+backupDirDefault+")")
+	c.Flags().StringVar(dst, "backup-dir", "", usage+" [$"+cmdutil.EnvName("backup-dir")+"] (default "+backupDirDefault+")")
 }
 
 // backupDir is --backup-dir, or the XDG state folder kcltool keeps its
@@ -35,7 +36,7 @@ func addBackupDirFlag(c *cobra.Command, dst *string, usage string) {
 // ~/.local/state/kcltool/backups when XDG_STATE_HOME is unset (or, against
 // the XDG rules, relative). One known folder rather than the current one,
 // which scattered backups wherever a reset happened to be run.
-func backupDir(f *Factory, flag string) (string, error) {
+func backupDir(f *cmdutil.Factory, flag string) (string, error) {
 	if flag != "" {
 		return flag, nil
 	}
@@ -46,7 +47,7 @@ func backupDir(f *Factory, flag string) (string, error) {
 	if home == "" {
 		var err error
 		if home, err = os.UserHomeDir(); err != nil || home == "" {
-			return "", usageErrorf("no home folder for the default --backup-dir (%s): pass --backup-dir", backupDirDefault)
+			return "", cmdutil.UsageErrorf("no home folder for the default --backup-dir (%s): pass --backup-dir", backupDirDefault)
 		}
 	}
 	return filepath.Join(home, ".local", "state", "kcltool", "backups"), nil
@@ -56,7 +57,7 @@ func backupDir(f *Factory, flag string) (string, error) {
 // only (backups hold the whole table), before anything else happens: a
 // folder that cannot be created fails the command at once, not after the
 // sample.
-func makeBackupDir(f *Factory, flag string) (string, error) {
+func makeBackupDir(f *cmdutil.Factory, flag string) (string, error) {
 	dir, err := backupDir(f, flag)
 	if err != nil {
 		return "", err
@@ -67,7 +68,7 @@ func makeBackupDir(f *Factory, flag string) (string, error) {
 	return dir, nil
 }
 
-func newCheckpointBackupsCmd(f *Factory) *cobra.Command {
+func newCheckpointBackupsCmd(f *cmdutil.Factory) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "backups",
 		Short: "The backups that reset and import saved before writing",
@@ -77,12 +78,12 @@ func newCheckpointBackupsCmd(f *Factory) *cobra.Command {
 }
 
 type backupsLsOptions struct {
-	appFlags
+	cmdutil.AppFlags
 	Output    string
 	BackupDir string
 }
 
-func newCheckpointBackupsLsCmd(f *Factory) *cobra.Command {
+func newCheckpointBackupsLsCmd(f *cmdutil.Factory) *cobra.Command {
 	o := &backupsLsOptions{}
 	c := &cobra.Command{
 		Use:     "ls [--app APP] [--backup-dir DIR]",
@@ -104,7 +105,7 @@ lists only the backups of that table. Only the header of each file is read.`,
   kcltool checkpoint backups ls --app orders -o wide
   kcltool checkpoint backups ls -o json | jq -r '.[-1].path'`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(o.Output); err != nil {
+			if err := cmdutil.CheckOutput(o.Output); err != nil {
 				return err
 			}
 			return runBackupsLs(f, o)
@@ -113,7 +114,7 @@ lists only the backups of that table. Only the header of each file is read.`,
 	c.Flags().StringVar(&o.App, "app", "", "only the backups of this application's lease table")
 	c.Flags().StringVar(&o.Table, "table", "", "only the backups of this lease table")
 	addBackupDirFlag(c, &o.BackupDir, "the folder to list")
-	addOutputFlag(c, &o.Output)
+	cmdutil.AddOutputFlag(c, &o.Output)
 	return c
 }
 
@@ -134,13 +135,13 @@ type backupJSON struct {
 	// Writes are the leases the command was about to write, and Undo the
 	// import that restores exactly them, from the plan file: what this
 	// backup is the undo of.
-	Writes []string  `json:"writes"`
-	Undo   optString `json:"undo"`
+	Writes []string          `json:"writes"`
+	Undo   cmdutil.OptString `json:"undo"`
 }
 
 const backupSuffix = ".backup.json"
 
-func runBackupsLs(f *Factory, o *backupsLsOptions) error {
+func runBackupsLs(f *cmdutil.Factory, o *backupsLsOptions) error {
 	dir, err := backupDir(f, o.BackupDir)
 	if err != nil {
 		return err
@@ -161,7 +162,7 @@ func runBackupsLs(f *Factory, o *backupsLsOptions) error {
 
 // readBackups summarises every backup in dir, oldest first. A file that is
 // not a readable export is reported and left out.
-func readBackups(f *Factory, dir, table string) ([]backupJSON, error) {
+func readBackups(f *cmdutil.Factory, dir, table string) ([]backupJSON, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -197,7 +198,7 @@ func readBackups(f *Factory, dir, table string) ([]backupJSON, error) {
 			if w, undo, err := readPlanUndo(plan); err != nil {
 				fmt.Fprintf(f.IO.ErrOut, "kcltool: warning: %s: %v\n", plan, err)
 			} else {
-				r.Writes, r.Undo = orEmpty(w), optString(undo)
+				r.Writes, r.Undo = cmdutil.OrEmpty(w), cmdutil.OptString(undo)
 			}
 		}
 		times[name] = s.ExportedAt
@@ -275,8 +276,8 @@ func regularFileExists(path string) bool {
 
 var backupCSVColumns = []string{"file", "path", "kind", "table", "exportedAt", "leases", "nonLeases", "malformed", "sizeBytes", "plan", "writes", "undo"}
 
-func renderBackups(io *IOStreams, format string, rows []backupJSON) error {
-	return newPrinter(io, format).Print(output{
+func renderBackups(io *cmdutil.IOStreams, format string, rows []backupJSON) error {
+	return cmdutil.NewPrinter(io, format).Print(cmdutil.Output{
 		Items: func() any { return rows },
 		CSV:   backupCSVColumns,
 		Rows: func() [][]string {
@@ -291,11 +292,11 @@ func renderBackups(io *IOStreams, format string, rows []backupJSON) error {
 			}
 			return out
 		},
-		Text: func(p *Printer) error { return backupsTable(p, rows) },
+		Text: func(p *cmdutil.Printer) error { return backupsTable(p, rows) },
 	})
 }
 
-func backupsTable(p *Printer, rows []backupJSON) error {
+func backupsTable(p *cmdutil.Printer, rows []backupJSON) error {
 	header := []string{"FILE", "TABLE", "TIME", "LEASES", "SIZE", "UNDOES"}
 	if p.Wide() {
 		header = []string{"PATH", "KIND", "TABLE", "TIME", "LEASES", "NON-LEASES", "MALFORMED", "SIZE", "PLAN", "UNDOES"}
@@ -328,7 +329,7 @@ func undoesText(writes []string) string {
 	case len(writes) <= 2:
 		return strings.Join(writes, ", ")
 	}
-	return plural(len(writes), "lease")
+	return cmdutil.Plural(len(writes), "lease")
 }
 
 // humanBytes shows a size for people: 812B, 14.2KiB, 3.0MiB.

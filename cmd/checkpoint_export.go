@@ -7,19 +7,20 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kcltool/kcltool/cmd/cmdutil"
 	"github.com/kcltool/kcltool/reset"
 )
 
 // exportFormats are export's -o formats; json is the default.
-var exportFormats = []string{FormatJSON, FormatCSV}
+var exportFormats = []string{cmdutil.FormatJSON, cmdutil.FormatCSV}
 
 type exportOptions struct {
-	appFlags
+	cmdutil.AppFlags
 	Output string
 	File   string
 }
 
-func newCheckpointExportCmd(f *Factory) *cobra.Command {
+func newCheckpointExportCmd(f *cmdutil.Factory) *cobra.Command {
 	o := &exportOptions{}
 	c := &cobra.Command{
 		Use:   "export --app APP [-o json|csv] [--file F]",
@@ -38,34 +39,34 @@ as complete, and its first three columns are what checkpoint reset
   kcltool checkpoint export --app orders -o csv > orders.csv
   kcltool checkpoint export --app orders | jq '.items[] | select(.kind=="lease") | .checkpoint'`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutputOf(o.Output, exportFormats...); err != nil {
+			if err := cmdutil.CheckOutputOf(o.Output, exportFormats...); err != nil {
 				return err
 			}
 			return runCheckpointExport(cmd, f, o)
 		},
 	}
-	o.register(c)
-	addOutputFlagOf(c, &o.Output, "json or csv", exportFormats...)
+	o.Register(c)
+	cmdutil.AddOutputFlagOf(c, &o.Output, "json or csv", exportFormats...)
 	c.Flags().StringVar(&o.File, "file", "", "write to this file (atomically) instead of stdout")
 	return c
 }
 
-func runCheckpointExport(cmd *cobra.Command, f *Factory, o *exportOptions) error {
-	table, ddb, err := o.open(cmd, f)
+func runCheckpointExport(cmd *cobra.Command, f *cmdutil.Factory, o *exportOptions) error {
+	table, ddb, err := o.Open(cmd, f)
 	if err != nil {
 		return err
 	}
 	ctx := cmd.Context()
-	scan := watchScan(ddb, newProgress(f), table, 0)
+	scan := cmdutil.WatchScan(ddb, cmdutil.NewProgress(f), table, 0)
 	e, err := reset.ExportTable(ctx, scan, table, f.Clock)
-	scan.end()
+	scan.End()
 	if err != nil {
-		return explainAWS(err, f.awsContext(table, ""))
+		return cmdutil.ExplainAWS(err, f.AWSContext(table, ""))
 	}
 	// The export file format is reset's: the printer only picks the form.
 	var buf bytes.Buffer
-	if err := printTo(f.IO, &buf, o.Output).Print(output{
-		Write: map[string]func(io.Writer) error{FormatJSON: e.WriteJSON, FormatCSV: e.WriteCSV},
+	if err := cmdutil.PrintTo(f.IO, &buf, o.Output).Print(cmdutil.Output{
+		Write: map[string]func(io.Writer) error{cmdutil.FormatJSON: e.WriteJSON, cmdutil.FormatCSV: e.WriteCSV},
 	}); err != nil {
 		return err
 	}
@@ -74,7 +75,7 @@ func runCheckpointExport(cmd *cobra.Command, f *Factory, o *exportOptions) error
 		_, err = f.IO.Out.Write(buf.Bytes())
 		return err
 	}
-	if err := writeFileAtomic(o.File, buf.Bytes()); err != nil {
+	if err := cmdutil.WriteFileAtomic(o.File, buf.Bytes()); err != nil {
 		return err
 	}
 	fmt.Fprintf(f.IO.ErrOut, "kcltool: exported %d leases, %d non-lease items and %d malformed items of table %q to %s\n", l, n, m, table, o.File)

@@ -8,13 +8,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kcltool/kcltool/cmd/cmdutil"
 	"github.com/kcltool/kcltool/internal/awserr"
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reset"
 )
 
 type importOptions struct {
-	appFlags
+	cmdutil.AppFlags
 	applyFlags
 	File        string
 	ToApp       string
@@ -25,7 +26,7 @@ type importOptions struct {
 	CreateTable bool
 }
 
-func newCheckpointImportCmd(f *Factory) *cobra.Command {
+func newCheckpointImportCmd(f *cmdutil.Factory) *cobra.Command {
 	o := &importOptions{}
 	c := &cobra.Command{
 		Use:   "import --app APP --file F [--to-app OTHER] [--execute]",
@@ -72,7 +73,7 @@ then get no owner, so their holders lose them).`,
   kcltool checkpoint import --app orders --file orders.json --to-app orders-replay --execute
   kcltool checkpoint import --app orders --file orders.json --to-app orders-new --create-table --execute`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requireFlag("file", o.File); err != nil {
+			if err := cmdutil.RequireFlag("file", o.File); err != nil {
 				return err
 			}
 			if err := o.applyFlags.check(); err != nil {
@@ -81,7 +82,7 @@ then get no owner, so their holders lose them).`,
 			return runCheckpointImport(cmd, f, o)
 		},
 	}
-	o.appFlags.register(c)
+	o.AppFlags.Register(c)
 	o.applyFlags.register(c)
 	fl := c.Flags()
 	fl.StringVar(&o.File, "file", "", "the export to restore (JSON or CSV)")
@@ -94,27 +95,27 @@ then get no owner, so their holders lose them).`,
 	return c
 }
 
-func runCheckpointImport(cmd *cobra.Command, f *Factory, o *importOptions) error {
-	table, err := o.table()
+func runCheckpointImport(cmd *cobra.Command, f *cmdutil.Factory, o *importOptions) error {
+	table, err := o.TableName()
 	if err != nil {
 		return err
 	}
 	data, err := os.ReadFile(o.File)
 	if err != nil {
-		return usageErrorf("--file: %v", err)
+		return cmdutil.UsageErrorf("--file: %v", err)
 	}
 	e, err := reset.ReadExport(data)
 	if err != nil {
-		return usageErrorf("--file %s: %v", o.File, err)
+		return cmdutil.UsageErrorf("--file %s: %v", o.File, err)
 	}
 	if e.Table != "" && e.Table != table {
-		return usageErrorf("%s is an export of table %q, not %q: pass --app or --table of the exported application (and --to-app to copy into another one)", o.File, e.Table, table)
+		return cmdutil.UsageErrorf("%s is an export of table %q, not %q: pass --app or --table of the exported application (and --to-app to copy into another one)", o.File, e.Table, table)
 	}
-	dest, destFlags := table, o.appFlags
+	dest, destFlags := table, o.AppFlags
 	if o.ToApp != "" || o.ToTable != "" {
-		destFlags = appFlags{App: o.ToApp, Table: o.ToTable}
-		if dest, err = destFlags.table(); err != nil {
-			return usageErrorf("--to-table needs --to-app")
+		destFlags = cmdutil.AppFlags{App: o.ToApp, Table: o.ToTable}
+		if dest, err = destFlags.TableName(); err != nil {
+			return cmdutil.UsageErrorf("--to-table needs --to-app")
 		}
 	}
 	ctx := cmd.Context()
@@ -128,20 +129,20 @@ func runCheckpointImport(cmd *cobra.Command, f *Factory, o *importOptions) error
 			return err
 		}
 	}
-	scan := watchScan(ddb, newProgress(f), dest, time.Second)
-	plan, err := reset.PlanImport(ctx, watchedTable{ddb, scan}, reset.ImportOptions{
+	scan := cmdutil.WatchScan(ddb, cmdutil.NewProgress(f), dest, time.Second)
+	plan, err := reset.PlanImport(ctx, cmdutil.WatchedTable{TableAPI: ddb, Progress: scan}, reset.ImportOptions{
 		Table: dest, Export: e, File: o.File, Shards: o.Shards, PositionsOnly: dest != table, Prune: o.Prune, SkipInvalid: o.SkipInvalid,
 		NoTable: noTable, Clock: f.Clock,
 	})
-	scan.end()
+	scan.End()
 	if tableNotFound(err) {
-		return importTableMissing(f, dest, destFlags, destFlags != o.appFlags)
+		return importTableMissing(f, dest, destFlags, destFlags != o.AppFlags)
 	}
 	if err != nil {
-		return planError(err, f.awsContext(dest, ""))
+		return planError(err, f.AWSContext(dest, ""))
 	}
 	if noTable {
-		fmt.Fprintf(f.IO.ErrOut, "kcltool: lease table %q does not exist in %s: --execute creates it (--create-table) before writing\n", dest, f.awsContext(dest, "").Region)
+		fmt.Fprintf(f.IO.ErrOut, "kcltool: lease table %q does not exist in %s: --execute creates it (--create-table) before writing\n", dest, f.AWSContext(dest, "").Region)
 	}
 	return finishPlan(cmd, f, plan, &o.applyFlags, destFlags)
 }
@@ -150,7 +151,7 @@ func runCheckpointImport(cmd *cobra.Command, f *Factory, o *importOptions) error
 // --execute, by the same code as run --create-table, and only reported in
 // a dry run, which writes nothing. missing says the dry run is to plan
 // against an empty table.
-func ensureImportTable(cmd *cobra.Command, f *Factory, table string, execute bool) (missing bool, err error) {
+func ensureImportTable(cmd *cobra.Command, f *cmdutil.Factory, table string, execute bool) (missing bool, err error) {
 	ctx := cmd.Context()
 	ddb, err := f.DynamoDB(ctx)
 	if err != nil {
@@ -159,21 +160,21 @@ func ensureImportTable(cmd *cobra.Command, f *Factory, table string, execute boo
 	err = leasecore.EnsureTable(ctx, ddb, table, false)
 	var nf *leasecore.TableNotFoundError
 	if !errors.As(err, &nf) {
-		return false, explainAWS(err, f.awsContext(table, ""))
+		return false, cmdutil.ExplainAWS(err, f.AWSContext(table, ""))
 	}
 	if !execute {
 		return true, nil
 	}
 	if err := leasecore.EnsureTable(ctx, ddb, table, true); err != nil {
-		return false, explainAWS(err, f.awsContext(table, ""))
+		return false, cmdutil.ExplainAWS(err, f.AWSContext(table, ""))
 	}
-	fmt.Fprintf(f.IO.ErrOut, "kcltool: created lease table %q in %s (on demand, hash key leaseKey)\n", table, f.awsContext(table, "").Region)
+	fmt.Fprintf(f.IO.ErrOut, "kcltool: created lease table %q in %s (on demand, hash key leaseKey)\n", table, f.AWSContext(table, "").Region)
 	return false, nil
 }
 
 // importTableMissing explains a destination table that does not exist:
 // which one, where, and the flag that creates it.
-func importTableMissing(f *Factory, table string, dest appFlags, other bool) error {
+func importTableMissing(f *cmdutil.Factory, table string, dest cmdutil.AppFlags, other bool) error {
 	appFlag, tableFlag := "--app", "--table"
 	if other {
 		appFlag, tableFlag = "--to-app", "--to-table"
@@ -182,8 +183,8 @@ func importTableMissing(f *Factory, table string, dest appFlags, other bool) err
 	if dest.Table != "" {
 		by = tableFlag + " " + dest.Table
 	}
-	region := f.awsContext(table, "").Region
-	return &HintError{
+	region := f.AWSContext(table, "").Region
+	return &cmdutil.HintError{
 		Err: fmt.Errorf("lease table %q (%s) not found in %s", table, by, region),
 		Hints: []string{
 			"add --create-table to create it the way kcltool run --create-table does (on demand, hash key leaseKey): the dry run shows the leases it would write, --execute creates the table and writes them",

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kcltool/kcltool/cmd/cmdutil"
 	"github.com/kcltool/kcltool/inspect"
 )
 
@@ -13,22 +14,22 @@ import (
 // is always present; what does not apply is null, lists are [].
 // Fields may be added, never renamed.
 type lagJSON struct {
-	StreamName                  optString `json:"streamName"`
-	ShardID                     string    `json:"shardId"`
-	LeaseKey                    *string   `json:"leaseKey"`
-	LeaseOwner                  *string   `json:"leaseOwner"`
-	Checkpoint                  *string   `json:"checkpoint"`
-	CheckpointSubSequenceNumber *int64    `json:"checkpointSubSequenceNumber"`
-	ShardStatus                 *string   `json:"shardStatus"`
-	MillisBehindLatest          *int64    `json:"millisBehindLatest"`
-	State                       string    `json:"state"`
-	BlockedBy                   []string  `json:"blockedBy"`
-	Note                        optString `json:"note"`
+	StreamName                  cmdutil.OptString `json:"streamName"`
+	ShardID                     string            `json:"shardId"`
+	LeaseKey                    *string           `json:"leaseKey"`
+	LeaseOwner                  *string           `json:"leaseOwner"`
+	Checkpoint                  *string           `json:"checkpoint"`
+	CheckpointSubSequenceNumber *int64            `json:"checkpointSubSequenceNumber"`
+	ShardStatus                 *string           `json:"shardStatus"`
+	MillisBehindLatest          *int64            `json:"millisBehindLatest"`
+	State                       string            `json:"state"`
+	BlockedBy                   []string          `json:"blockedBy"`
+	Note                        cmdutil.OptString `json:"note"`
 }
 
 func toLagJSON(r inspect.LagRow) lagJSON {
-	j := lagJSON{StreamName: optString(r.Stream), ShardID: r.ShardID, MillisBehindLatest: r.MillisBehindLatest,
-		State: string(r.State), BlockedBy: orEmpty(blockerIDs(r.BlockedBy)), Note: optString(r.Note)}
+	j := lagJSON{StreamName: cmdutil.OptString(r.Stream), ShardID: r.ShardID, MillisBehindLatest: r.MillisBehindLatest,
+		State: string(r.State), BlockedBy: cmdutil.OrEmpty(cmdutil.BlockerIDs(r.BlockedBy)), Note: cmdutil.OptString(r.Note)}
 	if r.Lease != nil {
 		j.LeaseKey, j.Checkpoint = &r.Lease.LeaseKey, &r.Lease.Checkpoint.SequenceNumber
 		j.CheckpointSubSequenceNumber = &r.Lease.Checkpoint.SubSequenceNumber
@@ -63,8 +64,8 @@ func multiStream(l *inspect.Lag) bool {
 	return false
 }
 
-func renderLag(io *IOStreams, format string, l *inspect.Lag) error {
-	return newPrinter(io, format).Print(output{
+func renderLag(io *cmdutil.IOStreams, format string, l *inspect.Lag) error {
+	return cmdutil.NewPrinter(io, format).Print(cmdutil.Output{
 		Items: func() any {
 			out := make([]lagJSON, 0, len(l.Rows))
 			for _, r := range l.Rows {
@@ -77,16 +78,16 @@ func renderLag(io *IOStreams, format string, l *inspect.Lag) error {
 			rows := make([][]string, 0, len(l.Rows))
 			for _, r := range l.Rows {
 				j := toLagJSON(r)
-				rows = append(rows, []string{r.Stream, r.ShardID, deref(j.LeaseKey), deref(j.LeaseOwner), deref(j.Checkpoint),
+				rows = append(rows, []string{r.Stream, r.ShardID, cmdutil.Deref(j.LeaseKey), cmdutil.Deref(j.LeaseOwner), cmdutil.Deref(j.Checkpoint),
 					shardStatus(r), millis(r.MillisBehindLatest), string(r.State), strings.Join(j.BlockedBy, ";")})
 			}
 			return rows
 		},
-		Text: func(p *Printer) error { return lagTable(p, l) },
+		Text: func(p *cmdutil.Printer) error { return lagTable(p, l) },
 	})
 }
 
-func lagTable(p *Printer, l *inspect.Lag) error {
+func lagTable(p *cmdutil.Printer, l *inspect.Lag) error {
 	multi := multiStream(l)
 	wide := p.Wide()
 	header := []string{"SHARD", "LEASE-OWNER", "CHECKPOINT", "SHARD-STATUS", "BEHIND", "STATE"}
@@ -104,19 +105,19 @@ func lagTable(p *Printer, l *inspect.Lag) error {
 		if len(j.BlockedBy) > 0 {
 			state += " on " + strings.Join(j.BlockedBy, ",")
 		}
-		row := []string{r.ShardID, deref(j.LeaseOwner), p.Short(deref(j.Checkpoint)), shardStatus(r), behind(r.MillisBehindLatest), state}
+		row := []string{r.ShardID, cmdutil.Deref(j.LeaseOwner), p.Short(cmdutil.Deref(j.Checkpoint)), shardStatus(r), behind(r.MillisBehindLatest), state}
 		if multi {
 			row = append([]string{r.Stream}, row...)
 		}
 		if wide {
 			var sub, parents string
 			if r.Lease != nil {
-				sub = itoa(r.Lease.Checkpoint.SubSequenceNumber)
+				sub = cmdutil.Itoa(r.Lease.Checkpoint.SubSequenceNumber)
 			}
 			if r.Shard != nil {
 				parents = strings.Join(r.Shard.ParentShardIDs(), ",")
 			}
-			row = append(row, sub, parents, deref(j.LeaseKey), r.Note)
+			row = append(row, sub, parents, cmdutil.Deref(j.LeaseKey), r.Note)
 		}
 		rows = append(rows, row)
 	}
@@ -135,7 +136,7 @@ func lagTable(p *Printer, l *inspect.Lag) error {
 		}
 	}
 	p.Blank()
-	p.Println(st.Dim.Render(fmt.Sprintf("%s: %s", plural(len(l.Rows), "row"), strings.Join(parts, ", "))))
+	p.Println(st.Dim.Render(fmt.Sprintf("%s: %s", cmdutil.Plural(len(l.Rows), "row"), strings.Join(parts, ", "))))
 	return nil
 }
 
@@ -143,7 +144,7 @@ func millis(m *int64) string {
 	if m == nil {
 		return ""
 	}
-	return itoa(*m)
+	return cmdutil.Itoa(*m)
 }
 
 // behind renders millisBehindLatest for the table; unknown is "" (shown as
@@ -152,5 +153,5 @@ func behind(m *int64) string {
 	if m == nil {
 		return ""
 	}
-	return humanDuration(time.Duration(*m) * time.Millisecond)
+	return cmdutil.HumanDuration(time.Duration(*m) * time.Millisecond)
 }

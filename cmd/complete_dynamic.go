@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/kcltool/kcltool/cmd/cmdutil"
 	"github.com/kcltool/kcltool/inspect"
 )
 
@@ -30,7 +31,7 @@ type awsLookup func(ctx context.Context, cfg aws.Config, cmd *cobra.Command, toC
 // silently: no credentials, no region, an endpoint that refuses, hangs or
 // denies all complete nothing, print nothing, and return within
 // completionTimeout. File names are never offered instead.
-func dynamicCompletion(f *Factory, lookup awsLookup) cobra.CompletionFunc {
+func dynamicCompletion(f *cmdutil.Factory, lookup awsLookup) cobra.CompletionFunc {
 	return func(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		const directive = cobra.ShellCompDirectiveNoFileComp
 		base := cmd.Context()
@@ -42,7 +43,7 @@ func dynamicCompletion(f *Factory, lookup awsLookup) cobra.CompletionFunc {
 		// PersistentPreRunE, which applies KCLTOOL_<FLAG>, does not run for
 		// cobra's __complete: apply it here, so KCLTOOL_APP, KCLTOOL_REGION
 		// or KCLTOOL_ENDPOINT_URL count as they do for the command itself.
-		if err := applyEnv(cmd, f.Getenv); err != nil {
+		if err := cmdutil.ApplyEnv(cmd, f.Getenv); err != nil {
 			return nil, directive
 		}
 		cfg, err := completionAWSConfig(ctx, f)
@@ -61,7 +62,7 @@ func dynamicCompletion(f *Factory, lookup awsLookup) cobra.CompletionFunc {
 // --profile and --endpoint-url, as the commands do, but quiet and quick:
 // one attempt per call (a refused connection is not worth a backoff within
 // two seconds) and no SDK logger, whose warnings would reach the terminal.
-func completionAWSConfig(ctx context.Context, f *Factory) (aws.Config, error) {
+func completionAWSConfig(ctx context.Context, f *cmdutil.Factory) (aws.Config, error) {
 	opts := []func(*config.LoadOptions) error{
 		config.WithRetryer(func() aws.Retryer { return aws.NopRetryer{} }),
 		config.WithLogger(logging.Nop{}),
@@ -172,7 +173,7 @@ func completeOwners(ctx context.Context, cfg aws.Config, cmd *cobra.Command, toC
 	var comps []cobra.Completion
 	for _, o := range owners {
 		if strings.HasPrefix(o, toComplete) {
-			comps = append(comps, cobra.CompletionWithDesc(o, plural(count[o], "lease")))
+			comps = append(comps, cobra.CompletionWithDesc(o, cmdutil.Plural(count[o], "lease")))
 		}
 	}
 	return comps, nil

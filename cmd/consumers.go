@@ -10,11 +10,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 	"github.com/spf13/cobra"
 
+	"github.com/kcltool/kcltool/cmd/cmdutil"
 	"github.com/kcltool/kcltool/fanout"
 	"github.com/kcltool/kcltool/inspect"
 )
 
-func newConsumersCmd(f *Factory) *cobra.Command {
+func newConsumersCmd(f *cmdutil.Factory) *cobra.Command {
 	c := &cobra.Command{
 		Use:     "consumers",
 		Short:   "List and retire a stream's enhanced fan-out consumers",
@@ -29,7 +30,7 @@ type consumersLsOptions struct {
 	Output string
 }
 
-func newConsumersLsCmd(f *Factory) *cobra.Command {
+func newConsumersLsCmd(f *cmdutil.Factory) *cobra.Command {
 	o := &consumersLsOptions{}
 	c := &cobra.Command{
 		Use:     "ls --stream STREAM",
@@ -49,42 +50,42 @@ and -o csv).`,
   kcltool consumers ls --stream orders -o wide          # with the consumer ARNs
   kcltool consumers ls --stream orders -o json | jq -r '.[] | select(.ConsumerStatus != "ACTIVE") | .ConsumerName'`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(o.Output); err != nil {
+			if err := cmdutil.CheckOutput(o.Output); err != nil {
 				return err
 			}
-			if err := requireFlag("stream", o.Stream); err != nil {
+			if err := cmdutil.RequireFlag("stream", o.Stream); err != nil {
 				return err
 			}
 			l, err := listConsumers(cmd.Context(), f, o.Stream)
 			if err != nil {
 				return err
 			}
-			if note := limitNote(l); note != "" && (o.Output == FormatJSON || o.Output == FormatCSV) {
+			if note := limitNote(l); note != "" && (o.Output == cmdutil.FormatJSON || o.Output == cmdutil.FormatCSV) {
 				fmt.Fprintf(f.IO.ErrOut, "kcltool: warning: stream %s: %s\n", o.Stream, note)
 			}
 			return renderConsumers(f, o.Output, consumersView{stream: o.Stream, consumers: l.Consumers, listing: l, now: f.Clock.Now})
 		},
 	}
 	c.Flags().StringVar(&o.Stream, "stream", "", "stream name")
-	addOutputFlag(c, &o.Output)
+	cmdutil.AddOutputFlag(c, &o.Output)
 	return c
 }
 
 // listConsumers lists the stream's consumers, explaining AWS errors.
-func listConsumers(ctx context.Context, f *Factory, stream string) (*fanout.ConsumerListing, error) {
+func listConsumers(ctx context.Context, f *cmdutil.Factory, stream string) (*fanout.ConsumerListing, error) {
 	kin, err := f.Kinesis(ctx)
 	if err != nil {
 		return nil, err
 	}
 	l, err := fanout.ListStreamConsumers(ctx, kin, stream, fanout.ListOptions{})
 	if err != nil {
-		return nil, explainAWS(err, f.awsContext("", stream))
+		return nil, cmdutil.ExplainAWS(err, f.AWSContext("", stream))
 	}
 	return l, nil
 }
 
 type consumersDeregisterOptions struct {
-	appFlags
+	cmdutil.AppFlags
 	Stream       string
 	ConsumerName string
 	Execute      bool
@@ -93,7 +94,7 @@ type consumersDeregisterOptions struct {
 	Output       string
 }
 
-func newConsumersDeregisterCmd(f *Factory) *cobra.Command {
+func newConsumersDeregisterCmd(f *cmdutil.Factory) *cobra.Command {
 	o := &consumersDeregisterOptions{}
 	c := &cobra.Command{
 		Use:   "deregister --stream STREAM --consumer-name NAME [--app APP] [--execute [--force]]",
@@ -130,17 +131,17 @@ reads on.`,
   kcltool consumers deregister --stream orders --consumer-name billing-v1 --execute
   kcltool consumers deregister --stream orders --consumer-name reports --app reports-prod --execute`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(o.Output); err != nil {
+			if err := cmdutil.CheckOutput(o.Output); err != nil {
 				return err
 			}
-			if err := requireFlag("stream", o.Stream); err != nil {
+			if err := cmdutil.RequireFlag("stream", o.Stream); err != nil {
 				return err
 			}
-			if err := requireFlag("consumer-name", o.ConsumerName); err != nil {
+			if err := cmdutil.RequireFlag("consumer-name", o.ConsumerName); err != nil {
 				return err
 			}
 			if o.Sample < 0 || (o.Sample == 0 && !o.Force) {
-				return usageErrorf("--sample must be positive: it is how long the application must be seen stopped (--force skips the requirement)")
+				return cmdutil.UsageErrorf("--sample must be positive: it is how long the application must be seen stopped (--force skips the requirement)")
 			}
 			return runConsumersDeregister(cmd.Context(), f, o)
 		},
@@ -153,7 +154,7 @@ reads on.`,
 	fl.BoolVar(&o.Execute, "execute", false, "deregister the consumer (without it: a dry run that only prints the plan)")
 	fl.BoolVar(&o.Force, "force", false, "deregister even though the application is running or its lease table is missing")
 	fl.DurationVar(&o.Sample, "sample", 10*time.Second, "with --execute: no lease counter may move for this long (KCL's failover time)")
-	addOutputFlag(c, &o.Output)
+	cmdutil.AddOutputFlag(c, &o.Output)
 	return c
 }
 
@@ -168,16 +169,16 @@ func (o *consumersDeregisterOptions) appTable() string {
 	return o.ConsumerName
 }
 
-func runConsumersDeregister(ctx context.Context, f *Factory, o *consumersDeregisterOptions) error {
+func runConsumersDeregister(ctx context.Context, f *cmdutil.Factory, o *consumersDeregisterOptions) error {
 	l, err := listConsumers(ctx, f, o.Stream)
 	if err != nil {
 		return err
 	}
 	c, ok := l.Find(o.ConsumerName)
 	if !ok {
-		return &HintError{
+		return &cmdutil.HintError{
 			Err:   &fanout.UnknownConsumerError{Stream: o.Stream, Name: o.ConsumerName, Existing: l.Names()},
-			Hints: []string{"list them with: kcltool consumers ls --stream " + shellQuote(o.Stream)},
+			Hints: []string{"list them with: kcltool consumers ls --stream " + cmdutil.ShellQuote(o.Stream)},
 		}
 	}
 	show := func(c fanout.StreamConsumer) error {
@@ -199,7 +200,7 @@ func runConsumersDeregister(ctx context.Context, f *Factory, o *consumersDeregis
 	if !o.Execute {
 		act, err := inspect.ReadAppActivity(ctx, ddb, table, 0, f.Clock)
 		if err != nil {
-			return explainAWS(err, f.awsContext(table, ""))
+			return cmdutil.ExplainAWS(err, f.AWSContext(table, ""))
 		}
 		if err := show(c); err != nil {
 			return err
@@ -218,7 +219,7 @@ func runConsumersDeregister(ctx context.Context, f *Factory, o *consumersDeregis
 		fmt.Fprintf(f.IO.ErrOut, "kcltool: checking that the application is stopped: no lease counter of table %q may move for %s...\n", table, o.Sample)
 		act, err := inspect.ReadAppActivity(ctx, ddb, table, o.Sample, f.Clock)
 		if err != nil {
-			return explainAWS(err, f.awsContext(table, ""))
+			return cmdutil.ExplainAWS(err, f.AWSContext(table, ""))
 		}
 		if err := refuseLiveApp(f, o, c, act); err != nil {
 			return err
@@ -228,7 +229,7 @@ func runConsumersDeregister(ctx context.Context, f *Factory, o *consumersDeregis
 		// still names who holds leases.
 		act, err := inspect.ReadAppActivity(ctx, ddb, table, 0, f.Clock)
 		if err != nil {
-			return explainAWS(err, f.awsContext(table, ""))
+			return cmdutil.ExplainAWS(err, f.AWSContext(table, ""))
 		}
 		warnUnsampled(f, act)
 	}
@@ -242,7 +243,7 @@ func runConsumersDeregister(ctx context.Context, f *Factory, o *consumersDeregis
 		if errors.As(err, &notActive) {
 			return err
 		}
-		return explainAWS(err, f.awsContext("", o.Stream))
+		return cmdutil.ExplainAWS(err, f.AWSContext("", o.Stream))
 	}
 	if err := show(after); err != nil {
 		return err
@@ -254,27 +255,27 @@ func runConsumersDeregister(ctx context.Context, f *Factory, o *consumersDeregis
 // warnAppActivity says in the dry run what --execute would find: a
 // missing table, or leases with owners (which may be a stopped fleet's),
 // and what deregistering would do to those owners if they still run.
-func warnAppActivity(f *Factory, o *consumersDeregisterOptions, act *inspect.AppActivity) {
+func warnAppActivity(f *cmdutil.Factory, o *consumersDeregisterOptions, act *inspect.AppActivity) {
 	switch {
 	case act.Missing:
 		fmt.Fprintf(f.IO.ErrOut, "kcltool: warning: no lease table %q: nothing says whether an application uses consumer %q; --execute refuses unless --app or --table names the application's table, or --force\n", act.Table, o.ConsumerName)
 	case len(act.Holders) > 0:
 		fmt.Fprintf(f.IO.ErrOut, "kcltool: warning: lease table %q: %s held by %s (as read; a stopped worker's name stays on its leases): if the application is running, --execute refuses (stop it first, or --force)\n",
-			act.Table, plural(act.Leases, "lease"), listNames(act.Holders))
+			act.Table, cmdutil.Plural(act.Leases, "lease"), listNames(act.Holders))
 		fmt.Fprintf(f.IO.ErrOut, "kcltool: warning: if %s still run, deregistering ends their open shards: %s\n", listNames(act.Holders), shardEndHarm)
-		fmt.Fprintf(f.IO.ErrOut, "kcltool: hint: see whether the owners renew: kcltool leases ls %s --sample\n", tableArgs(f, appFlags{App: act.Table}))
+		fmt.Fprintf(f.IO.ErrOut, "kcltool: hint: see whether the owners renew: kcltool leases ls %s --sample\n", tableArgs(f, cmdutil.AppFlags{App: act.Table}))
 	}
 }
 
 // warnUnsampled is --execute --force --sample 0's warning: nothing was
 // sampled, so the lease holders as read are all it can name.
-func warnUnsampled(f *Factory, act *inspect.AppActivity) {
+func warnUnsampled(f *cmdutil.Factory, act *inspect.AppActivity) {
 	switch {
 	case act.Missing:
 		fmt.Fprintf(f.IO.ErrOut, "kcltool: --force: no lease table %q and --sample 0: nothing checked whether an application still reads with the consumer; deregistering anyway\n", act.Table)
 	case len(act.Holders) > 0:
 		fmt.Fprintf(f.IO.ErrOut, "kcltool: --force: --sample 0, so not checked whether the application runs: lease table %q has %s held by %s (as read); deregistering anyway\n",
-			act.Table, plural(act.Leases, "lease"), listNames(act.Holders))
+			act.Table, cmdutil.Plural(act.Leases, "lease"), listNames(act.Holders))
 		fmt.Fprintf(f.IO.ErrOut, "kcltool: warning: if %s still run, deregistering ends their open shards: %s\n", listNames(act.Holders), shardEndHarm)
 	}
 }
@@ -291,7 +292,7 @@ const shardEndHarm = "each running Java KCL 2.x or 3.x worker takes the Resource
 // renewed leases during the sample, or its table is missing. With --force
 // it warns instead, naming the workers that renewed: they are the ones the
 // deregistration hurts.
-func refuseLiveApp(f *Factory, o *consumersDeregisterOptions, c fanout.StreamConsumer, act *inspect.AppActivity) error {
+func refuseLiveApp(f *cmdutil.Factory, o *consumersDeregisterOptions, c fanout.StreamConsumer, act *inspect.AppActivity) error {
 	var fact, advice string
 	switch {
 	case act.Missing:
@@ -299,13 +300,13 @@ func refuseLiveApp(f *Factory, o *consumersDeregisterOptions, c fanout.StreamCon
 		advice = "name the application's table with --app or --table, or add --force if it is retired"
 	case act.Live():
 		fact = fmt.Sprintf("the application of lease table %q is running: %s renewed %s in %s",
-			act.Table, listNames(workersOr(act)), plural(len(act.Moved), "lease"), act.Sample)
+			act.Table, listNames(workersOr(act)), cmdutil.Plural(len(act.Moved), "lease"), act.Sample)
 		advice = "stop it first, or add --force (its Java KCL 2.x and 3.x workers would then checkpoint SHARD_END on their open shards and stop reading them; see docs/efo.md)"
 	default:
 		return nil
 	}
 	if !o.Force {
-		return &ExitError{Code: ExitProblems, Err: fmt.Errorf("consumer %q not deregistered: %s; %s", c.Name, fact, advice)}
+		return &cmdutil.ExitError{Code: cmdutil.ExitProblems, Err: fmt.Errorf("consumer %q not deregistered: %s; %s", c.Name, fact, advice)}
 	}
 	fmt.Fprintf(f.IO.ErrOut, "kcltool: --force: %s; deregistering anyway\n", fact)
 	if act.Live() {

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/spf13/cobra"
 
+	"github.com/kcltool/kcltool/cmd/cmdutil"
 	"github.com/kcltool/kcltool/fanout"
 )
 
@@ -51,8 +52,8 @@ type consumersView struct {
 	now     func() time.Time
 }
 
-func renderConsumers(f *Factory, format string, v consumersView) error {
-	return newPrinter(f.IO, format).Print(output{
+func renderConsumers(f *cmdutil.Factory, format string, v consumersView) error {
+	return cmdutil.NewPrinter(f.IO, format).Print(cmdutil.Output{
 		Items: func() any { return consumersJSON(v.consumers) },
 		CSV:   consumerCSVColumns,
 		Rows: func() [][]string {
@@ -62,18 +63,18 @@ func renderConsumers(f *Factory, format string, v consumersView) error {
 			}
 			return recs
 		},
-		Text: func(p *Printer) error { return consumersTable(p, v) },
+		Text: func(p *cmdutil.Printer) error { return consumersTable(p, v) },
 	})
 }
 
-func consumersTable(p *Printer, v consumersView) error {
+func consumersTable(p *cmdutil.Printer, v consumersView) error {
 	header := []string{"CONSUMER-NAME", "STATUS", "CREATED", "AGE"}
 	if p.Wide() {
 		header = append(header, "CONSUMER-ARN")
 	}
 	var recs [][]string
 	for _, c := range v.consumers {
-		rec := []string{c.Name, string(c.Status), consumerTime(c.CreatedAt), humanDuration(v.now().Sub(c.CreatedAt))}
+		rec := []string{c.Name, string(c.Status), consumerTime(c.CreatedAt), cmdutil.HumanDuration(v.now().Sub(c.CreatedAt))}
 		if p.Wide() {
 			rec = append(rec, c.ARN)
 		}
@@ -91,7 +92,7 @@ func consumersTable(p *Printer, v consumersView) error {
 	if len(recs) > 0 {
 		p.Blank()
 	}
-	p.Println(st.Dim.Render(fmt.Sprintf("%s on stream %s (Kinesis allows %d per stream)", plural(len(v.consumers), "consumer"), v.stream, fanout.MaxConsumersPerStream)))
+	p.Println(st.Dim.Render(fmt.Sprintf("%s on stream %s (Kinesis allows %d per stream)", cmdutil.Plural(len(v.consumers), "consumer"), v.stream, fanout.MaxConsumersPerStream)))
 	var notActive []string
 	for _, c := range v.consumers {
 		if !c.Active() {

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kcltool/kcltool/cmd/doctor"
+	"github.com/kcltool/kcltool/cmd/leases"
+	"github.com/kcltool/kcltool/cmd/shards"
 	"github.com/kcltool/kcltool/reset"
 )
 
@@ -52,11 +55,8 @@ type jsonCommand struct {
 }
 
 var (
-	nonLeaseCSVColumns = []string{"leaseKey", "entityType"}
-	ownersCSVColumns   = []string{"worker", "leases", "fairShare", "shards"}
-	lagCSVColumns      = []string{"streamName", "shardId", "leaseKey", "leaseOwner", "checkpoint", "shardStatus",
+	lagCSVColumns = []string{"streamName", "shardId", "leaseKey", "leaseOwner", "checkpoint", "shardStatus",
 		"millisBehindLatest", "state", "blockedBy"}
-	doctorCSVColumns = []string{"id", "severity", "summary", "shards", "workers", "cause", "fix"}
 )
 
 // planRowKeys are the keys of one reset or import plan row; the plan file
@@ -116,7 +116,7 @@ var jsonSchemas = []jsonCommand{
 			{"blockedBy", tStrings, "derived: the parents a `waiting-on-parent` lease waits for; `[]` otherwise"},
 			{"renewalsSeen", tNumberOrNull, "derived, with `--sample`: how far the counter moved; null without `--sample`"},
 		},
-		CSV:     leaseCSVColumns,
+		CSV:     leases.LeaseCSVColumns,
 		CSVNote: "`shardId` is the shard id in every table; lists are joined with `;`.",
 	},
 	{
@@ -126,7 +126,7 @@ var jsonSchemas = []jsonCommand{
 			{"leaseKey", tString, "the item's key"},
 			{"entityType", tStringOrNull, "`LEADER`, `CLIENT_VERSION_MIGRATION`, `WORKER_METRIC_STATS`, …; null when the item has none"},
 		},
-		CSV: nonLeaseCSVColumns,
+		CSV: leases.NonLeaseCSVColumns,
 	},
 	{
 		Name:  "leases owners",
@@ -142,7 +142,7 @@ var jsonSchemas = []jsonCommand{
 			{"cpu", tNumbers, "KCL 3.x: its worker-metrics CPU series; `[]` without one"},
 			{"leader", tBoolean, "KCL 3.x: it holds the leader lock"},
 		},
-		CSV:     ownersCSVColumns,
+		CSV:     leases.OwnersCSVColumns,
 		CSVNote: "`shards` is joined with `;`.",
 	},
 	{
@@ -185,7 +185,7 @@ var jsonSchemas = []jsonCommand{
 			{"lease.blockedBy", tStrings, "the parents an idle child waits for; `[]` otherwise"},
 			{"lease.waiting", tStringOrNull, "why an idle child waits, in words; null when it does not"},
 		},
-		CSV:     lineageCSVColumns,
+		CSV:     shards.LineageCSVColumns,
 		CSVNote: "`childShardIds` is joined with `;`; the lease columns are empty without a lease.",
 	},
 	{
@@ -253,7 +253,7 @@ var jsonSchemas = []jsonCommand{
 			{"capacity.writeUnitsPerSecond", tNumber, "the fleet's write units per second: CloudWatch's peak one-minute average, or the estimate"},
 			{"capacity.writeUnitsSource", tString, "`cloudwatch` (ConsumedWriteCapacityUnits) or `estimate` (the larger of the renewals the held leases need and the counter increments seen)"},
 		},
-		CSV:     doctorCSVColumns,
+		CSV:     doctor.DoctorCSVColumns,
 		CSVNote: "One row per finding; `shards` and `workers` are joined with `;`.",
 	},
 	{

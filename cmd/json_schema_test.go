@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"github.com/kcltool/kcltool/cmd/doctor"
+	"github.com/kcltool/kcltool/cmd/leases"
+	"github.com/kcltool/kcltool/cmd/shards"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -60,8 +63,8 @@ func schemaPaths(name string) []string {
 // by package reset and checked end to end instead.
 func TestJSONSchemaMatchesStructs(t *testing.T) {
 	for name, v := range map[string]any{
-		"leases ls": leaseJSON{}, "leases ls --non-leases": nonLeaseJSON{}, "leases owners": ownerJSON{},
-		"checkpoint diff": lagJSON{}, "shards lineage": lineageJSON{}, "doctor": doctorJSON{},
+		"leases ls": leases.LeaseJSON{}, "leases ls --non-leases": leases.NonLeaseJSON{}, "leases owners": leases.OwnerJSON{},
+		"checkpoint diff": lagJSON{}, "shards lineage": shards.LineageJSON{}, "doctor": doctor.DoctorJSON{},
 		"checkpoint reset": changeJSON{}, "plan file": planFileJSON{}, "checkpoint backups ls": backupJSON{}, "run --print-config": runConfigJSON{},
 		"consumers ls": consumerJSON{},
 	} {

@@ -8,18 +8,19 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kcltool/kcltool/cmd/cmdutil"
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reset"
 )
 
 // newCheckpointWriteCmds are the checkpoint commands that write: reset,
 // export (which writes a file) and import.
-func newCheckpointWriteCmds(f *Factory) []*cobra.Command {
+func newCheckpointWriteCmds(f *cmdutil.Factory) []*cobra.Command {
 	return []*cobra.Command{newCheckpointResetCmd(f), newCheckpointExportCmd(f), newCheckpointImportCmd(f)}
 }
 
 type resetOptions struct {
-	appFlags
+	cmdutil.AppFlags
 	applyFlags
 	Stream      string
 	To          string
@@ -32,7 +33,7 @@ type resetOptions struct {
 	Shards      []string
 }
 
-func newCheckpointResetCmd(f *Factory) *cobra.Command {
+func newCheckpointResetCmd(f *cmdutil.Factory) *cobra.Command {
 	o := &resetOptions{}
 	c := &cobra.Command{
 		Use:   "reset --app APP --stream STREAM (--to trim-horizon|latest | --at TIME | --by-duration D | --to-sequence SEQ --shard ID | --from-file F)",
@@ -104,7 +105,7 @@ handle a few records past the reset before it notices (see docs/reset.md,
 			return runCheckpointReset(cmd, f, o, target)
 		},
 	}
-	o.appFlags.register(c)
+	o.AppFlags.Register(c)
 	o.applyFlags.register(c)
 	fl := c.Flags()
 	fl.StringVar(&o.Stream, "stream", "", "stream name (in a multi-stream lease table: the stream whose leases to reset)")
@@ -121,7 +122,7 @@ handle a few records past the reset before it notices (see docs/reset.md,
 }
 
 // target turns the target flags into a reset.Target, or a usage error.
-func (o *resetOptions) target(f *Factory) (reset.Target, error) {
+func (o *resetOptions) target(f *cmdutil.Factory) (reset.Target, error) {
 	var t reset.Target
 	given := 0
 	for _, v := range []string{o.To, o.At, o.ByDuration, o.ToSequence, o.FromFile} {
@@ -130,10 +131,10 @@ func (o *resetOptions) target(f *Factory) (reset.Target, error) {
 		}
 	}
 	if given != 1 {
-		return t, usageErrorf("give exactly one target: --to trim-horizon|latest, --at TIME, --by-duration D, --to-sequence SEQ or --from-file F")
+		return t, cmdutil.UsageErrorf("give exactly one target: --to trim-horizon|latest, --at TIME, --by-duration D, --to-sequence SEQ or --from-file F")
 	}
 	if o.SubSequence != 0 && o.ToSequence == "" {
-		return t, usageErrorf("--sub-sequence goes with --to-sequence")
+		return t, cmdutil.UsageErrorf("--sub-sequence goes with --to-sequence")
 	}
 	switch {
 	case o.To != "":
@@ -143,37 +144,37 @@ func (o *resetOptions) target(f *Factory) (reset.Target, error) {
 		case "latest":
 			t.To = leasecore.LATEST
 		default:
-			return t, usageErrorf("invalid --to %q: use trim-horizon or latest (--at TIME for a point in time)", o.To)
+			return t, cmdutil.UsageErrorf("invalid --to %q: use trim-horizon or latest (--at TIME for a point in time)", o.To)
 		}
 	case o.At != "":
 		at, err := reset.ParseTime(o.At)
 		if err != nil {
-			return t, usageErrorf("invalid --at: %v", err)
+			return t, cmdutil.UsageErrorf("invalid --at: %v", err)
 		}
 		t.At = at
 	case o.ByDuration != "":
 		d, err := reset.ParseAgo(o.ByDuration)
 		if err != nil {
-			return t, usageErrorf("invalid --by-duration: %v", err)
+			return t, cmdutil.UsageErrorf("invalid --by-duration: %v", err)
 		}
 		t.At, t.Ago = f.Clock.Now().Add(-d), d
 	case o.ToSequence != "":
 		if len(o.Shards) != 1 {
-			return t, usageErrorf("--to-sequence needs exactly one --shard: a sequence number belongs to one shard")
+			return t, cmdutil.UsageErrorf("--to-sequence needs exactly one --shard: a sequence number belongs to one shard")
 		}
 		cp, err := reset.ParseCheckpoint(o.ToSequence, o.SubSequence)
 		if err != nil {
-			return t, usageErrorf("invalid --to-sequence: %w", err)
+			return t, cmdutil.UsageErrorf("invalid --to-sequence: %w", err)
 		}
 		t.Sequence = &cp
 	case o.FromFile != "":
 		data, err := os.ReadFile(o.FromFile)
 		if err != nil {
-			return t, usageErrorf("--from-file: %v", err)
+			return t, cmdutil.UsageErrorf("--from-file: %v", err)
 		}
 		pf, err := reset.ReadPositionsFile(data, o.FromFile)
 		if err != nil {
-			return t, usageErrorf("--from-file: %v", err)
+			return t, cmdutil.UsageErrorf("--from-file: %v", err)
 		}
 		t.Positions, t.File, t.Invalid, t.SkipInvalid = pf.Positions, o.FromFile, pf.Invalid, o.SkipInvalid
 		if t.Positions == nil {
@@ -181,18 +182,18 @@ func (o *resetOptions) target(f *Factory) (reset.Target, error) {
 		}
 	}
 	if o.SkipInvalid && o.FromFile == "" {
-		return t, usageErrorf("--skip-invalid goes with --from-file: it skips the entries of the file that cannot be used")
+		return t, cmdutil.UsageErrorf("--skip-invalid goes with --from-file: it skips the entries of the file that cannot be used")
 	}
 	return t, nil
 }
 
-func runCheckpointReset(cmd *cobra.Command, f *Factory, o *resetOptions, target reset.Target) error {
-	table, err := o.table()
+func runCheckpointReset(cmd *cobra.Command, f *cmdutil.Factory, o *resetOptions, target reset.Target) error {
+	table, err := o.TableName()
 	if err != nil {
 		return err
 	}
 	if target.Positions == nil && o.Stream == "" {
-		return usageErrorf("--stream is required: the reset reads the stream's shards (or set KCLTOOL_STREAM)")
+		return cmdutil.UsageErrorf("--stream is required: the reset reads the stream's shards (or set KCLTOOL_STREAM)")
 	}
 	ctx := cmd.Context()
 	ddb, err := f.DynamoDB(ctx)
@@ -212,31 +213,31 @@ func runCheckpointReset(cmd *cobra.Command, f *Factory, o *resetOptions, target 
 	}
 	// On a terminal: the table read (once it takes a second), then the
 	// shards resolved for --at.
-	p := newProgress(f)
-	scan := watchScan(ddb, p, table, time.Second)
-	plan, err := reset.PlanReset(ctx, watchedTable{ddb, scan}, kin, reset.ResetOptions{
-		Table: table, Stream: o.Stream, Shards: o.Shards, Target: target, Clock: f.Clock, Retry: retryFor(f),
-		Progress: p.counter("resolved", "shards"),
+	p := cmdutil.NewProgress(f)
+	scan := cmdutil.WatchScan(ddb, p, table, time.Second)
+	plan, err := reset.PlanReset(ctx, cmdutil.WatchedTable{TableAPI: ddb, Progress: scan}, kin, reset.ResetOptions{
+		Table: table, Stream: o.Stream, Shards: o.Shards, Target: target, Clock: f.Clock, Retry: cmdutil.RetryFor(f),
+		Progress: p.Counter("resolved", "shards"),
 	})
-	scan.end()
+	scan.End()
 	if err != nil {
-		return planError(err, f.awsContext(table, o.Stream))
+		return planError(err, f.AWSContext(table, o.Stream))
 	}
-	return finishPlan(cmd, f, plan, &o.applyFlags, o.appFlags)
+	return finishPlan(cmd, f, plan, &o.applyFlags, o.AppFlags)
 }
 
 // planError maps planning errors: bad input exits 2, AWS errors are
 // explained.
-func planError(err error, ac awsContext) error {
+func planError(err error, ac cmdutil.AWSContext) error {
 	if reset.IsInputError(err) {
-		return &ExitError{Code: ExitUsage, Err: err}
+		return &cmdutil.ExitError{Code: cmdutil.ExitUsage, Err: err}
 	}
-	return explainAWS(err, ac)
+	return cmdutil.ExplainAWS(err, ac)
 }
 
 // undoCommand is the start of the import command that restores a backup
 // of this application's table.
-func undoCommand(f *Factory, a appFlags) string {
+func undoCommand(f *cmdutil.Factory, a cmdutil.AppFlags) string {
 	return "kcltool checkpoint import " + tableArgs(f, a)
 }
 
@@ -244,14 +245,14 @@ func undoCommand(f *Factory, a appFlags) string {
 // them (on the command line or as KCLTOOL_ variables), the account and
 // endpoint it was reached with: a command printed for later must reach the
 // same table from any shell. Values are quoted for a POSIX shell.
-func tableArgs(f *Factory, a appFlags) string {
-	args := []string{"--app", shellQuote(a.App)}
+func tableArgs(f *cmdutil.Factory, a cmdutil.AppFlags) string {
+	args := []string{"--app", cmdutil.ShellQuote(a.App)}
 	if a.Table != "" && a.Table != a.App {
-		args = []string{"--table", shellQuote(a.Table)}
+		args = []string{"--table", cmdutil.ShellQuote(a.Table)}
 	}
 	for _, fl := range []struct{ name, value string }{{"region", f.Region}, {"profile", f.Profile}, {"endpoint-url", f.EndpointURL}} {
 		if fl.value != "" {
-			args = append(args, "--"+fl.name, shellQuote(fl.value))
+			args = append(args, "--"+fl.name, cmdutil.ShellQuote(fl.value))
 		}
 	}
 	return strings.Join(args, " ")
@@ -272,15 +273,15 @@ func (a *applyFlags) register(c *cobra.Command) {
 	fl.BoolVar(&a.Force, "force", false, "apply even though the application is running or leases are in a KCL 3.x handoff")
 	fl.DurationVar(&a.Sample, "sample", 10*time.Second, "with --execute: no lease counter may move for this long (KCL's failover time)")
 	addBackupDirFlag(c, &a.BackupDir, "with --execute: the folder the backup of the table and the plan are saved in")
-	addOutputFlag(c, &a.Output)
+	cmdutil.AddOutputFlag(c, &a.Output)
 }
 
 func (a *applyFlags) check() error {
-	if err := checkOutput(a.Output); err != nil {
+	if err := cmdutil.CheckOutput(a.Output); err != nil {
 		return err
 	}
 	if a.Sample < 0 || (a.Sample == 0 && !a.Force) {
-		return usageErrorf("--sample must be positive: it is how long the application must be seen stopped (--force skips the requirement)")
+		return cmdutil.UsageErrorf("--sample must be positive: it is how long the application must be seen stopped (--force skips the requirement)")
 	}
 	return nil
 }

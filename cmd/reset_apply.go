@@ -11,13 +11,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kcltool/kcltool/cmd/cmdutil"
 	"github.com/kcltool/kcltool/reset"
 )
 
 // finishPlan prints a plan's warnings and either the plan (dry run) or,
 // with --execute, applies it and prints the results. dest names the table
 // written to, for the commands it prints.
-func finishPlan(cmd *cobra.Command, f *Factory, plan *reset.Plan, a *applyFlags, dest appFlags) error {
+func finishPlan(cmd *cobra.Command, f *cmdutil.Factory, plan *reset.Plan, a *applyFlags, dest cmdutil.AppFlags) error {
 	for _, w := range plan.Warnings {
 		fmt.Fprintf(f.IO.ErrOut, "kcltool: warning: %s\n", w)
 	}
@@ -47,7 +48,7 @@ func skippedEntries(plan *reset.Plan) error {
 	if len(plan.Invalid) == 0 {
 		return nil
 	}
-	return &ExitError{Code: ExitProblems, Err: errors.New(plan.SkippedText())}
+	return &cmdutil.ExitError{Code: cmdutil.ExitProblems, Err: errors.New(plan.SkippedText())}
 }
 
 // warnOwners says in the dry run that leases to change are held: an
@@ -55,7 +56,7 @@ func skippedEntries(plan *reset.Plan) error {
 // sample to find out. An owner alone does not prove a running worker (a
 // stopped KCL worker leaves its name on its leases), so this only warns;
 // --execute decides by sampling the counters, and names the live workers.
-func warnOwners(f *Factory, plan *reset.Plan, dest appFlags) {
+func warnOwners(f *cmdutil.Factory, plan *reset.Plan, dest cmdutil.AppFlags) {
 	n, seen := 0, map[string]bool{}
 	var owners []string
 	for _, c := range plan.Changes {
@@ -80,11 +81,11 @@ func warnOwners(f *Factory, plan *reset.Plan, dest appFlags) {
 		verb = "is"
 	}
 	fmt.Fprintf(f.IO.ErrOut, "kcltool: warning: %s to change %s held by %s: if the application is running, --execute refuses (stop it first, or --force)\n",
-		plural(n, "lease"), verb, strings.Join(owners, ", "))
+		cmdutil.Plural(n, "lease"), verb, strings.Join(owners, ", "))
 	fmt.Fprintf(f.IO.ErrOut, "kcltool: hint: see whether the owners renew: kcltool leases ls %s --sample\n", tableArgs(f, dest))
 }
 
-func executePlan(cmd *cobra.Command, f *Factory, plan *reset.Plan, a *applyFlags, dest appFlags) error {
+func executePlan(cmd *cobra.Command, f *cmdutil.Factory, plan *reset.Plan, a *applyFlags, dest cmdutil.AppFlags) error {
 	ctx := cmd.Context()
 	dir, err := makeBackupDir(f, a.BackupDir)
 	if err != nil {
@@ -97,7 +98,7 @@ func executePlan(cmd *cobra.Command, f *Factory, plan *reset.Plan, a *applyFlags
 	if a.Sample > 0 {
 		fmt.Fprintf(f.IO.ErrOut, "kcltool: checking that the application is stopped: no lease counter may move for %s...\n", a.Sample)
 	}
-	p := newProgress(f)
+	p := cmdutil.NewProgress(f)
 	var backup string // the backup file, once saved
 	var writes []string
 	x, err := reset.Execute(ctx, ddb, plan, reset.ExecOptions{
@@ -107,18 +108,18 @@ func executePlan(cmd *cobra.Command, f *Factory, plan *reset.Plan, a *applyFlags
 			backup, err = saveBackup(f, plan, e, dir, undoCommand(f, dest), w)
 			return err
 		},
-		Progress: p.counter("wrote", "leases"),
+		Progress: p.Counter("wrote", "leases"),
 	})
-	p.done()
+	p.Done()
 	var refused *reset.RefusedError
 	if errors.As(err, &refused) {
 		if rerr := renderPlan(f.IO, a.Output, plan, nil); rerr != nil {
 			return rerr
 		}
-		return &ExitError{Code: ExitProblems, Err: fmt.Errorf("not applied, nothing written: %w", forceRefusal{refused})}
+		return &cmdutil.ExitError{Code: cmdutil.ExitProblems, Err: fmt.Errorf("not applied, nothing written: %w", forceRefusal{refused})}
 	}
 	if err != nil {
-		return explainAWS(err, f.awsContext(plan.Table, ""))
+		return cmdutil.ExplainAWS(err, f.AWSContext(plan.Table, ""))
 	}
 	if a.Force && x.Live.Live() {
 		// Named even though --force goes on: they are the ones that lose leases.
@@ -147,9 +148,9 @@ func executePlan(cmd *cobra.Command, f *Factory, plan *reset.Plan, a *applyFlags
 	}
 	switch {
 	case failed > 0:
-		return fmt.Errorf("%s failed; the rest were not attempted (see the result of each lease)", plural(failed, "write"))
+		return fmt.Errorf("%s failed; the rest were not attempted (see the result of each lease)", cmdutil.Plural(failed, "write"))
 	case skipped > 0:
-		return &ExitError{Code: ExitProblems, Err: fmt.Errorf("%s changed since the plan and not written: plan again to include them", plural(skipped, "lease"))}
+		return &cmdutil.ExitError{Code: cmdutil.ExitProblems, Err: fmt.Errorf("%s changed since the plan and not written: plan again to include them", cmdutil.Plural(skipped, "lease"))}
 	}
 	return skippedEntries(plan)
 }
@@ -175,7 +176,7 @@ func planSummary(counts map[reset.Action]int) string {
 // each atomically, before the first write, and says how to undo: an
 // import of the backup limited to writes, the leases about to be written.
 // It returns the backup's path.
-func saveBackup(f *Factory, plan *reset.Plan, e *reset.Export, dir, undo string, writes []string) (string, error) {
+func saveBackup(f *cmdutil.Factory, plan *reset.Plan, e *reset.Export, dir, undo string, writes []string) (string, error) {
 	base := filepath.Join(dir, fmt.Sprintf("kcltool-%s-%s-%s", plan.Kind, safeName(plan.Table), e.ExportedAt.UTC().Format("20060102T150405.000Z")))
 	backup := base + ".backup.json"
 	line := undoImport(undo, backup, plan, writes)
@@ -183,14 +184,14 @@ func saveBackup(f *Factory, plan *reset.Plan, e *reset.Export, dir, undo string,
 	if err := writePlanFile(&pb, plan, writes, line); err != nil {
 		return "", err
 	}
-	if err := writeFileAtomic(base+".plan.json", pb.Bytes()); err != nil {
+	if err := cmdutil.WriteFileAtomic(base+".plan.json", pb.Bytes()); err != nil {
 		return "", err
 	}
 	var bb bytes.Buffer
 	if err := e.WriteJSON(&bb); err != nil {
 		return "", err
 	}
-	if err := writeFileAtomic(backup, bb.Bytes()); err != nil {
+	if err := cmdutil.WriteFileAtomic(backup, bb.Bytes()); err != nil {
 		return "", err
 	}
 	l, n, m := e.Counts()
@@ -215,7 +216,7 @@ func undoImport(undo, backup string, plan *reset.Plan, keys []string) string {
 	if len(keys) == 0 {
 		return ""
 	}
-	line := undo + " --file " + shellQuote(backup) + " --shard " + shellQuote(strings.Join(keys, ","))
+	line := undo + " --file " + cmdutil.ShellQuote(backup) + " --shard " + cmdutil.ShellQuote(strings.Join(keys, ","))
 	created := map[string]bool{}
 	for _, c := range plan.Changes {
 		if c.Action == reset.ActionCreate {

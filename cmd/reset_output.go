@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/kcltool/kcltool/cmd/cmdutil"
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reset"
 )
@@ -18,18 +19,18 @@ import (
 // of the lease confirmed after its answer was lost. Fields may be added,
 // never renamed.
 type changeJSON struct {
-	LeaseKey        string        `json:"leaseKey"`
-	ShardID         string        `json:"shardId"`
-	Action          string        `json:"action"`
-	Before          *positionJSON `json:"before"`
-	After           *positionJSON `json:"after"`
-	Reason          string        `json:"reason"`
-	LeaseOwner      optString     `json:"leaseOwner"`
-	CheckpointOwner optString     `json:"checkpointOwner"`
-	LeaseCounter    *int64        `json:"leaseCounter"`
-	Result          optString     `json:"result"`
-	Detail          optString     `json:"detail"`
-	ConfirmedBy     optString     `json:"confirmedBy"`
+	LeaseKey        string            `json:"leaseKey"`
+	ShardID         string            `json:"shardId"`
+	Action          string            `json:"action"`
+	Before          *positionJSON     `json:"before"`
+	After           *positionJSON     `json:"after"`
+	Reason          string            `json:"reason"`
+	LeaseOwner      cmdutil.OptString `json:"leaseOwner"`
+	CheckpointOwner cmdutil.OptString `json:"checkpointOwner"`
+	LeaseCounter    *int64            `json:"leaseCounter"`
+	Result          cmdutil.OptString `json:"result"`
+	Detail          cmdutil.OptString `json:"detail"`
+	ConfirmedBy     cmdutil.OptString `json:"confirmedBy"`
 }
 
 type positionJSON struct {
@@ -46,13 +47,13 @@ func toPositionJSON(n *leasecore.SequenceNumber) *positionJSON {
 
 func toChangeJSON(c reset.Change, r *reset.Result) changeJSON {
 	j := changeJSON{LeaseKey: c.LeaseKey, ShardID: c.ShardID, Action: string(c.Action), Before: toPositionJSON(c.Before),
-		After: toPositionJSON(c.After), Reason: c.Reason, LeaseOwner: optString(c.Lease.LeaseOwner), CheckpointOwner: optString(c.Lease.CheckpointOwner)}
+		After: toPositionJSON(c.After), Reason: c.Reason, LeaseOwner: cmdutil.OptString(c.Lease.LeaseOwner), CheckpointOwner: cmdutil.OptString(c.Lease.CheckpointOwner)}
 	if c.Current != nil {
 		n := c.Lease.LeaseCounter
 		j.LeaseCounter = &n
 	}
 	if r != nil {
-		j.Result, j.Detail, j.ConfirmedBy = optString(r.Outcome), optString(r.Detail), optString(r.ConfirmedBy)
+		j.Result, j.Detail, j.ConfirmedBy = cmdutil.OptString(r.Outcome), cmdutil.OptString(r.Detail), cmdutil.OptString(r.ConfirmedBy)
 	}
 	return j
 }
@@ -72,14 +73,14 @@ func planRows(plan *reset.Plan, x *reset.Execution) []changeJSON {
 // planFileJSON is what --execute saves next to the backup. Writes and
 // Undo say what the command changes and how to put exactly that back.
 type planFileJSON struct {
-	Kind     string       `json:"kind"`
-	Table    string       `json:"table"`
-	Target   string       `json:"target"`
-	ReadAt   string       `json:"readAt"`
-	Warnings []string     `json:"warnings"`
-	Writes   []string     `json:"writes"`
-	Undo     optString    `json:"undo"`
-	Changes  []changeJSON `json:"changes"`
+	Kind     string            `json:"kind"`
+	Table    string            `json:"table"`
+	Target   string            `json:"target"`
+	ReadAt   string            `json:"readAt"`
+	Warnings []string          `json:"warnings"`
+	Writes   []string          `json:"writes"`
+	Undo     cmdutil.OptString `json:"undo"`
+	Changes  []changeJSON      `json:"changes"`
 }
 
 // writePlanFile writes the plan file: writes are the keys of the leases
@@ -89,16 +90,16 @@ func writePlanFile(w io.Writer, plan *reset.Plan, writes []string, undo string) 
 	if warnings == nil {
 		warnings = []string{}
 	}
-	return writeJSON(w, planFileJSON{Kind: plan.Kind, Table: plan.Table, Target: plan.Target,
-		ReadAt: plan.ReadAt.UTC().Format(time.RFC3339Nano), Warnings: warnings, Writes: orEmpty(writes), Undo: optString(undo), Changes: planRows(plan, nil)})
+	return cmdutil.WriteJSON(w, planFileJSON{Kind: plan.Kind, Table: plan.Table, Target: plan.Target,
+		ReadAt: plan.ReadAt.UTC().Format(time.RFC3339Nano), Warnings: warnings, Writes: cmdutil.OrEmpty(writes), Undo: cmdutil.OptString(undo), Changes: planRows(plan, nil)})
 }
 
 var planCSVColumns = []string{"leaseKey", "shardId", "action", "before", "beforeSubSequenceNumber", "after", "afterSubSequenceNumber", "reason", "result", "detail", "leaseOwner", "confirmedBy"}
 
 // renderPlan prints a plan, with each change's result once x is given.
-func renderPlan(io *IOStreams, format string, plan *reset.Plan, x *reset.Execution) error {
+func renderPlan(io *cmdutil.IOStreams, format string, plan *reset.Plan, x *reset.Execution) error {
 	rows := planRows(plan, x)
-	return newPrinter(io, format).Print(output{
+	return cmdutil.NewPrinter(io, format).Print(cmdutil.Output{
 		Items: func() any { return rows },
 		CSV:   planCSVColumns,
 		Rows: func() [][]string {
@@ -110,11 +111,11 @@ func renderPlan(io *IOStreams, format string, plan *reset.Plan, x *reset.Executi
 			}
 			return out
 		},
-		Text: func(p *Printer) error { return planTable(p, rows, x != nil) },
+		Text: func(p *cmdutil.Printer) error { return planTable(p, rows, x != nil) },
 	})
 }
 
-func planTable(p *Printer, rows []changeJSON, executed bool) error {
+func planTable(p *cmdutil.Printer, rows []changeJSON, executed bool) error {
 	// OWNER is in the default table too: a plan that changes held leases
 	// should show by whom before anyone adds --execute.
 	header := []string{"LEASE", "OWNER", "BEFORE", "AFTER", "ACTION", "REASON"}
@@ -162,7 +163,7 @@ func positionText(p *positionJSON, tty bool) string {
 	if p == nil {
 		return ""
 	}
-	s := shorten(p.Checkpoint, tty)
+	s := cmdutil.Shorten(p.Checkpoint, tty)
 	if p.SubSequenceNumber != 0 {
 		s += "/" + strconv.FormatInt(p.SubSequenceNumber, 10)
 	}

@@ -8,12 +8,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kcltool/kcltool/cmd/cmdutil"
 	"github.com/kcltool/kcltool/runner"
 )
 
 // runOptions are the flags of `kcltool run`.
 type runOptions struct {
-	appFlags
+	cmdutil.AppFlags
 	Stream      string   // the first --stream
 	Streams     []string // every --stream
 	MultiStream bool
@@ -78,7 +79,7 @@ type runOptions struct {
 	CloudWatchInterval time.Duration
 }
 
-func newRunCmd(f *Factory) *cobra.Command {
+func newRunCmd(f *cmdutil.Factory) *cobra.Command {
 	o := &runOptions{}
 	c := &cobra.Command{
 		Use:     "run --app APP --stream STREAM (--exec 'CMD' | -- CMD [ARGS...])",
@@ -160,7 +161,7 @@ touching AWS. See docs/multilang.md.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.PrintConfig {
-				if err := checkOutputOf(o.Output, FormatTable, FormatWide, FormatJSON); err != nil {
+				if err := cmdutil.CheckOutputOf(o.Output, cmdutil.FormatTable, cmdutil.FormatWide, cmdutil.FormatJSON); err != nil {
 					return err
 				}
 			}
@@ -188,14 +189,14 @@ touching AWS. See docs/multilang.md.`,
 			return runWorker(cmd.Context(), f, o, cfg)
 		},
 	}
-	o.register(c)
+	o.Register(c)
 	fl := c.Flags()
 	fl.StringSliceVar(&o.Streams, "stream", nil, "stream name; repeat it (or separate names with commas) to read several streams (the KCL's multi-stream lease table)")
 	fl.BoolVar(&o.MultiStream, "multi-stream", false, "use the KCL's multi-stream lease table (keys account:stream:epoch:shardId) for a single --stream; automatic with two or more --stream or when the table already has such leases; --multi-stream=false refuses a multi-stream table")
 	fl.StringVar(&o.Exec, "exec", "", "handler command, run through sh -c for each batch (or give it after --)")
 	fl.StringVar(&o.Properties, "properties", "", "read settings from a KCL MultiLangDaemon properties file (flags and KCLTOOL_* variables win over it; see docs/multilang.md)")
 	fl.BoolVar(&o.PrintConfig, "print-config", false, "print the resolved settings and where each came from (flag, env, file, default), then exit without touching AWS")
-	addOutputFlagOf(c, &o.Output, "with --print-config: table, wide (adds a note per setting) or json", FormatTable, FormatWide, FormatJSON)
+	cmdutil.AddOutputFlagOf(c, &o.Output, "with --print-config: table, wide (adds a note per setting) or json", cmdutil.FormatTable, cmdutil.FormatWide, cmdutil.FormatJSON)
 	fl.StringVar(&o.Format, "format", "json", "handler input: json (JSON Lines, data in base64) or raw (bare data, one record per line)")
 
 	fl.StringVar(&o.InitialPosition, "initial-position", "LATEST", "where new leases start: TRIM_HORIZON, LATEST or AT_TIMESTAMP")
@@ -256,31 +257,31 @@ touching AWS. See docs/multilang.md.`,
 func (o *runOptions) takeCommand(cmd *cobra.Command, args []string, props *propertiesRun) error {
 	dash := cmd.ArgsLenAtDash()
 	if dash < 0 && len(args) > 0 {
-		return usageErrorf("unexpected argument %q: give the handler command after -- or with --exec", args[0])
+		return cmdutil.UsageErrorf("unexpected argument %q: give the handler command after -- or with --exec", args[0])
 	}
 	if dash > 0 {
-		return usageErrorf("unexpected argument %q before --", args[0])
+		return cmdutil.UsageErrorf("unexpected argument %q before --", args[0])
 	}
 	if dash == 0 {
 		o.Argv = args
 	}
 	switch {
 	case o.Exec != "" && len(o.Argv) > 0:
-		return usageErrorf("give the handler command either with --exec or after --, not both")
+		return cmdutil.UsageErrorf("give the handler command either with --exec or after --, not both")
 	case o.Exec == "" && len(o.Argv) == 0 && props != nil && len(props.program) > 0:
 		// As the MultiLangDaemon runs it: one long-lived child per lease.
 		o.Argv, o.MultiLang, o.fromExecutable = props.program, true, true
 	case o.Exec == "" && len(o.Argv) == 0 && o.PrintConfig:
 		o.noCommand, o.Argv = true, []string{"-"}
 	case o.Exec == "" && len(o.Argv) == 0:
-		return usageErrorf("no handler command: pass --exec 'CMD' or -- CMD [ARGS...] (or set KCLTOOL_EXEC)")
+		return cmdutil.UsageErrorf("no handler command: pass --exec 'CMD' or -- CMD [ARGS...] (or set KCLTOOL_EXEC)")
 	}
 	return nil
 }
 
 // runWorker runs the worker until it stops, and turns signals into its two
 // kinds of stop: the first is graceful, a second one is immediate.
-func runWorker(ctx context.Context, f *Factory, o *runOptions, cfg runner.Config) error {
+func runWorker(ctx context.Context, f *cmdutil.Factory, o *runOptions, cfg runner.Config) error {
 	ddb, err := f.DynamoDB(ctx)
 	if err != nil {
 		return err
@@ -302,7 +303,7 @@ func runWorker(ctx context.Context, f *Factory, o *runOptions, cfg runner.Config
 	log := cfg.Log
 	w, err := runner.NewWorker(cfg, ddb, kin)
 	if err != nil {
-		return usageErrorf("%v", err)
+		return cmdutil.UsageErrorf("%v", err)
 	}
 	// Signals are counted here rather than through ctx: cmd.Main's context
 	// ends at the first one, and the second must still be seen.
@@ -328,7 +329,7 @@ func runWorker(ctx context.Context, f *Factory, o *runOptions, cfg runner.Config
 		select {
 		case err := <-done:
 			if err != nil {
-				return explainAWS(err, f.awsContext(cfg.Table, o.Stream))
+				return cmdutil.ExplainAWS(err, f.AWSContext(cfg.Table, o.Stream))
 			}
 			return nil
 		case <-parentDone:
@@ -346,7 +347,7 @@ func runWorker(ctx context.Context, f *Factory, o *runOptions, cfg runner.Config
 			case <-done:
 			case <-time.After(forcedStopWait):
 			}
-			return &ExitError{Code: ExitInterrupted, Err: errors.New("stopped at once on a second signal: running handlers were killed and leases were not released (they expire after the failover time)")}
+			return &cmdutil.ExitError{Code: cmdutil.ExitInterrupted, Err: errors.New("stopped at once on a second signal: running handlers were killed and leases were not released (they expire after the failover time)")}
 		}
 	}
 }

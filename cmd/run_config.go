@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kcltool/kcltool/cmd/cmdutil"
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
 	"github.com/kcltool/kcltool/runner"
@@ -12,23 +13,23 @@ import (
 
 // workerConfig checks the flags and turns them into the runner's
 // configuration. Every mistake is a usage error naming the flag.
-func (o *runOptions) workerConfig(f *Factory) (runner.Config, error) {
+func (o *runOptions) workerConfig(f *cmdutil.Factory) (runner.Config, error) {
 	var cfg runner.Config
-	table, err := o.table()
+	table, err := o.TableName()
 	if err != nil {
 		return cfg, err
 	}
 	if len(o.Streams) > 0 {
 		o.Stream = o.Streams[0]
 	}
-	if err := requireFlag("stream", o.Stream); err != nil {
+	if err := cmdutil.RequireFlag("stream", o.Stream); err != nil {
 		return cfg, err
 	}
 	var streams []reshard.Stream
 	seen := map[string]bool{}
 	for _, s := range o.Streams {
 		if s == "" {
-			return cfg, usageErrorf("--stream must not be empty")
+			return cfg, cmdutil.UsageErrorf("--stream must not be empty")
 		}
 		if !seen[s] { // the same stream twice is still one stream
 			seen[s] = true
@@ -37,7 +38,7 @@ func (o *runOptions) workerConfig(f *Factory) (runner.Config, error) {
 	}
 	format, err := runner.ParseFormat(o.Format)
 	if err != nil {
-		return cfg, usageErrorf("invalid --format %q: use json or raw", o.Format)
+		return cfg, cmdutil.UsageErrorf("invalid --format %q: use json or raw", o.Format)
 	}
 	initial, err := o.initialPosition()
 	if err != nil {
@@ -45,24 +46,24 @@ func (o *runOptions) workerConfig(f *Factory) (runner.Config, error) {
 	}
 	switch {
 	case o.MaxRecords < 1 || o.MaxRecords > runner.DefaultMaxRecords:
-		return cfg, usageErrorf("--max-records must be between 1 and %d", runner.DefaultMaxRecords)
+		return cfg, cmdutil.UsageErrorf("--max-records must be between 1 and %d", runner.DefaultMaxRecords)
 	case o.BatchSize < 1:
-		return cfg, usageErrorf("--batch-size must be at least 1")
+		return cfg, cmdutil.UsageErrorf("--batch-size must be at least 1")
 	case o.MaxParallel < 1:
-		return cfg, usageErrorf("--max-parallel must be at least 1")
+		return cfg, cmdutil.UsageErrorf("--max-parallel must be at least 1")
 	case o.MaxRetries < runner.UnlimitedRetries:
-		return cfg, usageErrorf("--max-retries must be -1 (no limit) or more")
+		return cfg, cmdutil.UsageErrorf("--max-retries must be -1 (no limit) or more")
 	case o.MaxLeasesToSteal < 1:
-		return cfg, usageErrorf("--max-leases-to-steal must be at least 1")
+		return cfg, cmdutil.UsageErrorf("--max-leases-to-steal must be at least 1")
 	case o.MaxLeasesForWorker < 0:
-		return cfg, usageErrorf("--max-leases-for-worker must not be negative")
+		return cfg, cmdutil.UsageErrorf("--max-leases-for-worker must not be negative")
 	}
 	for name, d := range map[string]time.Duration{
 		"idle-between-reads": o.IdleBetweenReads, "batch-window": o.BatchWindow, "handler-timeout": o.HandlerTimeout,
 		"max-record-age": o.MaxRecordAge, "taker-interval": o.TakerInterval, "retry-backoff": o.RetryBackoff,
 	} {
 		if d < 0 {
-			return cfg, usageErrorf("--%s must not be negative", name)
+			return cfg, cmdutil.UsageErrorf("--%s must not be negative", name)
 		}
 	}
 	for name, d := range map[string]time.Duration{
@@ -71,10 +72,10 @@ func (o *runOptions) workerConfig(f *Factory) (runner.Config, error) {
 		"kinesis-timeout": o.KinesisTimeout, "dynamodb-timeout": o.DynamoDBTimeout,
 	} {
 		if d <= 0 {
-			return cfg, usageErrorf("--%s must be positive", name)
+			return cfg, cmdutil.UsageErrorf("--%s must be positive", name)
 		}
 	}
-	log := f.logger()
+	log := f.Logger()
 	argv := o.Argv
 	if o.Exec != "" {
 		argv = runner.ShellCommand(o.Exec)
@@ -107,7 +108,7 @@ func (o *runOptions) workerConfig(f *Factory) (runner.Config, error) {
 	}
 	cfg.FanOut = fo
 	if err := cfg.Validate(); err != nil {
-		return cfg, usageErrorf("%v", err)
+		return cfg, cmdutil.UsageErrorf("%v", err)
 	}
 	return cfg, nil
 }
@@ -119,28 +120,28 @@ const efoSubscriptionMaxEnv = "KCLTOOL_TEST_EFO_SUBSCRIPTION_MAX"
 
 // fanOut reads --efo, --consumer-name and --consumer-arn; the Kinesis
 // client is added when the worker starts.
-func (o *runOptions) fanOut(f *Factory, streams int) (*runner.FanOut, error) {
+func (o *runOptions) fanOut(f *cmdutil.Factory, streams int) (*runner.FanOut, error) {
 	if !o.EFO {
 		for name, v := range map[string]string{"consumer-name": o.ConsumerName, "consumer-arn": o.ConsumerARN} {
 			if v != "" {
-				return nil, usageErrorf("--%s goes with --efo (enhanced fan-out)", name)
+				return nil, cmdutil.UsageErrorf("--%s goes with --efo (enhanced fan-out)", name)
 			}
 		}
 		return nil, nil
 	}
 	switch {
 	case o.ConsumerARN != "" && o.ConsumerName != "":
-		return nil, usageErrorf("give either --consumer-name or --consumer-arn, not both")
+		return nil, cmdutil.UsageErrorf("give either --consumer-name or --consumer-arn, not both")
 	case o.ConsumerARN != "" && streams > 1:
-		return nil, usageErrorf("--consumer-arn names the consumer of one stream; with %d --stream give --consumer-name (registered on each stream) instead", streams)
+		return nil, cmdutil.UsageErrorf("--consumer-arn names the consumer of one stream; with %d --stream give --consumer-name (registered on each stream) instead", streams)
 	case o.ConsumerARN != "" && !strings.Contains(o.ConsumerARN, ":consumer/"):
-		return nil, usageErrorf("invalid --consumer-arn %q: want arn:aws:kinesis:REGION:ACCOUNT:stream/STREAM/consumer/NAME:TIMESTAMP", o.ConsumerARN)
+		return nil, cmdutil.UsageErrorf("invalid --consumer-arn %q: want arn:aws:kinesis:REGION:ACCOUNT:stream/STREAM/consumer/NAME:TIMESTAMP", o.ConsumerARN)
 	}
 	fo := &runner.FanOut{ConsumerName: o.ConsumerName, ConsumerARN: o.ConsumerARN}
 	if v := f.Getenv(efoSubscriptionMaxEnv); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
-			return nil, usageErrorf("invalid %s %q: want a positive duration", efoSubscriptionMaxEnv, v)
+			return nil, cmdutil.UsageErrorf("invalid %s %q: want a positive duration", efoSubscriptionMaxEnv, v)
 		}
 		fo.SubscriptionMax = d
 	}
@@ -155,7 +156,7 @@ func (o *runOptions) initialPosition() (reshard.Position, error) {
 	if o.InitialTimestamp != "" {
 		t, err := parseTimestamp(o.InitialTimestamp)
 		if err != nil {
-			return reshard.Position{}, usageErrorf("invalid --initial-timestamp %q: use RFC 3339 (2025-03-04T05:06:07Z) or epoch seconds", o.InitialTimestamp)
+			return reshard.Position{}, cmdutil.UsageErrorf("invalid --initial-timestamp %q: use RFC 3339 (2025-03-04T05:06:07Z) or epoch seconds", o.InitialTimestamp)
 		}
 		ts = t
 		if kind == leasecore.LATEST && !o.initialPositionSet {
@@ -165,16 +166,16 @@ func (o *runOptions) initialPosition() (reshard.Position, error) {
 	switch kind {
 	case leasecore.TRIM_HORIZON, leasecore.LATEST:
 		if !ts.IsZero() {
-			return reshard.Position{}, usageErrorf("--initial-timestamp goes with --initial-position AT_TIMESTAMP, not %s", kind)
+			return reshard.Position{}, cmdutil.UsageErrorf("--initial-timestamp goes with --initial-position AT_TIMESTAMP, not %s", kind)
 		}
 		return reshard.Position{Kind: kind}, nil
 	case leasecore.AT_TIMESTAMP:
 		if ts.IsZero() {
-			return reshard.Position{}, usageErrorf("--initial-position AT_TIMESTAMP needs --initial-timestamp")
+			return reshard.Position{}, cmdutil.UsageErrorf("--initial-position AT_TIMESTAMP needs --initial-timestamp")
 		}
 		return reshard.AtTimestamp(ts), nil
 	}
-	return reshard.Position{}, usageErrorf("invalid --initial-position %q: use TRIM_HORIZON, LATEST or AT_TIMESTAMP", o.InitialPosition)
+	return reshard.Position{}, cmdutil.UsageErrorf("invalid --initial-position %q: use TRIM_HORIZON, LATEST or AT_TIMESTAMP", o.InitialPosition)
 }
 
 func parseTimestamp(s string) (time.Time, error) {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kcltool/kcltool/cmd/cmdutil"
 	"github.com/kcltool/kcltool/internal/testenv/emulator"
 )
 
@@ -78,9 +79,9 @@ func TestRunEFOFlags(t *testing.T) {
 		{[]string{"--efo", "--consumer-arn", "arn:aws:kinesis:us-east-1:123456789012:stream/s/consumer/c:1", "--consumer-name", "c"}, "either --consumer-name or --consumer-arn"},
 	} {
 		var out, errOut bytes.Buffer
-		f := NewFactory(&IOStreams{Out: &out, ErrOut: &errOut}, func(string) string { return "" })
+		f := cmdutil.NewFactory(&cmdutil.IOStreams{Out: &out, ErrOut: &errOut}, func(string) string { return "" })
 		code := Run(context.Background(), f, append([]string{"run", "--print-config", "--app", "a", "--stream", "s", "--exec", "cat"}, tc.args...))
-		if code != ExitUsage || !strings.Contains(errOut.String(), tc.want) {
+		if code != cmdutil.ExitUsage || !strings.Contains(errOut.String(), tc.want) {
 			t.Errorf("%v: exit %d, stderr %q; want usage error %q", tc.args, code, errOut.String(), tc.want)
 		}
 	}

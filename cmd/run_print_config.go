@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kcltool/kcltool/cmd/cmdutil"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -131,9 +132,9 @@ func printedValue(fl *pflag.Flag) string {
 
 // printRunConfig prints the resolved configuration: a table (wide adds
 // where each value came from in words) or a JSON document.
-func printRunConfig(cmd *cobra.Command, f *Factory, o *runOptions, p *propertiesRun) error {
+func printRunConfig(cmd *cobra.Command, f *cmdutil.Factory, o *runOptions, p *propertiesRun) error {
 	rows := runConfigRows(cmd, o, p)
-	out := output{
+	out := cmdutil.Output{
 		Doc: func() any {
 			doc := runConfigJSON{Settings: []configRowJSON{}, Warnings: []string{}}
 			if p != nil {
@@ -152,7 +153,7 @@ func printRunConfig(cmd *cobra.Command, f *Factory, o *runOptions, p *properties
 			}
 			return doc
 		},
-		Text: func(pr *Printer) error {
+		Text: func(pr *cmdutil.Printer) error {
 			header := []string{"SETTING", "VALUE", "SOURCE", "PROPERTY"}
 			if pr.Wide() {
 				header = append(header, "NOTE")
@@ -168,20 +169,20 @@ func printRunConfig(cmd *cobra.Command, f *Factory, o *runOptions, p *properties
 			return pr.Table(header, cells)
 		},
 	}
-	return newPrinter(f.IO, o.Output).Print(out)
+	return cmdutil.NewPrinter(f.IO, o.Output).Print(out)
 }
 
 // fromFileHint adds to a usage error about a flag the properties file set
 // which key and line set it.
 func fromFileHint(err error, p *propertiesRun) error {
-	var ee *ExitError
-	if p == nil || !errors.As(err, &ee) || ee.Code != ExitUsage {
+	var ee *cmdutil.ExitError
+	if p == nil || !errors.As(err, &ee) || ee.Code != cmdutil.ExitUsage {
 		return err
 	}
 	msg := err.Error()
 	for flag, e := range p.fromFile {
 		if strings.Contains(msg, "--"+flag+" ") || strings.HasSuffix(msg, "--"+flag) || strings.Contains(msg, "--"+flag+"\"") {
-			return usageErrorf("%v (set by %s = %s in %s)", err, e.Key, e.Value, p.where(e))
+			return cmdutil.UsageErrorf("%v (set by %s = %s in %s)", err, e.Key, e.Value, p.where(e))
 		}
 	}
 	return err

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/kcltool/kcltool/cmd/cmdutil"
 	"github.com/kcltool/kcltool/internal/javaprops"
 	"github.com/kcltool/kcltool/runner"
 )
@@ -125,15 +126,15 @@ type propertiesRun struct {
 
 // loadProperties reads and applies a properties file to cmd's flags (those
 // neither the command line nor the environment set) and to f.
-func loadProperties(cmd *cobra.Command, f *Factory, path string) (*propertiesRun, error) {
+func loadProperties(cmd *cobra.Command, f *cmdutil.Factory, path string) (*propertiesRun, error) {
 	file, err := os.Open(path)
 	if err != nil {
-		return nil, usageErrorf("--properties: %v", err)
+		return nil, cmdutil.UsageErrorf("--properties: %v", err)
 	}
 	defer file.Close()
 	props, err := javaprops.Parse(file)
 	if err != nil {
-		return nil, usageErrorf("--properties %s: %v", path, err)
+		return nil, cmdutil.UsageErrorf("--properties %s: %v", path, err)
 	}
 	p := &propertiesRun{path: path, props: props, fromFile: map[string]javaprops.Entry{}}
 	return p, p.apply(cmd, f)
@@ -155,9 +156,9 @@ func (p *propertiesRun) entry(key string) (javaprops.Entry, bool) {
 	return javaprops.Entry{}, false
 }
 
-func (p *propertiesRun) warn(f *Factory, msg string, e javaprops.Entry) {
+func (p *propertiesRun) warn(f *cmdutil.Factory, msg string, e javaprops.Entry) {
 	p.warnings = append(p.warnings, fmt.Sprintf("%s (%s)", msg, p.where(e)))
-	f.logger().Warn(msg, "key", e.Key, "file", p.where(e))
+	f.Logger().Warn(msg, "key", e.Key, "file", p.where(e))
 }
 
 // set fills a flag from the file, unless the command line or the
@@ -168,14 +169,14 @@ func (p *propertiesRun) set(cmd *cobra.Command, name, value string, e javaprops.
 		return nil
 	}
 	if err := fl.Value.Set(value); err != nil {
-		return usageErrorf("invalid %s = %q in %s for --%s: %v", e.Key, e.Value, p.where(e), name, err)
+		return cmdutil.UsageErrorf("invalid %s = %q in %s for --%s: %v", e.Key, e.Value, p.where(e), name, err)
 	}
 	fl.Changed = true
 	p.fromFile[name] = e
 	return nil
 }
 
-func (p *propertiesRun) apply(cmd *cobra.Command, f *Factory) error {
+func (p *propertiesRun) apply(cmd *cobra.Command, f *cmdutil.Factory) error {
 	keys := make([]string, 0, len(p.props.Entries))
 	for _, e := range p.props.Entries {
 		keys = append(keys, e.Key)
@@ -198,7 +199,7 @@ func (p *propertiesRun) apply(cmd *cobra.Command, f *Factory) error {
 			if pf.conv != nil {
 				var err error
 				if v, err = pf.conv(v); err != nil {
-					return usageErrorf("invalid %s = %q in %s: %v", k, e.Value, p.where(e), err)
+					return cmdutil.UsageErrorf("invalid %s = %q in %s: %v", k, e.Value, p.where(e), err)
 				}
 			}
 			if err := p.set(cmd, pf.flag, v, e); err != nil {
@@ -219,7 +220,7 @@ func (p *propertiesRun) apply(cmd *cobra.Command, f *Factory) error {
 			p.warn(f, "properties key "+k+" is not supported by kcltool and is ignored", e)
 		}
 	}
-	for _, step := range []func(*cobra.Command, *Factory) error{p.applyStreamARN, p.applyTimestamp, p.applyEndpoints,
+	for _, step := range []func(*cobra.Command, *cmdutil.Factory) error{p.applyStreamARN, p.applyTimestamp, p.applyEndpoints,
 		p.applyCleanup, p.applyRetrieval, p.applyCredentials, p.applyProgram} {
 		if err := step(cmd, f); err != nil {
 			return err
@@ -241,7 +242,7 @@ func (p *propertiesRun) applyEmptyPages(e javaprops.Entry) error {
 	case "false":
 		row.Note = "a MultiLang child gets no empty processRecords"
 	default:
-		return usageErrorf("invalid %s = %q in %s: use true or false", e.Key, e.Value, p.where(e))
+		return cmdutil.UsageErrorf("invalid %s = %q in %s: use true or false", e.Key, e.Value, p.where(e))
 	}
 	p.extra = append(p.extra, row)
 	return nil
@@ -258,21 +259,21 @@ func (p *propertiesRun) configure(cfg *runner.Config) {
 
 // applyStreamARN: streamArn names the stream and its region. A region
 // given otherwise must be the same one.
-func (p *propertiesRun) applyStreamARN(cmd *cobra.Command, f *Factory) error {
+func (p *propertiesRun) applyStreamARN(cmd *cobra.Command, f *cmdutil.Factory) error {
 	e, ok := p.entry("streamArn")
 	if !ok || e.Value == "" {
 		return nil
 	}
 	region, name, err := parseStreamARN(e.Value)
 	if err != nil {
-		return usageErrorf("invalid streamArn = %q in %s: %v", e.Value, p.where(e), err)
+		return cmdutil.UsageErrorf("invalid streamArn = %q in %s: %v", e.Value, p.where(e), err)
 	}
 	if r, ok := p.entry("regionName"); ok && r.Value != region {
-		return usageErrorf("streamArn = %s in %s is in region %s, but regionName = %s (%s): make them agree", e.Value, p.where(e), region, r.Value, p.where(r))
+		return cmdutil.UsageErrorf("streamArn = %s in %s is in region %s, but regionName = %s (%s): make them agree", e.Value, p.where(e), region, r.Value, p.where(r))
 	}
 	if fl := cmd.Flags().Lookup("region"); fl != nil && fl.Changed && fl.Value.String() != region {
 		if _, byFile := p.fromFile["region"]; !byFile {
-			return usageErrorf("streamArn = %s in %s is in region %s, but --region is %s: make them agree", e.Value, p.where(e), region, fl.Value.String())
+			return cmdutil.UsageErrorf("streamArn = %s in %s is in region %s, but --region is %s: make them agree", e.Value, p.where(e), region, fl.Value.String())
 		}
 	}
 	if err := p.set(cmd, "stream", name, e); err != nil {
@@ -309,13 +310,13 @@ func parseStreamARN(arn string) (region, name string, err error) {
 
 // applyTimestamp: initialPositionInStreamExtended is epoch seconds and
 // means AT_TIMESTAMP (DatePropertyValueDecoder).
-func (p *propertiesRun) applyTimestamp(cmd *cobra.Command, f *Factory) error {
+func (p *propertiesRun) applyTimestamp(cmd *cobra.Command, f *cmdutil.Factory) error {
 	e, ok := p.entry("initialPositionInStreamExtended")
 	if !ok {
 		return nil
 	}
 	if _, err := strconv.ParseInt(e.Value, 10, 64); err != nil {
-		return usageErrorf("invalid initialPositionInStreamExtended = %q in %s: want epoch seconds", e.Value, p.where(e))
+		return cmdutil.UsageErrorf("invalid initialPositionInStreamExtended = %q in %s: want epoch seconds", e.Value, p.where(e))
 	}
 	if pos, ok := p.entry("initialPositionInStream"); ok && !strings.EqualFold(pos.Value, "AT_TIMESTAMP") {
 		p.warn(f, "initialPositionInStream = "+pos.Value+" is overridden by initialPositionInStreamExtended (AT_TIMESTAMP)", pos)
@@ -335,7 +336,7 @@ func (p *propertiesRun) applyTimestamp(cmd *cobra.Command, f *Factory) error {
 // applyEndpoints: kinesisEndpoint and dynamoDBEndpoint override one
 // service each, unless --endpoint-url (or KCLTOOL_ENDPOINT_URL) or the
 // SDK's AWS_ENDPOINT_URL variables already say where to go.
-func (p *propertiesRun) applyEndpoints(cmd *cobra.Command, f *Factory) error {
+func (p *propertiesRun) applyEndpoints(cmd *cobra.Command, f *cmdutil.Factory) error {
 	for _, svc := range []struct{ key, env, setting string }{
 		{"kinesisEndpoint", "AWS_ENDPOINT_URL_KINESIS", "kinesis-endpoint"},
 		{"dynamoDBEndpoint", "AWS_ENDPOINT_URL_DYNAMODB", "dynamodb-endpoint"},
@@ -368,7 +369,7 @@ func (p *propertiesRun) applyEndpoints(cmd *cobra.Command, f *Factory) error {
 
 // applyCleanup: kcltool always deletes a finished parent's lease once its
 // children have started (--cleanup-interval); false cannot be honoured.
-func (p *propertiesRun) applyCleanup(_ *cobra.Command, f *Factory) error {
+func (p *propertiesRun) applyCleanup(_ *cobra.Command, f *cmdutil.Factory) error {
 	e, ok := p.entry("cleanupLeasesUponShardCompletion")
 	if !ok {
 		return nil
@@ -378,7 +379,7 @@ func (p *propertiesRun) applyCleanup(_ *cobra.Command, f *Factory) error {
 	case "false":
 		p.warn(f, "cleanupLeasesUponShardCompletion = false is not supported: kcltool deletes finished parent leases once their children have started (--cleanup-interval)", e)
 	default:
-		return usageErrorf("invalid cleanupLeasesUponShardCompletion = %q in %s: use true or false", e.Value, p.where(e))
+		return cmdutil.UsageErrorf("invalid cleanupLeasesUponShardCompletion = %q in %s: use true or false", e.Value, p.where(e))
 	}
 	return nil
 }
@@ -387,7 +388,7 @@ func (p *propertiesRun) applyCleanup(_ *cobra.Command, f *Factory) error {
 // rule: polling when any polling key is set, fan-out otherwise. Fan-out is
 // --efo, with consumerName and consumerArn as --consumer-name and
 // --consumer-arn; --efo on the command line (or KCLTOOL_EFO) wins either way.
-func (p *propertiesRun) applyRetrieval(cmd *cobra.Command, f *Factory) error {
+func (p *propertiesRun) applyRetrieval(cmd *cobra.Command, f *cmdutil.Factory) error {
 	mode := "DEFAULT"
 	e, explicit := p.entry("RetrievalMode")
 	if explicit {
@@ -409,7 +410,7 @@ func (p *propertiesRun) applyRetrieval(cmd *cobra.Command, f *Factory) error {
 			p.retrieval, p.retrievalWhy = "FANOUT", "RetrievalMode DEFAULT with no polling key set"
 		}
 	default:
-		return usageErrorf("invalid RetrievalMode = %q in %s: use POLLING, FANOUT or DEFAULT", e.Value, p.where(e))
+		return cmdutil.UsageErrorf("invalid RetrievalMode = %q in %s: use POLLING, FANOUT or DEFAULT", e.Value, p.where(e))
 	}
 	if p.retrieval != "FANOUT" {
 		return nil
@@ -437,7 +438,7 @@ func (p *propertiesRun) applyRetrieval(cmd *cobra.Command, f *Factory) error {
 
 // applyProgram records executableName, split on spaces as the
 // MultiLangDaemon splits it, its program resolved.
-func (p *propertiesRun) applyProgram(cmd *cobra.Command, f *Factory) error {
+func (p *propertiesRun) applyProgram(cmd *cobra.Command, f *cmdutil.Factory) error {
 	e, ok := p.entry("executableName")
 	if !ok || e.Value == "" {
 		return nil
@@ -478,7 +479,7 @@ func sourceOf(fl *pflag.Flag) string {
 	switch {
 	case fl == nil || !fl.Changed:
 		return sourceDefault
-	case fl.Annotations[fromEnvAnnotation] != nil:
+	case fl.Annotations[cmdutil.FromEnvAnnotation] != nil:
 		return sourceEnv
 	}
 	return sourceFlag

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials/endpointcreds"
 	"github.com/spf13/cobra"
 
+	"github.com/kcltool/kcltool/cmd/cmdutil"
 	"github.com/kcltool/kcltool/internal/javaprops"
 )
 
@@ -73,12 +74,12 @@ func parseCredentialChain(v string) []credProvider {
 // defaultChainNames are the default chain's names, v2 and v1.
 var defaultChainNames = map[string]bool{"DefaultCredentialsProvider": true, "DefaultAWSCredentialsProviderChain": true}
 
-func (p *propertiesRun) applyCredentials(cmd *cobra.Command, f *Factory) error {
+func (p *propertiesRun) applyCredentials(cmd *cobra.Command, f *cmdutil.Factory) error {
 	e, ok := p.credentialsEntry("AwsCredentialsProvider")
 	for _, other := range []string{"AwsCredentialsProviderDynamoDB", "AwsCredentialsProviderCloudWatch"} {
 		o, has := p.credentialsEntry(other)
 		if has && (!ok || o.Value != e.Value) {
-			return usageErrorf("%s = %s in %s: kcltool uses one set of credentials for every service; remove %s to use AwsCredentialsProvider's", o.Key, o.Value, p.where(o), o.Key)
+			return cmdutil.UsageErrorf("%s = %s in %s: kcltool uses one set of credentials for every service; remove %s to use AwsCredentialsProvider's", o.Key, o.Value, p.where(o), o.Key)
 		}
 	}
 	if !ok || e.Value == "" {
@@ -90,7 +91,7 @@ func (p *propertiesRun) applyCredentials(cmd *cobra.Command, f *Factory) error {
 	}
 	for _, cp := range chain {
 		if err := checkProvider(cp); err != nil {
-			return usageErrorf("AwsCredentialsProvider = %s in %s: %v", e.Value, p.where(e), err)
+			return cmdutil.UsageErrorf("AwsCredentialsProvider = %s in %s: %v", e.Value, p.where(e), err)
 		}
 	}
 	p.credentials = e.Value

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
+	"github.com/kcltool/kcltool/cmd/cmdutil"
 	"github.com/kcltool/kcltool/runner"
 )
 
@@ -21,7 +22,7 @@ import (
 type propsResult struct {
 	out, errOut string
 	code        int
-	f           *Factory
+	f           *cmdutil.Factory
 	doc         runConfigJSON
 }
 
@@ -33,7 +34,7 @@ func propsRun(t *testing.T, props string, env map[string]string, args ...string)
 		t.Fatal(err)
 	}
 	var out, errOut bytes.Buffer
-	f := NewFactory(&IOStreams{Out: &out, ErrOut: &errOut}, func(k string) string { return env[k] })
+	f := cmdutil.NewFactory(&cmdutil.IOStreams{Out: &out, ErrOut: &errOut}, func(k string) string { return env[k] })
 	argv := append([]string{"run", "--properties", path, "--log-format", "text"}, args...)
 	code := Run(context.Background(), f, argv)
 	r := propsResult{out: out.String(), errOut: errOut.String(), code: code, f: f}
@@ -145,7 +146,7 @@ func TestPropertiesStreamARN(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := propsRun(t, tc.props, tc.env, printJSON(append(tc.args, "--exec", "cat")...)...)
-			if r.code != ExitUsage || !strings.Contains(r.errOut, tc.want) {
+			if r.code != cmdutil.ExitUsage || !strings.Contains(r.errOut, tc.want) {
 				t.Errorf("exit %d, stderr %s; want 2 and %q", r.code, r.errOut, tc.want)
 			}
 		})
@@ -199,7 +200,7 @@ func TestPropertiesRetrievalMode(t *testing.T) {
 			r := propsRun(t, tc.props, nil, printJSON("--exec", "cat")...)
 			if tc.name == "DEFAULT with maxRecords 0" {
 				// maxRecords 0 does not select polling, and run refuses it.
-				if r.code != ExitUsage || !strings.Contains(r.errOut, "set by maxRecords = 0") {
+				if r.code != cmdutil.ExitUsage || !strings.Contains(r.errOut, "set by maxRecords = 0") {
 					t.Fatalf("exit %d: %s", r.code, r.errOut)
 				}
 				return
@@ -236,7 +237,7 @@ func TestPropertiesRetrievalMode(t *testing.T) {
 	}
 	r.want(t, "efo", "true", "flag")
 	r = propsRun(t, app+"RetrievalMode = STREAMING\n", nil, printJSON("--exec", "cat")...)
-	if r.code != ExitUsage || !strings.Contains(r.errOut, `invalid RetrievalMode = "STREAMING"`) {
+	if r.code != cmdutil.ExitUsage || !strings.Contains(r.errOut, `invalid RetrievalMode = "STREAMING"`) {
 		t.Errorf("exit %d: %s", r.code, r.errOut)
 	}
 }
@@ -269,7 +270,7 @@ func TestPropertiesCredentialProviders(t *testing.T) {
 		t.Run(tc.value, func(t *testing.T) {
 			r := propsRun(t, baseProps+"AwsCredentialsProvider = "+tc.value+"\n", nil, printJSON(append(tc.args, "--exec", "cat")...)...)
 			if tc.err != "" {
-				if r.code != ExitUsage || !strings.Contains(r.errOut, tc.err) {
+				if r.code != cmdutil.ExitUsage || !strings.Contains(r.errOut, tc.err) {
 					t.Fatalf("exit %d, stderr %s; want 2 and %q", r.code, r.errOut, tc.err)
 				}
 				return
@@ -292,7 +293,7 @@ func TestPropertiesCredentialProviders(t *testing.T) {
 		t.Errorf("lower-case key: exit %d, profile %q: %s", r.code, r.f.Profile, r.errOut)
 	}
 	r = propsRun(t, baseProps+"AwsCredentialsProvider = DefaultCredentialsProvider\nAwsCredentialsProviderDynamoDB = ProfileCredentialsProvider|ddb\n", nil, printJSON("--exec", "cat")...)
-	if r.code != ExitUsage || !strings.Contains(r.errOut, "remove AwsCredentialsProviderDynamoDB") {
+	if r.code != cmdutil.ExitUsage || !strings.Contains(r.errOut, "remove AwsCredentialsProviderDynamoDB") {
 		t.Errorf("exit %d: %s", r.code, r.errOut)
 	}
 }
@@ -369,7 +370,7 @@ func TestPropertiesEmptyRecordList(t *testing.T) {
 		if err := os.WriteFile(path, []byte(c.props), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		f := NewFactory(&IOStreams{Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}, func(string) string { return "" })
+		f := cmdutil.NewFactory(&cmdutil.IOStreams{Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}, func(string) string { return "" })
 		cmd := newRunCmd(f)
 		p, err := loadProperties(cmd, f, path)
 		if err != nil {
@@ -425,7 +426,7 @@ func TestPropertiesInitialPosition(t *testing.T) {
 	r.want(t, "initial-position", "LATEST", "flag")
 	r.want(t, "initial-timestamp", "", "default")
 	r = propsRun(t, baseProps+"initialPositionInStreamExtended = yesterday\n", nil, printJSON("--exec", "cat")...)
-	if r.code != ExitUsage || !strings.Contains(r.errOut, "want epoch seconds") {
+	if r.code != cmdutil.ExitUsage || !strings.Contains(r.errOut, "want epoch seconds") {
 		t.Errorf("exit %d: %s", r.code, r.errOut)
 	}
 }
@@ -465,7 +466,7 @@ func TestPropertiesBadValues(t *testing.T) {
 		"a = \\u12zz\n": `malformed \uxxxx`,
 	} {
 		r := propsRun(t, props, nil, printJSON("--exec", "cat")...)
-		if r.code != ExitUsage || !strings.Contains(r.errOut, want) {
+		if r.code != cmdutil.ExitUsage || !strings.Contains(r.errOut, want) {
 			t.Errorf("%q: exit %d, stderr %s; want 2 and %q", props, r.code, r.errOut, want)
 		}
 	}

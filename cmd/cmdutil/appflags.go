@@ -1,0 +1,37 @@
+package cmdutil
+
+import (
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/spf13/cobra"
+)
+
+// AppFlags are the flags that name a KCL application's lease table.
+type AppFlags struct {
+	App, Table string
+}
+
+func (a *AppFlags) Register(c *cobra.Command) {
+	c.Flags().StringVar(&a.App, "app", "", "KCL application name (the lease table is named after it)")
+	c.Flags().StringVar(&a.Table, "table", "", "lease table name, when the application set tableName (default: --app)")
+}
+
+// TableName returns the lease table name, or a usage error.
+func (a *AppFlags) TableName() (string, error) {
+	if a.Table != "" {
+		return a.Table, nil
+	}
+	if err := RequireFlag("app", a.App); err != nil {
+		return "", err
+	}
+	return a.App, nil
+}
+
+// Open resolves the lease table and the DynamoDB client that reads it.
+func (a *AppFlags) Open(cmd *cobra.Command, f *Factory) (string, *dynamodb.Client, error) {
+	table, err := a.TableName()
+	if err != nil {
+		return "", nil, err
+	}
+	ddb, err := f.DynamoDB(cmd.Context())
+	return table, ddb, err
+}

@@ -1,0 +1,52 @@
+package cmdutil
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/kcltool/kcltool/reshard"
+)
+
+// Cell and value formatting that several commands' tables and rows share.
+
+func Itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func FloatStr(f *float64) string {
+	if f == nil {
+		return ""
+	}
+	return strconv.FormatFloat(*f, 'f', -1, 64)
+}
+
+func HashRange(start, end string) string {
+	if start == "" && end == "" {
+		return ""
+	}
+	return start + "-" + end
+}
+
+func Plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// BlockerIDs lists the parent shard ids that hold a child back.
+func BlockerIDs(bs []reshard.Blocker) []string {
+	if len(bs) == 0 {
+		return nil
+	}
+	ids := make([]string, len(bs))
+	for i, b := range bs {
+		ids[i] = b.ShardID
+	}
+	return ids
+}
+
+func Deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
