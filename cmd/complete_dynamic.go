@@ -196,7 +196,7 @@ func appendNew(list []string, s string) []string {
 }
 
 // flagValue is a flag's value as given on the line or by KCLTOOL_<FLAG>
-// (applyEnv has run), "" when the command has no such flag.
+// (ApplyEnv has run), "" when the command has no such flag.
 func flagValue(cmd *cobra.Command, name string) string {
 	if fl := cmd.Flag(name); fl != nil {
 		return fl.Value.String()

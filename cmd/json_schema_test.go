@@ -17,7 +17,7 @@ import (
 
 // structPaths lists the JSON key paths of a struct type the way
 // jsonSchemas writes them: nested objects as "a.b", objects in lists as
-// "a[].b". Types with their own MarshalJSON (optString, time.Time) are
+// "a[].b". Types with their own MarshalJSON (OptString, time.Time) are
 // leaves.
 func structPaths(t reflect.Type, prefix string) []string {
 	marshaler := reflect.TypeFor[json.Marshaler]()

@@ -10,6 +10,7 @@ type AppFlags struct {
 	App, Table string
 }
 
+// Register adds --app and --table to c.
 func (a *AppFlags) Register(c *cobra.Command) {
 	c.Flags().StringVar(&a.App, "app", "", "KCL application name (the lease table is named after it)")
 	c.Flags().StringVar(&a.Table, "table", "", "lease table name, when the application set tableName (default: --app)")

@@ -9,8 +9,10 @@ import (
 
 // Cell and value formatting that several commands' tables and rows share.
 
+// Itoa is n in decimal.
 func Itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
+// FloatStr is *f as short as it reads back exactly, or "" for nil.
 func FloatStr(f *float64) string {
 	if f == nil {
 		return ""
@@ -18,6 +20,7 @@ func FloatStr(f *float64) string {
 	return strconv.FormatFloat(*f, 'f', -1, 64)
 }
 
+// HashRange is "start-end", or "" when the lease has no hash range.
 func HashRange(start, end string) string {
 	if start == "" && end == "" {
 		return ""
@@ -25,6 +28,7 @@ func HashRange(start, end string) string {
 	return start + "-" + end
 }
 
+// Plural is "1 word" or "n words".
 func Plural(n int, word string) string {
 	if n == 1 {
 		return "1 " + word
@@ -44,6 +48,7 @@ func BlockerIDs(bs []reshard.Blocker) []string {
 	return ids
 }
 
+// Deref is *s, or "" for nil.
 func Deref(s *string) string {
 	if s == nil {
 		return ""

@@ -38,7 +38,7 @@ func (e *CredentialsError) Error() string { return e.Err.Error() }
 func (e *CredentialsError) Unwrap() error { return e.Err }
 
 // markedCredentials is the SDK's provider (its credentials cache) with
-// failures marked as credentialsError. Everything else passes through.
+// failures marked as CredentialsError. Everything else passes through.
 type markedCredentials struct {
 	inner   aws.CredentialsProvider
 	profile string

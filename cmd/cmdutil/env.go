@@ -49,7 +49,7 @@ func ApplyEnv(cmd *cobra.Command, getenv func(string) string) error {
 	return err
 }
 
-// FromEnvAnnotation marks a flag applyEnv set.
+// FromEnvAnnotation marks a flag ApplyEnv set.
 const FromEnvAnnotation = "kcltool_from_env"
 
 // EnvHelp adds the environment-variable note to a command's flag usage.

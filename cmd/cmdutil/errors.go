@@ -101,7 +101,7 @@ func ExplainAWS(err error, c AWSContext) error {
 	}
 	// Credential failures are wrapped in the request's error, with the
 	// credential provider's own network errors inside: they are explained
-	// by explainCredentials, never as this request's endpoint or access.
+	// by ExplainCredentials, never as this request's endpoint or access.
 	var ce *CredentialsError
 	if errors.As(err, &ce) {
 		return err

@@ -81,7 +81,7 @@ type Output struct {
 }
 
 // Printer writes one command's output in the -o format, to stdout (or to
-// the writer printTo gives), knowing whether stdout is a terminal and
+// the writer PrintTo gives), knowing whether stdout is a terminal and
 // whether to colour.
 type Printer struct {
 	io     *IOStreams

@@ -139,6 +139,7 @@ func unknownCommandError(cmd *cobra.Command, word string) error {
 	return &ExitError{Code: ExitUsage, Err: &HintError{Err: fmt.Errorf("%s", msg), Hints: hints}}
 }
 
+// SubcommandNames lists the names of the commands below cmd a user can run.
 func SubcommandNames(cmd *cobra.Command) []string {
 	var names []string
 	for _, c := range cmd.Commands() {

@@ -83,7 +83,7 @@ COMMAND has no -o of its own.`,
 			return cmdutil.NewPrinter(f.IO, cmdutil.FormatJSON).Print(cmdutil.Output{Doc: func() any { return p }})
 		},
 	}
-	// Declared for the help text and KCLTOOL_ACCOUNT; policyFor parses them
+	// Declared for the help text and KCLTOOL_ACCOUNT; PolicyFor parses them
 	// from the command line, anywhere after iam-policy.
 	c.Flags().String("account", "", "AWS account id for the ARNs (default: the ${Account} placeholder)")
 	c.Flags().StringP("output", "o", cmdutil.FormatJSON, "output format: json (the only one)")

@@ -22,7 +22,7 @@ import (
 // are strings, other numbers are numbers. Fields may be added, never
 // renamed.
 //
-// Optional strings are *string, nil when empty, rather than optString:
+// Optional strings are *string, nil when empty, rather than OptString:
 // encoding/json writes null for a nil pointer itself, where a MarshalJSON
 // per field costs an allocation and a compaction of its result
 // (docs/benchmarks.md). The pointers point into the lease, so building the
@@ -108,7 +108,7 @@ var LeaseCSVColumns = []string{"leaseKey", "shardId", "leaseOwner", "leaseCounte
 	"checkpointSubSequenceNumber", "ownerSwitchesSinceCheckpoint", "parentShardId", "childShardIds",
 	"checkpointOwner", "throughputKBps", "startingHashKey", "endingHashKey", "streamName", "state"}
 
-// csvRecord appends the lease's CSV fields (leaseCSVColumns) to rec.
+// csvRecord appends the lease's CSV fields (LeaseCSVColumns) to rec.
 func (j *LeaseJSON) csvRecord(rec []string) []string {
 	return append(rec, j.LeaseKey, j.shard, str(j.LeaseOwner), cmdutil.Itoa(j.LeaseCounter),
 		j.Checkpoint, cmdutil.Itoa(j.CheckpointSubSequenceNumber), cmdutil.Itoa(j.OwnerSwitchesSinceCheckpoint),
@@ -147,7 +147,7 @@ func renderLeases(streams *cmdutil.IOStreams, format string, l *inspect.Listing)
 	})
 }
 
-// writeLeasesJSON writes the leases as writeJSONLines writes a []leaseJSON:
+// writeLeasesJSON writes the leases as writeJSONLines writes a []LeaseJSON:
 // an array, one compact object a line, each by encoding/json.
 func writeLeasesJSON(w io.Writer, rows []inspect.LeaseRow) error {
 	var j LeaseJSON // one row reused: a pointer to a fresh one would escape per lease
