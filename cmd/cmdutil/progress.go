@@ -23,7 +23,7 @@ import (
 // The domain packages report through plain callbacks (done, total); this is
 // the one place that turns them into text.
 type Progress struct {
-	W     io.Writer // nil when stderr is not a terminal: every method is a no-op
+	Term  io.Writer // nil when stderr is not a terminal: every method is a no-op
 	clock clock.Clock
 
 	mu    sync.Mutex
@@ -36,7 +36,7 @@ type Progress struct {
 func NewProgress(f *Factory) *Progress {
 	p := &Progress{clock: f.Clock}
 	if f.IO.ErrTTY {
-		p.W = f.IO.ErrOut
+		p.Term = f.IO.ErrOut
 	}
 	if p.clock == nil {
 		p.clock = clock.RealClock()
@@ -46,7 +46,7 @@ func NewProgress(f *Factory) *Progress {
 
 // Show redraws the line with the text.
 func (p *Progress) Show(format string, args ...any) {
-	if p.W == nil {
+	if p.Term == nil {
 		return
 	}
 	text := "kcltool: " + fmt.Sprintf(format, args...)
@@ -57,14 +57,14 @@ func (p *Progress) Show(format string, args ...any) {
 	}
 	// \r returns to the start of the line, ESC[K clears what a longer
 	// earlier text left behind.
-	fmt.Fprintf(p.W, "\r%s\x1b[K", text)
+	fmt.Fprintf(p.Term, "\r%s\x1b[K", text)
 	p.shown, p.last = true, text
 }
 
 // Counter returns a callback for the domain packages' Progress options:
 // "kcltool: <verb> 3 of 12 <noun>". It is safe for concurrent use.
 func (p *Progress) Counter(verb, noun string) func(done, total int) {
-	if p.W == nil {
+	if p.Term == nil {
 		return nil
 	}
 	if noun != "" {
@@ -76,13 +76,13 @@ func (p *Progress) Counter(verb, noun string) func(done, total int) {
 // Done clears the line; a later show draws a new one. Callers end the
 // work, goroutines included, before they call it.
 func (p *Progress) Done() {
-	if p.W == nil {
+	if p.Term == nil {
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.shown {
-		fmt.Fprint(p.W, "\r\x1b[K")
+		fmt.Fprint(p.Term, "\r\x1b[K")
 	}
 	p.shown = false
 }
@@ -114,9 +114,9 @@ type LeaseTableReader interface {
 // the read is over.
 func WatchScan(api LeaseTableReader, p *Progress, table string, quietFor time.Duration) *ScanProgress {
 	s := &ScanProgress{LeaseTableReader: api, p: p, table: table, stop: make(chan struct{}), stopped: make(chan struct{})}
-	if p.W == nil || quietFor <= 0 {
+	if p.Term == nil || quietFor <= 0 {
 		close(s.stopped)
-		if p.W != nil {
+		if p.Term != nil {
 			s.loud.Store(true)
 			s.draw()
 		}
@@ -140,7 +140,7 @@ func WatchScan(api LeaseTableReader, p *Progress, table string, quietFor time.Du
 // Scan reads one page through the wrapped client and counts it.
 func (s *ScanProgress) Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
 	out, err := s.LeaseTableReader.Scan(ctx, in, optFns...)
-	if err == nil && s.p.W != nil {
+	if err == nil && s.p.Term != nil {
 		s.items.Add(int64(len(out.Items)))
 		if s.pages.Add(1) > 1 {
 			s.loud.Store(true)

@@ -151,7 +151,7 @@ func runDoctor(ctx context.Context, f *cmdutil.Factory, o *doctorOptions, failOn
 		opt.CloudWatchSkipped = "--no-cloudwatch"
 	}
 	// A window is a minute of silence otherwise.
-	if show := cmdutil.NewProgress(f); show.W != nil {
+	if show := cmdutil.NewProgress(f); show.Term != nil {
 		read := show.Counter("read", "")
 		opt.Progress = func(done, total int) {
 			if read(done, total); done == total {
