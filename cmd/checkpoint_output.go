@@ -155,3 +155,7 @@ func behind(m *int64) string {
 	}
 	return cmdutil.HumanDuration(time.Duration(*m) * time.Millisecond)
 }
+
+// lagCSVColumns are checkpoint diff's (and lag's) CSV header.
+var lagCSVColumns = []string{"streamName", "shardId", "leaseKey", "leaseOwner", "checkpoint", "shardStatus",
+	"millisBehindLatest", "state", "blockedBy"}

@@ -54,11 +54,6 @@ type jsonCommand struct {
 	CSVNote string
 }
 
-var (
-	lagCSVColumns = []string{"streamName", "shardId", "leaseKey", "leaseOwner", "checkpoint", "shardStatus",
-		"millisBehindLatest", "state", "blockedBy"}
-)
-
 // planRowKeys are the keys of one reset or import plan row; the plan file
 // holds the same rows under "changes".
 var planRowKeys = []jsonKey{
