@@ -248,7 +248,7 @@ var jsonSchemas = []jsonCommand{
 			{"capacity.writeUnitsPerSecond", tNumber, "the fleet's write units per second: CloudWatch's peak one-minute average, or the estimate"},
 			{"capacity.writeUnitsSource", tString, "`cloudwatch` (ConsumedWriteCapacityUnits) or `estimate` (the larger of the renewals the held leases need and the counter increments seen)"},
 		},
-		CSV:     doctor.DoctorCSVColumns,
+		CSV:     doctor.CSVColumns,
 		CSVNote: "One row per finding; `shards` and `workers` are joined with `;`.",
 	},
 	{

@@ -64,7 +64,7 @@ func schemaPaths(name string) []string {
 func TestJSONSchemaMatchesStructs(t *testing.T) {
 	for name, v := range map[string]any{
 		"leases ls": leases.LeaseJSON{}, "leases ls --non-leases": leases.NonLeaseJSON{}, "leases owners": leases.OwnerJSON{},
-		"checkpoint diff": lagJSON{}, "shards lineage": shards.LineageJSON{}, "doctor": doctor.DoctorJSON{},
+		"checkpoint diff": lagJSON{}, "shards lineage": shards.LineageJSON{}, "doctor": doctor.ReportJSON{},
 		"checkpoint reset": changeJSON{}, "plan file": planFileJSON{}, "checkpoint backups ls": backupJSON{}, "run --print-config": runConfigJSON{},
 		"consumers ls": consumerJSON{},
 	} {

@@ -11,10 +11,10 @@ import (
 	"github.com/kcltool/kcltool/inspect/doctor"
 )
 
-// DoctorJSON is the documented JSON shape of a doctor report (docs/json.md;
+// ReportJSON is the documented JSON shape of a doctor report (docs/json.md;
 // the key list is jsonSchemas["doctor"]). Every key is always present: no
 // stream is null; lists are [] and values {} when empty.
-type DoctorJSON struct {
+type ReportJSON struct {
 	App                string            `json:"app"`
 	Table              string            `json:"table"`
 	Stream             cmdutil.OptString `json:"stream"`
@@ -118,8 +118,8 @@ func severityName(s doctor.Severity) string {
 	return s.String()
 }
 
-func reportJSON(rep *doctor.Report, failOn doctor.Severity) DoctorJSON {
-	j := DoctorJSON{
+func reportJSON(rep *doctor.Report, failOn doctor.Severity) ReportJSON {
+	j := ReportJSON{
 		App: rep.App, Table: rep.Table, Stream: cmdutil.OptString(rep.Stream), Started: rep.Started.UTC(), Ended: rep.Ended.UTC(),
 		WindowMillis: rep.Window.Milliseconds(), FailoverTimeMillis: rep.FailoverTime.Milliseconds(),
 		Reads: rep.Reads, Leases: rep.Leases, Workers: rep.Workers, KCL3: rep.KCL3,
@@ -154,7 +154,7 @@ func renderDoctor(f *cmdutil.Factory, format string, rep *doctor.Report, failOn 
 func printDoctor(p *cmdutil.Printer, rep *doctor.Report, failOn doctor.Severity) error {
 	return p.Print(cmdutil.Output{
 		Doc: func() any { return reportJSON(rep, failOn) },
-		CSV: DoctorCSVColumns,
+		CSV: CSVColumns,
 		Rows: func() [][]string {
 			var recs [][]string
 			for _, fd := range rep.Findings {
@@ -275,5 +275,5 @@ func (l *liveView) show(render func() error, format string) error {
 	return render()
 }
 
-// DoctorCSVColumns are doctor's CSV header: one finding a row.
-var DoctorCSVColumns = []string{"id", "severity", "summary", "shards", "workers", "cause", "fix"}
+// CSVColumns are doctor's CSV header: one finding a row.
+var CSVColumns = []string{"id", "severity", "summary", "shards", "workers", "cause", "fix"}
