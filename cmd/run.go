@@ -12,9 +12,15 @@ import (
 	"github.com/kcltool/kcltool/runner"
 )
 
-// runOptions are the flags of `kcltool run`.
+// runOptions are the flags of `kcltool run`. The settings are listed in
+// runSettings (run_settings.go): most are bound to cfg's fields, the rest
+// are kept here for workerConfig to turn into cfg.
 type runOptions struct {
 	cmdutil.AppFlags
+	// cfg holds the settings bound to runner.Config fields, from
+	// runner.DefaultConfig().
+	cfg runner.Config
+
 	Stream      string   // the first --stream
 	Streams     []string // every --stream
 	MultiStream bool
@@ -38,49 +44,18 @@ type runOptions struct {
 	InitialPosition    string
 	initialPositionSet bool
 	InitialTimestamp   string
-	MaxRecords         int32
-	IdleBetweenReads   time.Duration
 	// EFO reads with enhanced fan-out, through the consumer ConsumerName
 	// (registered when missing) or ConsumerARN.
-	EFO             bool
-	ConsumerName    string
-	ConsumerARN     string
-	KinesisTimeout  time.Duration
-	DynamoDBTimeout time.Duration
+	EFO          bool
+	ConsumerName string
+	ConsumerARN  string
 
-	BatchSize   int
-	BatchWindow time.Duration
-	MaxParallel int
-
-	MultiLang        bool
-	MultiLangTimeout time.Duration
-
-	HandlerTimeout time.Duration
-	MaxRetries     int
-	MaxRecordAge   time.Duration
-	BisectOnError  bool
-	OnFailure      string
-	RetryBackoff   time.Duration
-
-	WorkerID           string
-	FailoverTime       time.Duration
-	TakerInterval      time.Duration
-	MaxLeasesToSteal   int
-	MaxLeasesForWorker int
-	CreateTable        bool
-
-	ShutdownGrace      time.Duration
-	ShardSyncInterval  time.Duration
-	ParentPollInterval time.Duration
-	CleanupInterval    time.Duration
-
-	MetricsAddr        string
-	CloudWatchMetrics  bool
-	CloudWatchInterval time.Duration
+	MetricsAddr       string
+	CloudWatchMetrics bool
 }
 
 func newRunCmd(f *cmdutil.Factory) *cobra.Command {
-	o := &runOptions{}
+	o := &runOptions{cfg: runner.DefaultConfig()}
 	c := &cobra.Command{
 		Use:     "run --app APP --stream STREAM (--exec 'CMD' | -- CMD [ARGS...])",
 		Short:   "Consume a stream as one worker of a fleet, running a command per batch",
@@ -190,63 +165,11 @@ touching AWS. See docs/multilang.md.`,
 		},
 	}
 	o.Register(c)
+	registerRunSettings(c, o)
 	fl := c.Flags()
-	fl.StringSliceVar(&o.Streams, "stream", nil, "stream name; repeat it (or separate names with commas) to read several streams (the KCL's multi-stream lease table)")
-	fl.BoolVar(&o.MultiStream, "multi-stream", false, "use the KCL's multi-stream lease table (keys account:stream:epoch:shardId) for a single --stream; automatic with two or more --stream or when the table already has such leases; --multi-stream=false refuses a multi-stream table")
-	fl.StringVar(&o.Exec, "exec", "", "handler command, run through sh -c for each batch (or give it after --)")
 	fl.StringVar(&o.Properties, "properties", "", "read settings from a KCL MultiLangDaemon properties file (flags and KCLTOOL_* variables win over it; see docs/multilang.md)")
 	fl.BoolVar(&o.PrintConfig, "print-config", false, "print the resolved settings and where each came from (flag, env, file, default), then exit without touching AWS")
 	cmdutil.AddOutputFlagOf(c, &o.Output, "with --print-config: table, wide (adds a note per setting) or json", cmdutil.FormatTable, cmdutil.FormatWide, cmdutil.FormatJSON)
-	fl.StringVar(&o.Format, "format", "json", "handler input: json (JSON Lines, data in base64) or raw (bare data, one record per line)")
-
-	fl.StringVar(&o.InitialPosition, "initial-position", "LATEST", "where new leases start: TRIM_HORIZON, LATEST or AT_TIMESTAMP")
-	fl.StringVar(&o.InitialTimestamp, "initial-timestamp", "", "the AT_TIMESTAMP instant: RFC 3339 or epoch seconds (implies AT_TIMESTAMP)")
-	fl.Int32Var(&o.MaxRecords, "max-records", runner.DefaultMaxRecords, "records per GetRecords call (at most 10000)")
-	fl.DurationVar(&o.IdleBetweenReads, "idle-between-reads", runner.DefaultIdleBetweenReads, "pause after a read that found the shard's tip (never more than 5 reads/s per shard)")
-	fl.BoolVar(&o.EFO, "efo", false, "read with enhanced fan-out (SubscribeToShard): a dedicated 2 MB/s per shard and records pushed as they arrive; registers the stream consumer when missing (see docs/run.md, Enhanced fan-out)")
-	fl.StringVar(&o.ConsumerName, "consumer-name", "", "with --efo, the stream consumer to use, registered when missing (default: the application name, as the KCL)")
-	fl.StringVar(&o.ConsumerARN, "consumer-arn", "", "with --efo, the ARN of an existing stream consumer, never registered (one --stream only)")
-	fl.DurationVar(&o.KinesisTimeout, "kinesis-timeout", runner.DefaultKinesisTimeout, "give up on a Kinesis request (GetRecords, GetShardIterator, ListShards) not answered in this time, and retry it (KCL kinesisRequestTimeout)")
-	fl.DurationVar(&o.DynamoDBTimeout, "dynamodb-timeout", runner.DefaultDynamoDBTimeout, "give up on a DynamoDB request not answered in this time, and retry it (KCL dynamoDbRequestTimeout; lease renewals and checkpoints never wait past the renew interval, taker scan pages past --failover-time)")
-
-	fl.IntVar(&o.BatchSize, "batch-size", runner.DefaultBatchSize, "most records per handler run")
-	fl.DurationVar(&o.BatchWindow, "batch-window", 0, "how long a short batch waits for more records (0: hand over what has been read)")
-	fl.IntVar(&o.MaxParallel, "max-parallel", runner.DefaultMaxParallel, "most handler processes at once, across shards")
-
-	fl.BoolVar(&o.MultiLang, "multilang", false, "run the command as one long-lived KCL MultiLang record processor per held lease (the MultiLangDaemon's protocol; the child checkpoints; batch and retry flags do not apply)")
-	fl.DurationVar(&o.MultiLangTimeout, "multilang-timeout", 0, "with --multilang, stop a child that sends no message for this long and restart its shard (MLD timeoutInSeconds; 0: no limit)")
-	fl.DurationVar(&o.HandlerTimeout, "handler-timeout", 0, "kill a handler (its whole process group) that runs longer, and retry (0: no limit)")
-	fl.IntVar(&o.MaxRetries, "max-retries", runner.UnlimitedRetries, "give up on a failing batch after this many retries (-1: until it succeeds or --max-record-age passes)")
-	fl.DurationVar(&o.MaxRecordAge, "max-record-age", 0, "give up on a failing batch once its oldest record is older (0: no limit)")
-	fl.BoolVar(&o.BisectOnError, "bisect-on-error", false, "split a failing batch in halves to isolate the poison record")
-	fl.StringVar(&o.OnFailure, "on-failure", "", "write records given up on to a JSON file in this directory, then checkpoint past them")
-	fl.DurationVar(&o.RetryBackoff, "retry-backoff", time.Second, "first pause before retrying a failed batch; it doubles up to 30s, with jitter")
-
-	fl.StringVar(&o.WorkerID, "worker-id", "", "this worker's leaseOwner (default: hostname, pid and a random suffix)")
-	fl.DurationVar(&o.FailoverTime, "failover-time", 10*time.Second, "a lease not renewed for this long is taken over (KCL failoverTimeMillis; renewals every third of it)")
-	fl.DurationVar(&o.TakerInterval, "taker-interval", 0, "scan the lease table for leases to take this often (0: adaptive, at most KCL's 2 × (failover + 25ms))")
-	fl.IntVar(&o.MaxLeasesToSteal, "max-leases-to-steal", 1, "leases taken from the most loaded worker per taker run when rebalancing")
-	fl.IntVar(&o.MaxLeasesForWorker, "max-leases-for-worker", 0, "most leases this worker holds (0: no limit)")
-	fl.BoolVar(&o.CreateTable, "create-table", false, "create a missing lease table the way the KCL does (on demand, hash key leaseKey)")
-
-	fl.DurationVar(&o.ShutdownGrace, "shutdown-grace", runner.DefaultShutdownGrace, "on SIGTERM or Ctrl-C, how long running handlers may finish")
-	fl.DurationVar(&o.ShardSyncInterval, "shard-sync-interval", runner.DefaultShardSyncInterval, "how often shards without a lease are looked for (KCL shardSyncIntervalMillis)")
-	fl.DurationVar(&o.ParentPollInterval, "parent-poll-interval", runner.DefaultParentPollInterval, "how often a child shard checks whether its parents on other workers are done")
-	fl.DurationVar(&o.CleanupInterval, "cleanup-interval", runner.DefaultCleanupInterval, "how often finished parent leases are deleted once their children have started")
-
-	fl.StringVar(&o.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address, at /metrics (for example :9090)")
-	fl.BoolVar(&o.CloudWatchMetrics, "cloudwatch-metrics", false, "publish KCL's CloudWatch metrics (namespace = --app, MillisBehindLatest per shard, ...)")
-	fl.DurationVar(&o.CloudWatchInterval, "cloudwatch-interval", runner.DefaultCloudWatchInterval, "how often CloudWatch metrics are published")
-
-	complete := func(name string, values ...string) {
-		_ = c.RegisterFlagCompletionFunc(name, cobra.FixedCompletions(values, cobra.ShellCompDirectiveNoFileComp))
-	}
-	complete("initial-position", "TRIM_HORIZON", "LATEST", "AT_TIMESTAMP")
-	complete("format", "json", "raw")
-	// Names and ARNs of one's choosing: nothing to offer, and no files.
-	_ = c.RegisterFlagCompletionFunc("consumer-name", cobra.NoFileCompletions)
-	_ = c.RegisterFlagCompletionFunc("consumer-arn", cobra.NoFileCompletions)
-	_ = c.MarkFlagDirname("on-failure")
 	_ = c.MarkFlagFilename("properties", "properties")
 	return c
 }
@@ -270,7 +193,7 @@ func (o *runOptions) takeCommand(cmd *cobra.Command, args []string, props *prope
 		return cmdutil.UsageErrorf("give the handler command either with --exec or after --, not both")
 	case o.Exec == "" && len(o.Argv) == 0 && props != nil && len(props.program) > 0:
 		// As the MultiLangDaemon runs it: one long-lived child per lease.
-		o.Argv, o.MultiLang, o.fromExecutable = props.program, true, true
+		o.Argv, o.cfg.MultiLang, o.fromExecutable = props.program, true, true
 	case o.Exec == "" && len(o.Argv) == 0 && o.PrintConfig:
 		o.noCommand, o.Argv = true, []string{"-"}
 	case o.Exec == "" && len(o.Argv) == 0:

@@ -12,105 +12,66 @@ import (
 )
 
 // workerConfig checks the flags and turns them into the runner's
-// configuration. Every mistake is a usage error naming the flag.
+// configuration. Every mistake is a usage error naming the flag: cmd's
+// parsing names it itself, runner.Config.Validate names the setting.
 func (o *runOptions) workerConfig(f *cmdutil.Factory) (runner.Config, error) {
-	var cfg runner.Config
 	table, err := o.TableName()
 	if err != nil {
+		return runner.Config{}, err
+	}
+	streams, err := o.streams()
+	if err != nil {
+		return runner.Config{}, err
+	}
+	format, err := runner.ParseFormat(o.Format)
+	if err != nil {
+		return runner.Config{}, cmdutil.UsageErrorf("invalid --format %q: use json or raw", o.Format)
+	}
+	initial, err := o.initialPosition()
+	if err != nil {
+		return runner.Config{}, err
+	}
+	argv := o.Argv
+	if o.Exec != "" {
+		argv = runner.ShellCommand(o.Exec)
+	}
+	cfg := o.cfg
+	cfg.App, cfg.Table, cfg.Stream, cfg.Streams, cfg.StreamMode = o.App, table, reshard.Stream{Name: o.Stream}, streams, o.streamMode()
+	if cfg.App == "" {
+		cfg.App = table
+	}
+	cfg.Initial = initial
+	cfg.Handler = &runner.Handler{Argv: argv, Format: format, Timeout: o.cfg.Handler.Timeout, Env: f.Environ(), Clock: f.Clock}
+	cfg.Metrics, cfg.Log, cfg.Clock = runner.NewMetrics(), f.Logger(), f.Clock
+	if cfg.FanOut, err = o.fanOut(f, len(streams)); err != nil {
 		return cfg, err
 	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, &cmdutil.ExitError{Code: cmdutil.ExitUsage, Err: cmdutil.SayFlags(err)}
+	}
+	return cfg, nil
+}
+
+// streams reads every --stream; the first is o.Stream.
+func (o *runOptions) streams() ([]reshard.Stream, error) {
 	if len(o.Streams) > 0 {
 		o.Stream = o.Streams[0]
 	}
 	if err := cmdutil.RequireFlag("stream", o.Stream); err != nil {
-		return cfg, err
+		return nil, err
 	}
 	var streams []reshard.Stream
 	seen := map[string]bool{}
 	for _, s := range o.Streams {
 		if s == "" {
-			return cfg, cmdutil.UsageErrorf("--stream must not be empty")
+			return nil, cmdutil.UsageErrorf("--stream must not be empty")
 		}
 		if !seen[s] { // the same stream twice is still one stream
 			seen[s] = true
 			streams = append(streams, reshard.Stream{Name: s})
 		}
 	}
-	format, err := runner.ParseFormat(o.Format)
-	if err != nil {
-		return cfg, cmdutil.UsageErrorf("invalid --format %q: use json or raw", o.Format)
-	}
-	initial, err := o.initialPosition()
-	if err != nil {
-		return cfg, err
-	}
-	switch {
-	case o.MaxRecords < 1 || o.MaxRecords > runner.DefaultMaxRecords:
-		return cfg, cmdutil.UsageErrorf("--max-records must be between 1 and %d", runner.DefaultMaxRecords)
-	case o.BatchSize < 1:
-		return cfg, cmdutil.UsageErrorf("--batch-size must be at least 1")
-	case o.MaxParallel < 1:
-		return cfg, cmdutil.UsageErrorf("--max-parallel must be at least 1")
-	case o.MaxRetries < runner.UnlimitedRetries:
-		return cfg, cmdutil.UsageErrorf("--max-retries must be -1 (no limit) or more")
-	case o.MaxLeasesToSteal < 1:
-		return cfg, cmdutil.UsageErrorf("--max-leases-to-steal must be at least 1")
-	case o.MaxLeasesForWorker < 0:
-		return cfg, cmdutil.UsageErrorf("--max-leases-for-worker must not be negative")
-	}
-	for name, d := range map[string]time.Duration{
-		"idle-between-reads": o.IdleBetweenReads, "batch-window": o.BatchWindow, "handler-timeout": o.HandlerTimeout,
-		"max-record-age": o.MaxRecordAge, "taker-interval": o.TakerInterval, "retry-backoff": o.RetryBackoff,
-	} {
-		if d < 0 {
-			return cfg, cmdutil.UsageErrorf("--%s must not be negative", name)
-		}
-	}
-	for name, d := range map[string]time.Duration{
-		"failover-time": o.FailoverTime, "shutdown-grace": o.ShutdownGrace, "shard-sync-interval": o.ShardSyncInterval,
-		"parent-poll-interval": o.ParentPollInterval, "cleanup-interval": o.CleanupInterval, "cloudwatch-interval": o.CloudWatchInterval,
-		"kinesis-timeout": o.KinesisTimeout, "dynamodb-timeout": o.DynamoDBTimeout,
-	} {
-		if d <= 0 {
-			return cfg, cmdutil.UsageErrorf("--%s must be positive", name)
-		}
-	}
-	log := f.Logger()
-	argv := o.Argv
-	if o.Exec != "" {
-		argv = runner.ShellCommand(o.Exec)
-	}
-	cfg = runner.Config{
-		App: o.App, Table: table, Stream: reshard.Stream{Name: o.Stream}, Streams: streams, StreamMode: o.streamMode(), WorkerID: o.WorkerID,
-		Lease: leasecore.Config{
-			FailoverTime: o.FailoverTime, TakerInterval: o.TakerInterval,
-			MaxLeasesToStealAtOneTime: o.MaxLeasesToSteal, MaxLeasesForWorker: o.MaxLeasesForWorker,
-		},
-		CreateTable: o.CreateTable, Initial: initial,
-		MaxRecords: o.MaxRecords, IdleBetweenReads: o.IdleBetweenReads,
-		KinesisTimeout: o.KinesisTimeout, DynamoDBTimeout: o.DynamoDBTimeout,
-		BatchSize: o.BatchSize, BatchWindow: o.BatchWindow, MaxParallel: o.MaxParallel,
-		MultiLang: o.MultiLang, MultiLangTimeout: o.MultiLangTimeout,
-		Handler: &runner.Handler{Argv: argv, Format: format, Timeout: o.HandlerTimeout, Env: f.Environ(), Clock: f.Clock},
-		Backoff: runner.Backoff{Initial: o.RetryBackoff}, MaxRetries: o.MaxRetries, MaxRecordAge: o.MaxRecordAge,
-		BisectOnError: o.BisectOnError, OnFailureDir: o.OnFailure,
-		ShutdownGrace: o.ShutdownGrace, ShardSyncInterval: o.ShardSyncInterval,
-		ParentPollInterval: o.ParentPollInterval, CleanupInterval: o.CleanupInterval,
-		Metrics: runner.NewMetrics(), CloudWatchInterval: o.CloudWatchInterval,
-		Log: log, Clock: f.Clock,
-	}
-	if cfg.App == "" {
-		cfg.App = table
-	}
-	fo, err := o.fanOut(f, len(streams))
-	if err != nil {
-		return cfg, err
-	}
-	cfg.FanOut = fo
-	if err := cfg.Validate(); err != nil {
-		return cfg, cmdutil.UsageErrorf("%v", err)
-	}
-	return cfg, nil
+	return streams, nil
 }
 
 // efoSubscriptionMaxEnv is a test hook, not documented for users: it ends

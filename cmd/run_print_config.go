@@ -49,10 +49,10 @@ func propertyOf(flag string, p *propertiesRun) string {
 	if e, ok := p.fromFile[flag]; ok {
 		return e.Key
 	}
-	for k, pf := range propertyFlags {
-		if pf.flag == flag {
-			if _, ok := p.entry(k); ok {
-				return k
+	for _, s := range runSettings {
+		if s.flag == flag && s.property != "" {
+			if _, ok := p.entry(s.property); ok {
+				return s.property
 			}
 		}
 	}

@@ -23,32 +23,8 @@ import (
 // KCLTOOL_* variable set that flag: flags, then the environment, then the
 // file. docs/multilang.md has the table of keys.
 
-// propFlag is a key that fills a run flag; conv turns the value into the
-// flag's syntax (milliseconds into a duration, say). nil keeps it as is.
-type propFlag struct {
-	flag string
-	conv func(string) (string, error)
-}
-
-var propertyFlags = map[string]propFlag{
-	"applicationName":               {flag: "app"},
-	"streamName":                    {flag: "stream"},
-	"tableName":                     {flag: "table"},
-	"workerId":                      {flag: "worker-id"},
-	"regionName":                    {flag: "region"},
-	"initialPositionInStream":       {flag: "initial-position"},
-	"failoverTimeMillis":            {"failover-time", propMillis},
-	"maxLeasesForWorker":            {"max-leases-for-worker", propInt},
-	"maxLeasesToStealAtOneTime":     {"max-leases-to-steal", propInt},
-	"shardSyncIntervalMillis":       {"shard-sync-interval", propMillis},
-	"parentShardPollIntervalMillis": {"parent-poll-interval", propMillis},
-	"maxRecords":                    {"max-records", propInt},
-	"idleTimeBetweenReadsInMillis":  {"idle-between-reads", propMillis},
-	// The MultiLangDaemon gives up on a child that sends nothing for this
-	// long: --multilang restarts the child's shard instead.
-	"timeoutInSeconds":    {"multilang-timeout", propSeconds},
-	"shutdownGraceMillis": {"shutdown-grace", propMillis},
-}
+// The keys that fill a run flag are the property column of runSettings
+// (run_settings.go), each with its conv into the flag's syntax.
 
 // pollingKeys select polling under RetrievalMode DEFAULT when any is set to
 // a value other than 0 (PollingConfigBean.anyPropertiesSet).
@@ -184,7 +160,7 @@ func (p *propertiesRun) apply(cmd *cobra.Command, f *cmdutil.Factory) error {
 	sort.Strings(keys) // flags fill and warnings come in one order
 	for _, k := range keys {
 		e, _ := p.entry(k)
-		if pf, ok := propertyFlags[k]; ok {
+		if pf, ok := settingOfProperty(k); ok {
 			if k == "streamName" {
 				if _, arn := p.entry("streamArn"); arn {
 					continue // the ARN wins

@@ -39,7 +39,8 @@ func TestHandlerWithoutEnvIsRefused(t *testing.T) {
 	if res := h.Run(context.Background(), testBatch(1)); res.Outcome != Failed || !errors.Is(res.Err, ErrNoHandlerEnv) {
 		t.Fatalf("Run without Env: %v %v, want Failed with ErrNoHandlerEnv", res.Outcome, res.Err)
 	}
-	cfg := Config{App: "orders", Stream: reshard.Stream{Name: "orders-stream"}, Handler: h}
+	cfg := DefaultConfig()
+	cfg.App, cfg.Stream, cfg.Handler = "orders", reshard.Stream{Name: "orders-stream"}, h
 	if err := cfg.Validate(); !errors.Is(err, ErrNoHandlerEnv) {
 		t.Fatalf("Validate without Env: %v, want ErrNoHandlerEnv", err)
 	}

@@ -3,10 +3,10 @@ package runner
 import (
 	"errors"
 	"fmt"
-	"github.com/kcltool/kcltool/internal/clock"
 	"log/slog"
 	"time"
 
+	"github.com/kcltool/kcltool/internal/clock"
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
 )
@@ -38,6 +38,9 @@ const (
 	DefaultParentPollInterval = 10 * time.Second
 	// DefaultCloudWatchInterval is how often metrics are published.
 	DefaultCloudWatchInterval = time.Minute
+	// DefaultRetryBackoff is the first pause before a failed batch is
+	// retried (Backoff.Initial).
+	DefaultRetryBackoff = time.Second
 )
 
 // Config is one worker of a consumer fleet.
@@ -121,6 +124,38 @@ type Config struct {
 	Clock clock.Clock
 }
 
+// DefaultConfig is a worker's configuration with every setting at its
+// default: KCL's where the KCL has the setting. A caller starts from it and
+// sets what it needs; Validate rejects a setting left at an invalid zero
+// (a Config{} literal has MaxRecords 0, for one) rather than guessing.
+func DefaultConfig() Config {
+	return Config{
+		Lease: leasecore.Config{
+			FailoverTime:              leasecore.DefaultFailoverTime,
+			MaxLeasesToStealAtOneTime: leasecore.DefaultMaxLeasesToStealAtOneTime,
+		},
+		Initial:          reshard.Latest(),
+		MaxRecords:       DefaultMaxRecords,
+		IdleBetweenReads: DefaultIdleBetweenReads,
+		KinesisTimeout:   DefaultKinesisTimeout,
+		DynamoDBTimeout:  DefaultDynamoDBTimeout,
+		BatchSize:        DefaultBatchSize,
+		MaxParallel:      DefaultMaxParallel,
+		Handler:          &Handler{},
+		Backoff:          Backoff{Initial: DefaultRetryBackoff},
+		MaxRetries:       UnlimitedRetries,
+
+		ShutdownGrace:      DefaultShutdownGrace,
+		ShardSyncInterval:  DefaultShardSyncInterval,
+		CleanupInterval:    DefaultCleanupInterval,
+		ParentPollInterval: DefaultParentPollInterval,
+		CloudWatchInterval: DefaultCloudWatchInterval,
+	}
+}
+
+// withDefaults fills what follows from other fields (the table from the
+// application, the streams, the worker ID) and the plumbing a caller may
+// leave out (log, clock); the settings' defaults are DefaultConfig's.
 func (c Config) withDefaults() Config {
 	if c.Table == "" {
 		c.Table = c.App
@@ -133,44 +168,11 @@ func (c Config) withDefaults() Config {
 	if c.Initial.Kind == "" {
 		c.Initial = reshard.Latest()
 	}
-	if c.MaxRecords <= 0 {
-		c.MaxRecords = DefaultMaxRecords
-	}
-	if c.IdleBetweenReads <= 0 {
-		c.IdleBetweenReads = DefaultIdleBetweenReads
-	}
 	if c.MaxReadsInFlight <= 0 {
 		c.MaxReadsInFlight = MaxReadsInFlight
 	}
-	if c.KinesisTimeout <= 0 {
-		c.KinesisTimeout = DefaultKinesisTimeout
-	}
-	if c.DynamoDBTimeout <= 0 {
-		c.DynamoDBTimeout = DefaultDynamoDBTimeout
-	}
 	if c.Lease.RequestTimeout <= 0 {
 		c.Lease.RequestTimeout = c.DynamoDBTimeout
-	}
-	if c.BatchSize <= 0 {
-		c.BatchSize = DefaultBatchSize
-	}
-	if c.MaxParallel <= 0 {
-		c.MaxParallel = DefaultMaxParallel
-	}
-	if c.ShutdownGrace <= 0 {
-		c.ShutdownGrace = DefaultShutdownGrace
-	}
-	if c.ShardSyncInterval <= 0 {
-		c.ShardSyncInterval = DefaultShardSyncInterval
-	}
-	if c.CleanupInterval <= 0 {
-		c.CleanupInterval = DefaultCleanupInterval
-	}
-	if c.ParentPollInterval <= 0 {
-		c.ParentPollInterval = DefaultParentPollInterval
-	}
-	if c.CloudWatchInterval <= 0 {
-		c.CloudWatchInterval = DefaultCloudWatchInterval
 	}
 	if c.FanOut != nil {
 		fo := *c.FanOut
@@ -191,8 +193,12 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Validate rejects settings a worker cannot run with.
+// Validate rejects settings a worker cannot run with. A setting out of its
+// range is a *SettingError naming it.
 func (c Config) Validate() error {
+	if err := c.checkSettings(); err != nil {
+		return err
+	}
 	c = c.withDefaults()
 	switch {
 	case c.App == "" && c.Table == "":
@@ -203,8 +209,6 @@ func (c Config) Validate() error {
 		return errors.New("no handler command")
 	case c.Handler.Env == nil:
 		return ErrNoHandlerEnv
-	case c.MaxRecords > DefaultMaxRecords:
-		return fmt.Errorf("max records %d is above the %d Kinesis allows per GetRecords call", c.MaxRecords, DefaultMaxRecords)
 	}
 	if fo := c.FanOut; fo != nil {
 		switch {
@@ -218,4 +222,81 @@ func (c Config) Validate() error {
 		return err
 	}
 	return c.Lease.Validate()
+}
+
+// SettingError is a setting out of its range. Setting is spelled as cmd
+// spells the flag that sets it, without the dashes; Say lets cmd say it as
+// that flag.
+type SettingError struct {
+	Setting string
+	Value   any
+	// Must is what the value must be: "be positive", "not be negative".
+	Must string
+}
+
+func (e *SettingError) Error() string { return e.Say(settingOption) }
+
+// Say is Error with the setting said by name.
+func (e *SettingError) Say(name func(setting string) string) string {
+	return name(e.Setting) + " must " + e.Must
+}
+
+// checkSettings checks each setting against its range, in a fixed order so
+// that the same mistakes always give the same error. A zero is checked like
+// any other value: defaults come from DefaultConfig, not from zeros.
+func (c Config) checkSettings() error {
+	var handlerTimeout time.Duration
+	if c.Handler != nil {
+		handlerTimeout = c.Handler.Timeout
+	}
+	counts := []struct {
+		setting string
+		v, min  int
+		must    string
+	}{
+		{"batch-size", c.BatchSize, 1, "be at least 1"},
+		{"max-parallel", c.MaxParallel, 1, "be at least 1"},
+		{"max-retries", c.MaxRetries, UnlimitedRetries, "be -1 (no limit) or more"},
+		{"max-leases-to-steal", c.Lease.MaxLeasesToStealAtOneTime, 1, "be at least 1"},
+		{"max-leases-for-worker", c.Lease.MaxLeasesForWorker, 0, "not be negative"},
+	}
+	if c.MaxRecords < 1 || c.MaxRecords > DefaultMaxRecords {
+		return &SettingError{Setting: "max-records", Value: c.MaxRecords, Must: fmt.Sprintf("be between 1 and %d", DefaultMaxRecords)}
+	}
+	for _, n := range counts {
+		if n.v < n.min {
+			return &SettingError{Setting: n.setting, Value: n.v, Must: n.must}
+		}
+	}
+	durations := []struct {
+		setting string
+		d, min  time.Duration
+	}{
+		// Zero is valid: no pause, no wait, no limit, adaptive pacing.
+		{"idle-between-reads", c.IdleBetweenReads, 0},
+		{"batch-window", c.BatchWindow, 0},
+		{"handler-timeout", handlerTimeout, 0},
+		{"max-record-age", c.MaxRecordAge, 0},
+		{"taker-interval", c.Lease.TakerInterval, 0},
+		{"retry-backoff", c.Backoff.Initial, 0},
+		// Zero is not: a lease, a grace, an interval or a timeout of no time.
+		{"failover-time", c.Lease.FailoverTime, 1},
+		{"shutdown-grace", c.ShutdownGrace, 1},
+		{"shard-sync-interval", c.ShardSyncInterval, 1},
+		{"parent-poll-interval", c.ParentPollInterval, 1},
+		{"cleanup-interval", c.CleanupInterval, 1},
+		{"cloudwatch-interval", c.CloudWatchInterval, 1},
+		{"kinesis-timeout", c.KinesisTimeout, 1},
+		{"dynamodb-timeout", c.DynamoDBTimeout, 1},
+	}
+	for _, d := range durations {
+		switch {
+		case d.d >= d.min:
+		case d.min == 0:
+			return &SettingError{Setting: d.setting, Value: d.d, Must: "not be negative"}
+		default:
+			return &SettingError{Setting: d.setting, Value: d.d, Must: "be positive"}
+		}
+	}
+	return nil
 }

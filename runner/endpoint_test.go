@@ -81,9 +81,10 @@ func TestWorkerReadsResolveToOneHost(t *testing.T) {
 			if c.arn != "" {
 				stream = reshard.Stream{ARN: c.arn}
 			}
-			w, err := NewWorker(Config{App: "app", Stream: stream, WorkerID: "w1",
-				Handler: &Handler{Argv: []string{"true"}, Env: os.Environ()}, Log: slog.New(slog.DiscardHandler)},
-				dynamodb.NewFromConfig(cfg), kinesis.NewFromConfig(cfg))
+			wc := DefaultConfig()
+			wc.App, wc.Stream, wc.WorkerID = "app", stream, "w1"
+			wc.Handler, wc.Log = &Handler{Argv: []string{"true"}, Env: os.Environ()}, slog.New(slog.DiscardHandler)
+			w, err := NewWorker(wc, dynamodb.NewFromConfig(cfg), kinesis.NewFromConfig(cfg))
 			if err != nil {
 				t.Fatal(err)
 			}

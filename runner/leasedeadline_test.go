@@ -79,7 +79,7 @@ func TestLeaseDeadlineStopResumesAfterRenewal(t *testing.T) {
 	// last renewal, the lease lost after 4s. Renewals cut off after 200ms
 	// are retried within their round, so one gets through soon after the
 	// heal.
-	cfg.Lease = leasecore.Config{FailoverTime: 4 * time.Second, RenewInterval: time.Second, TakerInterval: 300 * time.Millisecond}
+	cfg.Lease = leasecore.Config{FailoverTime: 4 * time.Second, RenewInterval: time.Second, TakerInterval: 300 * time.Millisecond, MaxLeasesToStealAtOneTime: 1}
 	shortDynamoDBTimeout(&cfg, 200*time.Millisecond)
 	var logs *logBuffer
 	cfg.Log, logs = recordedLogger(t, "w1")

@@ -372,7 +372,7 @@ func TestMultiLangChildStoppedAtLeaseDeadline(t *testing.T) {
 	through.ddb = via(p.URL)
 	// The first child never answers its first processRecords.
 	cfg, su := mlConfig(t, s, "w1", "MLCHILD_MODE=silent", "MLCHILD_SHARD=shardId-000000000000")
-	cfg.Lease = leasecore.Config{FailoverTime: 4 * time.Second, RenewInterval: time.Second, TakerInterval: 300 * time.Millisecond}
+	cfg.Lease = leasecore.Config{FailoverTime: 4 * time.Second, RenewInterval: time.Second, TakerInterval: 300 * time.Millisecond, MaxLeasesToStealAtOneTime: 1}
 	shortDynamoDBTimeout(&cfg, 200*time.Millisecond)
 	start(t, through, cfg)
 	seqs := s.put(t, func(k string) string { return k + ":0" }, keys("k", 3)...)

@@ -54,7 +54,7 @@ func overlapHandler(t *testing.T) string {
 func overlapConfig(t *testing.T, s stack, id, bin, log string) (Config, *logBuffer) {
 	cfg := s.config(t, id, log, bin)
 	cfg.Handler.Env = append(os.Environ(), "OVERLAP_LOG="+log, "OVERLAP_SLEEP="+handlerSleep.String())
-	cfg.Lease = leasecore.Config{FailoverTime: overlapFailover, TakerInterval: overlapTakerInterval}
+	cfg.Lease = leasecore.Config{FailoverTime: overlapFailover, TakerInterval: overlapTakerInterval, MaxLeasesToStealAtOneTime: 1}
 	cfg.BatchSize = 1
 	var logs *logBuffer
 	cfg.Log, logs = recordedLogger(t, id)

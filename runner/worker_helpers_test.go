@@ -68,16 +68,16 @@ func (s stack) config(t *testing.T, id, out string, argv ...string) Config {
 	if len(argv) == 0 {
 		argv = ShellCommand(`cat >> "$OUT"`)
 	}
-	return Config{
-		App: s.table, Stream: reshard.Stream{Name: s.stream}, WorkerID: id, CreateTable: true,
-		Lease:   leasecore.Config{FailoverTime: 1500 * time.Millisecond, TakerInterval: 300 * time.Millisecond},
-		Initial: reshard.TrimHorizon(), IdleBetweenReads: 100 * time.Millisecond,
-		BatchSize: 50, Handler: &Handler{Argv: argv, Env: append(os.Environ(), "OUT="+out)},
-		Backoff:           Backoff{Initial: 50 * time.Millisecond, Max: 200 * time.Millisecond},
-		ShutdownGrace:     5 * time.Second,
-		ShardSyncInterval: time.Second, CleanupInterval: time.Second, ParentPollInterval: 200 * time.Millisecond,
-		Log: testLogger(t, id),
-	}
+	cfg := DefaultConfig()
+	cfg.App, cfg.Stream, cfg.WorkerID, cfg.CreateTable = s.table, reshard.Stream{Name: s.stream}, id, true
+	cfg.Lease = leasecore.Config{FailoverTime: 1500 * time.Millisecond, TakerInterval: 300 * time.Millisecond, MaxLeasesToStealAtOneTime: 1}
+	cfg.Initial, cfg.IdleBetweenReads = reshard.TrimHorizon(), 100*time.Millisecond
+	cfg.BatchSize, cfg.Handler = 50, &Handler{Argv: argv, Env: append(os.Environ(), "OUT="+out)}
+	cfg.Backoff = Backoff{Initial: 50 * time.Millisecond, Max: 200 * time.Millisecond}
+	cfg.ShutdownGrace = 5 * time.Second
+	cfg.ShardSyncInterval, cfg.CleanupInterval, cfg.ParentPollInterval = time.Second, time.Second, 200*time.Millisecond
+	cfg.Log = testLogger(t, id)
+	return cfg
 }
 
 // testLogger writes the worker's log into the test's output.

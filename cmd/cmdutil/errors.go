@@ -196,6 +196,8 @@ func SayFlags(err error) error {
 			said = x.Say(settingFlag)
 		case *leasecore.TableNotFoundError:
 			said = x.Say(settingFlag)
+		case *runner.SettingError:
+			said = x.Say(settingFlag)
 		default:
 			continue
 		}
