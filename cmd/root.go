@@ -154,14 +154,8 @@ AWS_ENDPOINT_URL_KINESIS and AWS_ENDPOINT_URL_CLOUDWATCH are honoured.`,
 // file, which it cannot import itself.
 func iamPolicyTree() iampolicycmd.CommandTree {
 	return iampolicycmd.CommandTree{
-		Root: NewRootCmd,
-		RunProperties: func(run *cobra.Command, f *cmdutil.Factory, path string) (string, error) {
-			props, err := loadProperties(run, f, path)
-			if err != nil {
-				return "", err
-			}
-			return props.streamAccount(), nil
-		},
+		Root:          NewRootCmd,
+		RunProperties: propertiesAccount,
 	}
 }
 

@@ -258,6 +258,17 @@ func (p *propertiesRun) applyStreamARN(cmd *cobra.Command, f *cmdutil.Factory) e
 	return p.set(cmd, "region", region, e)
 }
 
+// propertiesAccount applies the properties file at path to run's flags, as
+// run does, and returns the account of its streamArn, or "": iam-policy's
+// view of run --properties.
+func propertiesAccount(run *cobra.Command, f *cmdutil.Factory, path string) (string, error) {
+	props, err := loadProperties(run, f, path)
+	if err != nil {
+		return "", err
+	}
+	return props.streamAccount(), nil
+}
+
 // streamAccount is the account of the file's streamArn, or "" (for
 // iam-policy run --properties, whose ARNs need one).
 func (p *propertiesRun) streamAccount() string {
