@@ -18,7 +18,7 @@ import (
 // time only from an injected clock and never read the environment or end
 // the process. Their sub-folders are included; testdata folders hold helper
 // programs of the tests, not domain code.
-var domainPackages = []string{"leasecore", "reshard", "inspect", "reset", "runner", "fanout", "kinesisrec", "iampolicy"}
+var domainPackages = []string{"leasecore", "reshard", "inspect", "reset", "runner", "fanout", "kinesisrec", "iampolicy", "coordination"}
 
 // forbiddenCalls are the calls that would read the system clock, the
 // environment or end the process behind the caller's back.
@@ -147,7 +147,6 @@ var flagName = regexp.MustCompile(`(^|[^-\w])(--[a-z][a-z0-9-]*)`)
 // (doctor's causes and fixes, metric help, printed repair commands) are
 // not errors and are not checked.
 var allowedFlagErrors = map[string]string{
-	"inspect/lag.go --stream":      "doctor (inspect/doctor/stream.go) tells this error by its text's prefix; to become a sentinel with the doctor refactor in progress (issue 24.2)",
 	"runner/shardend.go --table":   "a kcltool checkpoint reset command printed for the user to run, like doctor's repair commands",
 	"runner/shardend.go --stream":  "a kcltool checkpoint reset command printed for the user to run, like doctor's repair commands",
 	"runner/shardend.go --shard":   "a kcltool checkpoint reset command printed for the user to run, like doctor's repair commands",
@@ -257,5 +256,55 @@ func TestBinaryLinksNoTestSupport(t *testing.T) {
 	}
 	if linked < 10 {
 		t.Fatalf("go list -deps found only %d kcltool packages; the check would prove nothing:\n%s", linked, out)
+	}
+}
+
+// importRules say, per folder (its sub-folders included), which of the
+// module's packages its files may not import (a prefix covers the
+// sub-packages). coordination sits beside leasecore and below runner
+// (coordination/doc.go): leasecore never imports it, and it imports none of
+// the packages that will use it.
+var importRules = map[string][]string{
+	"leasecore":    {"coordination"},
+	"coordination": {"runner", "inspect", "reset", "cmd"},
+}
+
+// TestCoordinationImportRule checks importRules on every Go file, tests
+// included (an external test package could otherwise pull the layer in).
+func TestCoordinationImportRule(t *testing.T) {
+	const module = "github.com/kcltool/kcltool/"
+	for dir, banned := range importRules {
+		files := 0
+		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() && d.Name() == "testdata" {
+				return filepath.SkipDir
+			}
+			if d.IsDir() || !strings.HasSuffix(path, ".go") {
+				return nil
+			}
+			files++
+			f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+			if err != nil {
+				return err
+			}
+			for _, imp := range f.Imports {
+				p, _ := strconv.Unquote(imp.Path.Value)
+				for _, b := range banned {
+					if p == module+b || strings.HasPrefix(p, module+b+"/") {
+						t.Errorf("%s imports %s: %s must not import %s (coordination/doc.go)", path, p, dir, b)
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if files == 0 {
+			t.Errorf("no Go files in %s: the rule checks nothing", dir)
+		}
 	}
 }

@@ -14,5 +14,6 @@ func main() { os.Exit(run()) }
 // (profile.go) is written before the process ends.
 func run() int {
 	defer startCPUProfile()()
+	defer tuneGC()()
 	return cmd.Main()
 }

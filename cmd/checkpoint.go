@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -122,8 +123,8 @@ func runCheckpointDiff(cmd *cobra.Command, f *cmdutil.Factory, o *checkpointDiff
 		Retry: cmdutil.RetryFor(f), Clock: f.Clock, Progress: p.Counter("probed", "shards")})
 	scan.End()
 	if err != nil {
-		if strings.HasPrefix(err.Error(), "--stream is required") {
-			return cmdutil.UsageErrorf("%v (or set KCLTOOL_STREAM)", err)
+		if errors.Is(err, inspect.ErrStreamRequired) {
+			return cmdutil.UsageErrorf("--stream is required for a single-stream lease table (or set KCLTOOL_STREAM)")
 		}
 		return cmdutil.ExplainAWS(err, f.AWSContext(table, o.Stream))
 	}

@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/kcltool/kcltool/cmd/cmdutil"
 	"github.com/kcltool/kcltool/internal/awserr"
-	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reset"
 )
 
@@ -147,29 +145,24 @@ func runCheckpointImport(cmd *cobra.Command, f *cmdutil.Factory, o *importOption
 	return finishPlan(cmd, f, plan, &o.applyFlags, destFlags)
 }
 
-// ensureImportTable handles --create-table: a missing table is created with
-// --execute, by the same code as run --create-table, and only reported in
-// a dry run, which writes nothing. missing says the dry run is to plan
-// against an empty table.
+// ensureImportTable renders reset.PrepareImportTable for --create-table:
+// a missing table is created with --execute and only reported in a dry
+// run, which writes nothing. missing says the dry run is to plan against
+// an empty table.
 func ensureImportTable(cmd *cobra.Command, f *cmdutil.Factory, table string, execute bool) (missing bool, err error) {
 	ctx := cmd.Context()
 	ddb, err := f.DynamoDB(ctx)
 	if err != nil {
 		return false, err
 	}
-	err = leasecore.EnsureTable(ctx, ddb, table, false)
-	var nf *leasecore.TableNotFoundError
-	if !errors.As(err, &nf) {
+	got, err := reset.PrepareImportTable(ctx, ddb, table, execute)
+	if err != nil {
 		return false, cmdutil.ExplainAWS(err, f.AWSContext(table, ""))
 	}
-	if !execute {
-		return true, nil
+	if got == reset.ImportTableCreated {
+		fmt.Fprintf(f.IO.ErrOut, "kcltool: created lease table %q in %s (on demand, hash key leaseKey)\n", table, f.AWSContext(table, "").Region)
 	}
-	if err := leasecore.EnsureTable(ctx, ddb, table, true); err != nil {
-		return false, cmdutil.ExplainAWS(err, f.AWSContext(table, ""))
-	}
-	fmt.Fprintf(f.IO.ErrOut, "kcltool: created lease table %q in %s (on demand, hash key leaseKey)\n", table, f.AWSContext(table, "").Region)
-	return false, nil
+	return got == reset.ImportTableMissing, nil
 }
 
 // importTableMissing explains a destination table that does not exist:

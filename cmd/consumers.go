@@ -217,11 +217,11 @@ func runConsumersDeregister(ctx context.Context, f *cmdutil.Factory, o *consumer
 	}
 	if o.Sample > 0 {
 		fmt.Fprintf(f.IO.ErrOut, "kcltool: checking that the application is stopped: no lease counter of table %q may move for %s...\n", table, o.Sample)
-		act, err := inspect.ReadAppActivity(ctx, ddb, table, o.Sample, f.Clock)
+		act, blocker, err := inspect.CheckRetired(ctx, ddb, table, o.Sample, f.Clock)
 		if err != nil {
 			return cmdutil.ExplainAWS(err, f.AWSContext(table, ""))
 		}
-		if err := refuseLiveApp(f, o, c, act); err != nil {
+		if err := refuseLiveApp(f, o, c, act, blocker); err != nil {
 			return err
 		}
 	} else {
@@ -288,17 +288,17 @@ const shardEndHarm = "each running Java KCL 2.x or 3.x worker takes the Resource
 	"with no children, and checkpoints SHARD_END on every open shard it reads; no worker reads those shards from their checkpoints again, " +
 	"restarted or not (docs/efo.md says how to recover). kcltool run --efo workers register the consumer again and read on"
 
-// refuseLiveApp is exit 3 when --execute must not go on: the application
-// renewed leases during the sample, or its table is missing. With --force
-// it warns instead, naming the workers that renewed: they are the ones the
-// deregistration hurts.
-func refuseLiveApp(f *cmdutil.Factory, o *consumersDeregisterOptions, c fanout.StreamConsumer, act *inspect.AppActivity) error {
+// refuseLiveApp renders inspect's liveness rule: exit 3 when --execute
+// must not go on (the application renewed leases during the sample, or its
+// table is missing). With --force it warns instead, naming the workers
+// that renewed: they are the ones the deregistration hurts.
+func refuseLiveApp(f *cmdutil.Factory, o *consumersDeregisterOptions, c fanout.StreamConsumer, act *inspect.AppActivity, blocker inspect.Blocker) error {
 	var fact, advice string
-	switch {
-	case act.Missing:
+	switch blocker {
+	case inspect.BlockedTableMissing:
 		fact = fmt.Sprintf("no lease table %q, so nothing says whether an application still reads with consumer %q", act.Table, c.Name)
 		advice = "name the application's table with --app or --table, or add --force if it is retired"
-	case act.Live():
+	case inspect.BlockedAppRunning:
 		fact = fmt.Sprintf("the application of lease table %q is running: %s renewed %s in %s",
 			act.Table, listNames(workersOr(act)), cmdutil.Plural(len(act.Moved), "lease"), act.Sample)
 		advice = "stop it first, or add --force (its Java KCL 2.x and 3.x workers would then checkpoint SHARD_END on their open shards and stop reading them; see docs/efo.md)"
@@ -309,7 +309,7 @@ func refuseLiveApp(f *cmdutil.Factory, o *consumersDeregisterOptions, c fanout.S
 		return &cmdutil.ExitError{Code: cmdutil.ExitProblems, Err: fmt.Errorf("consumer %q not deregistered: %s; %s", c.Name, fact, advice)}
 	}
 	fmt.Fprintf(f.IO.ErrOut, "kcltool: --force: %s; deregistering anyway\n", fact)
-	if act.Live() {
+	if blocker == inspect.BlockedAppRunning {
 		fmt.Fprintf(f.IO.ErrOut, "kcltool: warning: %s renewed leases during the sample, so they run: deregistering ends their open shards: %s\n", listNames(workersOr(act)), shardEndHarm)
 	} else {
 		fmt.Fprintf(f.IO.ErrOut, "kcltool: warning: if an application still reads with consumer %q, deregistering ends its open shards: %s\n", c.Name, shardEndHarm)

@@ -64,3 +64,22 @@ func TestCheckpointDiffReadsEachShardOnce(t *testing.T) {
 		})
 	}
 }
+
+// checkpoint diff on a single-stream table without --stream is a usage
+// error naming the flag. inspect says it with a sentinel
+// (inspect.ErrStreamRequired) that names no flag; these are the bytes the
+// text inspect returned used to give.
+func TestCheckpointDiffNeedsStream(t *testing.T) {
+	s := emulator.NewStreamAndTable(t, 1)
+	l := leasecore.Lease{LeaseKey: "shardId-000000000000", Checkpoint: leasecore.SequenceNumber{SequenceNumber: leasecore.TRIM_HORIZON}}
+	if _, err := leasecore.CreateLease(context.Background(), s.DynamoDB, s.Table, l); err != nil {
+		t.Fatal(err)
+	}
+	f, out, errOut := testFactory(t, false, map[string]string{"AWS_ENDPOINT_URL_KINESIS": emulator.KinesisEndpoint(t)})
+	code := Run(context.Background(), f, []string{"checkpoint", "diff", "--app", s.Table})
+	const want = "kcltool: error: --stream is required for a single-stream lease table (or set KCLTOOL_STREAM)\n" +
+		"kcltool: hint: see 'kcltool --help' or 'kcltool COMMAND --help'\n"
+	if code != 2 || out.Len() != 0 || errOut.String() != want {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit 2, no stdout, stderr %q", code, out, errOut, want)
+	}
+}

@@ -31,7 +31,6 @@ func Main() int {
 
 // Run executes one kcltool command line and prints any error to stderr.
 func Run(ctx context.Context, f *cmdutil.Factory, args []string) int {
-	defer tuneGC()()
 	root := NewRootCmd(f)
 	args = cmdutil.JoinOptionalValues(args)
 	root.SetArgs(args)

@@ -169,8 +169,15 @@ func DiffLeases(ctx context.Context, kin StreamAPI, table string, scan leasecore
 	return res, nil
 }
 
+// ErrStreamRequired is StreamsOf's answer for a single-stream lease table
+// and no stream given: its leases do not say which stream they are of.
+// Callers tell it with errors.Is (cmd asks for --stream; doctor skips its
+// stream checks).
+var ErrStreamRequired = errors.New("a single-stream lease table needs the stream's name: its leases do not name it")
+
 // StreamsOf decides which streams to look at. A single-stream table needs
-// --stream; a multi-stream table names its streams in its leases.
+// the stream named (ErrStreamRequired); a multi-stream table names its
+// streams in its leases.
 func StreamsOf(leases []leasecore.Lease, filter string) ([]reshard.Stream, error) {
 	all, err := reshard.TableStreams(leases)
 	if err != nil {
@@ -178,7 +185,7 @@ func StreamsOf(leases []leasecore.Lease, filter string) ([]reshard.Stream, error
 	}
 	if len(all) == 0 {
 		if filter == "" {
-			return nil, errors.New("--stream is required for a single-stream lease table")
+			return nil, ErrStreamRequired
 		}
 		return []reshard.Stream{{Name: filter}}, nil
 	}

@@ -30,3 +30,16 @@ func TestStreamsOfMalformedStreamNameIsAnError(t *testing.T) {
 		t.Errorf("StreamsOf(good) = %+v, %v", ss, err)
 	}
 }
+
+// A single-stream table and no stream given is ErrStreamRequired, which
+// callers tell by errors.Is (doctor skips, cmd asks for its flag), not by
+// the text.
+func TestStreamsOfSingleStreamNeedsAStream(t *testing.T) {
+	single := leasecore.Lease{LeaseKey: "shardId-000000000000"}
+	if _, err := StreamsOf([]leasecore.Lease{single}, ""); !errors.Is(err, ErrStreamRequired) {
+		t.Errorf("no stream given: %v, want ErrStreamRequired", err)
+	}
+	if ss, err := StreamsOf([]leasecore.Lease{single}, "orders"); err != nil || len(ss) != 1 || ss[0].Name != "orders" {
+		t.Errorf("stream given: %+v, %v", ss, err)
+	}
+}

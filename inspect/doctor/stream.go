@@ -3,15 +3,10 @@ package doctor
 import (
 	"context"
 	"errors"
-	"strings"
 
 	"github.com/kcltool/kcltool/inspect"
 	"github.com/kcltool/kcltool/leasecore"
 )
-
-// errNeedStreamPrefix starts inspect.DiffLeases's complaint about a single-stream table
-// without --stream; doctor skips the stream checks instead of failing.
-const errNeedStreamPrefix = "--stream is required"
 
 // probeStream joins the last read with the stream (checkpoint diff's rows,
 // one GetRecords per open shard) and probes the few leases the diff leaves
@@ -35,7 +30,9 @@ func (g *diagnosis) probeStream(ctx context.Context) error {
 		ProbeTimeout: g.opt.ProbeTimeout, KeepProbeErrors: true,
 	})
 	if err != nil {
-		if strings.HasPrefix(err.Error(), errNeedStreamPrefix) {
+		// A single-stream table without --stream: doctor skips the stream
+		// checks instead of failing.
+		if errors.Is(err, inspect.ErrStreamRequired) {
 			g.skip("stream checks (stuck shards, lag, missing leases, drained parents)", "--stream not given")
 			return nil
 		}

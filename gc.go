@@ -1,11 +1,16 @@
-package cmd
+package main
 
 import (
 	"os"
 	"runtime/debug"
 )
 
-// gcPercent is the Go garbage collector's target while a command runs,
+// GC tuning lives with main, not in cmd: it reads GOGC and GOMEMLIMIT from
+// the process's environment and sets process-wide state, which is the
+// program's business, not a command's. Tests that run commands in-process
+// (cmd.Run) keep Go's defaults.
+
+// gcPercent is the Go garbage collector's target while kcltool runs,
 // unless GOGC is set. kcltool's live heap is small (a page of records per
 // shard, or one copy of the lease table), and most of what it allocates is
 // dropped a moment later: with Go's default of 100 the collector runs again
@@ -26,8 +31,7 @@ const gcPercent = 400
 const memoryLimit = 160 << 20
 
 // tuneGC applies gcPercent and memoryLimit and returns the function that
-// restores the previous settings: tests run many commands in one process
-// next to peers that must not inherit them.
+// restores the previous settings.
 func tuneGC() (restore func()) {
 	restoreLimit := func() {}
 	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
