@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kcltool/kcltool/cmd/checkpoint"
 	"github.com/kcltool/kcltool/cmd/cmdutil"
 	"github.com/kcltool/kcltool/internal/testenv/emulator"
 	"github.com/kcltool/kcltool/leasecore"
@@ -149,7 +150,7 @@ func TestBackupDirDefault(t *testing.T) {
 		{map[string]string{"XDG_STATE_HOME": "/x/state"}, "here", "here"},
 	} {
 		f := cmdutil.NewFactory(&cmdutil.IOStreams{}, func(k string) string { return tc.env[k] })
-		if got, err := backupDir(f, tc.flag); err != nil || got != tc.want {
+		if got, err := checkpoint.BackupDir(f, tc.flag); err != nil || got != tc.want {
 			t.Errorf("env %v, --backup-dir %q: %q, %v; want %q", tc.env, tc.flag, got, err, tc.want)
 		}
 	}

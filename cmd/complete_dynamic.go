@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kcltool/kcltool/cmd/cmdutil"
+	"github.com/kcltool/kcltool/fanout"
 	"github.com/kcltool/kcltool/inspect"
 )
 
@@ -230,4 +231,24 @@ func listCompletions(done, word string, comps []cobra.Completion) []cobra.Comple
 		}
 	}
 	return out
+}
+
+// completeConsumers offers the consumers registered on the --stream on the
+// line, each with its status; without --stream there is nothing to list.
+func completeConsumers(ctx context.Context, cfg aws.Config, cmd *cobra.Command, toComplete string) ([]cobra.Completion, error) {
+	stream := flagValue(cmd, "stream")
+	if stream == "" {
+		return nil, nil
+	}
+	l, err := fanout.ListStreamConsumers(ctx, kinesis.NewFromConfig(cfg), stream, fanout.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var comps []cobra.Completion
+	for _, c := range l.Consumers {
+		if strings.HasPrefix(c.Name, toComplete) {
+			comps = append(comps, cobra.CompletionWithDesc(c.Name, string(c.Status)))
+		}
+	}
+	return comps, nil
 }

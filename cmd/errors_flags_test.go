@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/kcltool/kcltool/cmd/checkpoint"
 	"github.com/kcltool/kcltool/cmd/cmdutil"
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reset"
@@ -28,7 +29,7 @@ func TestDomainErrorsSayFlags(t *testing.T) {
 		err  error
 		want string
 	}{
-		{"as planError returns it", planError(err, cmdutil.AWSContext{}),
+		{"as planError returns it", checkpoint.PlanError(err, cmdutil.AWSContext{}),
 			"kcltool: error: --prune deletes leases of the application's own table; it does not go with --to-app\n" + usageHint},
 		{"wrapped", &cmdutil.ExitError{Code: cmdutil.ExitUsage, Err: fmt.Errorf("orders.json: %w", err)},
 			"kcltool: error: orders.json: --prune deletes leases of the application's own table; it does not go with --to-app\n" + usageHint},

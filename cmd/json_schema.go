@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kcltool/kcltool/cmd/checkpoint"
+	"github.com/kcltool/kcltool/cmd/consumers"
 	"github.com/kcltool/kcltool/cmd/doctor"
 	"github.com/kcltool/kcltool/cmd/leases"
 	"github.com/kcltool/kcltool/cmd/shards"
@@ -156,7 +158,7 @@ var jsonSchemas = []jsonCommand{
 			{"blockedBy", tStrings, "the parents a `blocked` row waits for; `[]` otherwise"},
 			{"note", tStringOrNull, "a few words for `missing-lease`, `orphan-lease` and cleaned-up shards; null otherwise"},
 		},
-		CSV:     lagCSVColumns,
+		CSV:     checkpoint.LagCSVColumns,
 		CSVNote: "`blockedBy` is joined with `;`.",
 	},
 	{
@@ -193,7 +195,7 @@ var jsonSchemas = []jsonCommand{
 			{"ConsumerCreationTimestamp", tString, "when it was registered, RFC 3339 UTC"},
 			{"StreamARN", tString, "the stream it reads"},
 		},
-		CSV: consumerCSVColumns,
+		CSV: consumers.CSVColumns,
 	},
 	{
 		Name:  "doctor",
@@ -255,7 +257,7 @@ var jsonSchemas = []jsonCommand{
 		Name:    "checkpoint reset",
 		Shape:   "`checkpoint reset` and `checkpoint import` print their plan: an array, one object per lease. After `--execute` the same rows carry `result` and `detail`.",
 		Keys:    planRowKeys,
-		CSV:     planCSVColumns,
+		CSV:     checkpoint.PlanCSVColumns,
 		CSVNote: "`before` and `after` are the checkpoints, their sub-sequence numbers in the next columns.",
 	},
 	{
@@ -290,7 +292,7 @@ var jsonSchemas = []jsonCommand{
 			{"writes", tStrings, "the leases the command was about to write, from the plan file: what the backup is the undo of; `[]` when nothing was written, or the plan file is absent or older than this key"},
 			{"undo", tStringOrNull, "the command that restores exactly those leases, from the plan file; null when it is absent, older than this key, or nothing was written"},
 		},
-		CSV:     backupCSVColumns,
+		CSV:     checkpoint.BackupCSVColumns,
 		CSVNote: "`writes` is joined with `;`.",
 	},
 	{

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"github.com/kcltool/kcltool/cmd/checkpoint"
+	"github.com/kcltool/kcltool/cmd/consumers"
 	"github.com/kcltool/kcltool/cmd/doctor"
 	"github.com/kcltool/kcltool/cmd/leases"
 	"github.com/kcltool/kcltool/cmd/shards"
@@ -64,9 +66,9 @@ func schemaPaths(name string) []string {
 func TestJSONSchemaMatchesStructs(t *testing.T) {
 	for name, v := range map[string]any{
 		"leases ls": leases.LeaseJSON{}, "leases ls --non-leases": leases.NonLeaseJSON{}, "leases owners": leases.OwnerJSON{},
-		"checkpoint diff": lagJSON{}, "shards lineage": shards.LineageJSON{}, "doctor": doctor.ReportJSON{},
-		"checkpoint reset": changeJSON{}, "plan file": planFileJSON{}, "checkpoint backups ls": backupJSON{}, "run --print-config": runConfigJSON{},
-		"consumers ls": consumerJSON{},
+		"checkpoint diff": checkpoint.LagJSON{}, "shards lineage": shards.LineageJSON{}, "doctor": doctor.ReportJSON{},
+		"checkpoint reset": checkpoint.ChangeJSON{}, "plan file": checkpoint.PlanFileJSON{}, "checkpoint backups ls": checkpoint.BackupJSON{}, "run --print-config": runConfigJSON{},
+		"consumers ls": consumers.ConsumerJSON{},
 	} {
 		got, want := structPaths(reflect.TypeOf(v), ""), schemaPaths(name)
 		if !slices.Equal(got, want) {

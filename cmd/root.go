@@ -13,7 +13,9 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/kcltool/kcltool/cmd/checkpoint"
 	"github.com/kcltool/kcltool/cmd/cmdutil"
+	"github.com/kcltool/kcltool/cmd/consumers"
 	"github.com/kcltool/kcltool/cmd/doctor"
 	iampolicycmd "github.com/kcltool/kcltool/cmd/iampolicy"
 	"github.com/kcltool/kcltool/cmd/leases"
@@ -129,10 +131,10 @@ AWS_ENDPOINT_URL_KINESIS and AWS_ENDPOINT_URL_CLOUDWATCH are honoured.`,
 	root.AddCommand(
 		newRunCmd(f),
 		leases.NewCmd(f),
-		newCheckpointCmd(f),
-		withGroup(newCheckpointDiffCmd(f, "lag"), "operate", "Alias of 'checkpoint diff'"),
+		checkpoint.NewCmd(f),
+		withGroup(checkpoint.NewDiffCmd(f, "lag"), "operate", "Alias of 'checkpoint diff'"),
 		shards.NewCmd(f),
-		newConsumersCmd(f),
+		consumers.NewCmd(f),
 		withGroup(shards.NewLineageCmd(f, "lineage"), "operate", "Alias of 'shards lineage'"),
 		iampolicycmd.NewCmd(f, iamPolicyTree()),
 		newCompletionCmd(f),

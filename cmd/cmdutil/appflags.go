@@ -1,6 +1,8 @@
 package cmdutil
 
 import (
+	"strings"
+
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/spf13/cobra"
 )
@@ -35,4 +37,21 @@ func (a *AppFlags) Open(cmd *cobra.Command, f *Factory) (string, *dynamodb.Clien
 	}
 	ddb, err := f.DynamoDB(cmd.Context())
 	return table, ddb, err
+}
+
+// TableArgs are the flags that name the lease table and, when the user gave
+// them (on the command line or as KCLTOOL_ variables), the account and
+// endpoint it was reached with: a command printed for later must reach the
+// same table from any shell. Values are quoted for a POSIX shell.
+func TableArgs(f *Factory, a AppFlags) string {
+	args := []string{"--app", ShellQuote(a.App)}
+	if a.Table != "" && a.Table != a.App {
+		args = []string{"--table", ShellQuote(a.Table)}
+	}
+	for _, fl := range []struct{ name, value string }{{"region", f.Region}, {"profile", f.Profile}, {"endpoint-url", f.EndpointURL}} {
+		if fl.value != "" {
+			args = append(args, "--"+fl.name, ShellQuote(fl.value))
+		}
+	}
+	return strings.Join(args, " ")
 }

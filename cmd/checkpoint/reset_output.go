@@ -1,4 +1,4 @@
-package cmd
+package checkpoint
 
 import (
 	"io"
@@ -10,7 +10,7 @@ import (
 	"github.com/kcltool/kcltool/reset"
 )
 
-// changeJSON is the documented JSON shape of one plan row (docs/json.md;
+// ChangeJSON is the documented JSON shape of one plan row (docs/json.md;
 // the key list is jsonSchemas["checkpoint reset"]). Every key is always
 // present: before is null for a lease that does not exist yet, after for
 // one that is deleted or skipped; leaseOwner, checkpointOwner and
@@ -18,7 +18,7 @@ import (
 // until the plan is applied; confirmedBy is "read-back" for a write a read
 // of the lease confirmed after its answer was lost. Fields may be added,
 // never renamed.
-type changeJSON struct {
+type ChangeJSON struct {
 	LeaseKey        string            `json:"leaseKey"`
 	ShardID         string            `json:"shardId"`
 	Action          string            `json:"action"`
@@ -45,8 +45,8 @@ func toPositionJSON(n *leasecore.SequenceNumber) *positionJSON {
 	return &positionJSON{Checkpoint: n.SequenceNumber, SubSequenceNumber: n.SubSequenceNumber}
 }
 
-func toChangeJSON(c reset.Change, r *reset.Result) changeJSON {
-	j := changeJSON{LeaseKey: c.LeaseKey, ShardID: c.ShardID, Action: string(c.Action), Before: toPositionJSON(c.Before),
+func toChangeJSON(c reset.Change, r *reset.Result) ChangeJSON {
+	j := ChangeJSON{LeaseKey: c.LeaseKey, ShardID: c.ShardID, Action: string(c.Action), Before: toPositionJSON(c.Before),
 		After: toPositionJSON(c.After), Reason: c.Reason, LeaseOwner: cmdutil.OptString(c.Lease.LeaseOwner), CheckpointOwner: cmdutil.OptString(c.Lease.CheckpointOwner)}
 	if c.Current != nil {
 		n := c.Lease.LeaseCounter
@@ -58,8 +58,8 @@ func toChangeJSON(c reset.Change, r *reset.Result) changeJSON {
 	return j
 }
 
-func planRows(plan *reset.Plan, x *reset.Execution) []changeJSON {
-	out := make([]changeJSON, 0, len(plan.Changes))
+func planRows(plan *reset.Plan, x *reset.Execution) []ChangeJSON {
+	out := make([]ChangeJSON, 0, len(plan.Changes))
 	for i, c := range plan.Changes {
 		var r *reset.Result
 		if x != nil {
@@ -70,9 +70,9 @@ func planRows(plan *reset.Plan, x *reset.Execution) []changeJSON {
 	return out
 }
 
-// planFileJSON is what --execute saves next to the backup. Writes and
+// PlanFileJSON is what --execute saves next to the backup. Writes and
 // Undo say what the command changes and how to put exactly that back.
-type planFileJSON struct {
+type PlanFileJSON struct {
 	Kind     string            `json:"kind"`
 	Table    string            `json:"table"`
 	Target   string            `json:"target"`
@@ -80,7 +80,7 @@ type planFileJSON struct {
 	Warnings []string          `json:"warnings"`
 	Writes   []string          `json:"writes"`
 	Undo     cmdutil.OptString `json:"undo"`
-	Changes  []changeJSON      `json:"changes"`
+	Changes  []ChangeJSON      `json:"changes"`
 }
 
 // writePlanFile writes the plan file: writes are the keys of the leases
@@ -90,18 +90,18 @@ func writePlanFile(w io.Writer, plan *reset.Plan, writes []string, undo string) 
 	if warnings == nil {
 		warnings = []string{}
 	}
-	return cmdutil.WriteJSON(w, planFileJSON{Kind: plan.Kind, Table: plan.Table, Target: plan.Target,
+	return cmdutil.WriteJSON(w, PlanFileJSON{Kind: plan.Kind, Table: plan.Table, Target: plan.Target,
 		ReadAt: plan.ReadAt.UTC().Format(time.RFC3339Nano), Warnings: warnings, Writes: cmdutil.OrEmpty(writes), Undo: cmdutil.OptString(undo), Changes: planRows(plan, nil)})
 }
 
-var planCSVColumns = []string{"leaseKey", "shardId", "action", "before", "beforeSubSequenceNumber", "after", "afterSubSequenceNumber", "reason", "result", "detail", "leaseOwner", "confirmedBy"}
+var PlanCSVColumns = []string{"leaseKey", "shardId", "action", "before", "beforeSubSequenceNumber", "after", "afterSubSequenceNumber", "reason", "result", "detail", "leaseOwner", "confirmedBy"}
 
 // renderPlan prints a plan, with each change's result once x is given.
 func renderPlan(io *cmdutil.IOStreams, format string, plan *reset.Plan, x *reset.Execution) error {
 	rows := planRows(plan, x)
 	return cmdutil.NewPrinter(io, format).Print(cmdutil.Output{
 		Items: func() any { return rows },
-		CSV:   planCSVColumns,
+		CSV:   PlanCSVColumns,
 		Rows: func() [][]string {
 			var out [][]string
 			for _, r := range rows {
@@ -115,7 +115,7 @@ func renderPlan(io *cmdutil.IOStreams, format string, plan *reset.Plan, x *reset
 	})
 }
 
-func planTable(p *cmdutil.Printer, rows []changeJSON, executed bool) error {
+func planTable(p *cmdutil.Printer, rows []ChangeJSON, executed bool) error {
 	// OWNER is in the default table too: a plan that changes held leases
 	// should show by whom before anyone adds --execute.
 	header := []string{"LEASE", "OWNER", "BEFORE", "AFTER", "ACTION", "REASON"}

@@ -1,4 +1,4 @@
-package cmd
+package checkpoint
 
 import (
 	"encoding/json"
@@ -24,19 +24,19 @@ import (
 const backupDirDefault = "$XDG_STATE_HOME/kcltool/backups or ~/.local/state/kcltool/backups"
 
 // addBackupDirFlag registers --backup-dir with an empty default value; the
-// folder is decided when it is needed (backupDir).
+// folder is decided when it is needed (BackupDir).
 func addBackupDirFlag(c *cobra.Command, dst *string, usage string) {
 	// The variable's note is written here so that it comes before the
 	// default, as cobra places it for every other flag.
 	c.Flags().StringVar(dst, "backup-dir", "", usage+" [$"+cmdutil.EnvName("backup-dir")+"] (default "+backupDirDefault+")")
 }
 
-// backupDir is --backup-dir, or the XDG state folder kcltool keeps its
+// BackupDir is --backup-dir, or the XDG state folder kcltool keeps its
 // backups in: $XDG_STATE_HOME/kcltool/backups, or
 // ~/.local/state/kcltool/backups when XDG_STATE_HOME is unset (or, against
 // the XDG rules, relative). One known folder rather than the current one,
 // which scattered backups wherever a reset happened to be run.
-func backupDir(f *cmdutil.Factory, flag string) (string, error) {
+func BackupDir(f *cmdutil.Factory, flag string) (string, error) {
 	if flag != "" {
 		return flag, nil
 	}
@@ -58,7 +58,7 @@ func backupDir(f *cmdutil.Factory, flag string) (string, error) {
 // folder that cannot be created fails the command at once, not after the
 // sample.
 func makeBackupDir(f *cmdutil.Factory, flag string) (string, error) {
-	dir, err := backupDir(f, flag)
+	dir, err := BackupDir(f, flag)
 	if err != nil {
 		return "", err
 	}
@@ -118,10 +118,10 @@ lists only the backups of that table. Only the header of each file is read.`,
 	return c
 }
 
-// backupJSON is the documented JSON shape of one backup (docs/json.md).
+// BackupJSON is the documented JSON shape of one backup (docs/json.md).
 // Every key is always present; plan is null when the plan file is missing;
 // writes is [] and undo null also when the plan file is older than them.
-type backupJSON struct {
+type BackupJSON struct {
 	File       string  `json:"file"`
 	Path       string  `json:"path"`
 	Kind       string  `json:"kind"`
@@ -142,7 +142,7 @@ type backupJSON struct {
 const backupSuffix = ".backup.json"
 
 func runBackupsLs(f *cmdutil.Factory, o *backupsLsOptions) error {
-	dir, err := backupDir(f, o.BackupDir)
+	dir, err := BackupDir(f, o.BackupDir)
 	if err != nil {
 		return err
 	}
@@ -162,7 +162,7 @@ func runBackupsLs(f *cmdutil.Factory, o *backupsLsOptions) error {
 
 // readBackups summarises every backup in dir, oldest first. A file that is
 // not a readable export is reported and left out.
-func readBackups(f *cmdutil.Factory, dir, table string) ([]backupJSON, error) {
+func readBackups(f *cmdutil.Factory, dir, table string) ([]BackupJSON, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -174,7 +174,7 @@ func readBackups(f *cmdutil.Factory, dir, table string) ([]backupJSON, error) {
 	if err != nil {
 		abs = dir
 	}
-	var rows []backupJSON
+	var rows []BackupJSON
 	times := map[string]time.Time{}
 	for _, e := range entries {
 		name := e.Name()
@@ -190,7 +190,7 @@ func readBackups(f *cmdutil.Factory, dir, table string) ([]backupJSON, error) {
 		if table != "" && s.Table != table {
 			continue
 		}
-		r := backupJSON{File: name, Path: path, Kind: backupKind(name), Table: s.Table,
+		r := BackupJSON{File: name, Path: path, Kind: backupKind(name), Table: s.Table,
 			ExportedAt: s.ExportedAt.UTC().Format(time.RFC3339Nano), Leases: s.Leases, NonLeases: s.NonLeases,
 			Malformed: s.Malformed, SizeBytes: size, Writes: []string{}}
 		if plan := strings.TrimSuffix(path, backupSuffix) + ".plan.json"; regularFileExists(plan) {
@@ -274,12 +274,12 @@ func regularFileExists(path string) bool {
 	return err == nil && !st.IsDir()
 }
 
-var backupCSVColumns = []string{"file", "path", "kind", "table", "exportedAt", "leases", "nonLeases", "malformed", "sizeBytes", "plan", "writes", "undo"}
+var BackupCSVColumns = []string{"file", "path", "kind", "table", "exportedAt", "leases", "nonLeases", "malformed", "sizeBytes", "plan", "writes", "undo"}
 
-func renderBackups(io *cmdutil.IOStreams, format string, rows []backupJSON) error {
+func renderBackups(io *cmdutil.IOStreams, format string, rows []BackupJSON) error {
 	return cmdutil.NewPrinter(io, format).Print(cmdutil.Output{
 		Items: func() any { return rows },
-		CSV:   backupCSVColumns,
+		CSV:   BackupCSVColumns,
 		Rows: func() [][]string {
 			var out [][]string
 			for _, r := range rows {
@@ -296,7 +296,7 @@ func renderBackups(io *cmdutil.IOStreams, format string, rows []backupJSON) erro
 	})
 }
 
-func backupsTable(p *cmdutil.Printer, rows []backupJSON) error {
+func backupsTable(p *cmdutil.Printer, rows []BackupJSON) error {
 	header := []string{"FILE", "TABLE", "TIME", "LEASES", "SIZE", "UNDOES"}
 	if p.Wide() {
 		header = []string{"PATH", "KIND", "TABLE", "TIME", "LEASES", "NON-LEASES", "MALFORMED", "SIZE", "PLAN", "UNDOES"}

@@ -1,23 +1,18 @@
-package cmd
+package consumers
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/kinesis"
-	"github.com/spf13/cobra"
 
 	"github.com/kcltool/kcltool/cmd/cmdutil"
 	"github.com/kcltool/kcltool/fanout"
 )
 
-// consumerJSON is the documented JSON shape of one stream consumer
+// ConsumerJSON is the documented JSON shape of one stream consumer
 // (docs/json.md; the key list is jsonSchemas["consumers ls"]). Keys are
 // the AWS names, as DescribeStreamConsumer gives them.
-type consumerJSON struct {
+type ConsumerJSON struct {
 	ConsumerName              string `json:"ConsumerName"`
 	ConsumerARN               string `json:"ConsumerARN"`
 	ConsumerStatus            string `json:"ConsumerStatus"`
@@ -25,17 +20,17 @@ type consumerJSON struct {
 	StreamARN                 string `json:"StreamARN"`
 }
 
-// consumerCSVColumns are consumers ls's CSV header: the JSON keys.
-var consumerCSVColumns = []string{"ConsumerName", "ConsumerARN", "ConsumerStatus", "ConsumerCreationTimestamp", "StreamARN"}
+// CSVColumns are consumers ls's CSV header: the JSON keys.
+var CSVColumns = []string{"ConsumerName", "ConsumerARN", "ConsumerStatus", "ConsumerCreationTimestamp", "StreamARN"}
 
 // consumerTime is RFC 3339 in UTC, to the second, as the other commands
 // write times.
 func consumerTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
-func consumersJSON(cs []fanout.StreamConsumer) []consumerJSON {
-	out := make([]consumerJSON, 0, len(cs))
+func consumersJSON(cs []fanout.StreamConsumer) []ConsumerJSON {
+	out := make([]ConsumerJSON, 0, len(cs))
 	for _, c := range cs {
-		out = append(out, consumerJSON{ConsumerName: c.Name, ConsumerARN: c.ARN, ConsumerStatus: string(c.Status),
+		out = append(out, ConsumerJSON{ConsumerName: c.Name, ConsumerARN: c.ARN, ConsumerStatus: string(c.Status),
 			ConsumerCreationTimestamp: consumerTime(c.CreatedAt), StreamARN: c.StreamARN})
 	}
 	return out
@@ -55,7 +50,7 @@ type consumersView struct {
 func renderConsumers(f *cmdutil.Factory, format string, v consumersView) error {
 	return cmdutil.NewPrinter(f.IO, format).Print(cmdutil.Output{
 		Items: func() any { return consumersJSON(v.consumers) },
-		CSV:   consumerCSVColumns,
+		CSV:   CSVColumns,
 		Rows: func() [][]string {
 			var recs [][]string
 			for _, c := range consumersJSON(v.consumers) {
@@ -121,24 +116,4 @@ func limitNote(l *fanout.ConsumerListing) string {
 	}
 	return fmt.Sprintf("near the limit: %d of %d consumers, %d more can register; deregister the consumers of retired applications (kcltool consumers deregister)",
 		n, fanout.MaxConsumersPerStream, fanout.MaxConsumersPerStream-n)
-}
-
-// completeConsumers offers the consumers registered on the --stream on the
-// line, each with its status; without --stream there is nothing to list.
-func completeConsumers(ctx context.Context, cfg aws.Config, cmd *cobra.Command, toComplete string) ([]cobra.Completion, error) {
-	stream := flagValue(cmd, "stream")
-	if stream == "" {
-		return nil, nil
-	}
-	l, err := fanout.ListStreamConsumers(ctx, kinesis.NewFromConfig(cfg), stream, fanout.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	var comps []cobra.Completion
-	for _, c := range l.Consumers {
-		if strings.HasPrefix(c.Name, toComplete) {
-			comps = append(comps, cobra.CompletionWithDesc(c.Name, string(c.Status)))
-		}
-	}
-	return comps, nil
 }

@@ -1,4 +1,4 @@
-package cmd
+package checkpoint
 
 import (
 	"fmt"
@@ -221,14 +221,14 @@ func runCheckpointReset(cmd *cobra.Command, f *cmdutil.Factory, o *resetOptions,
 	})
 	scan.End()
 	if err != nil {
-		return planError(err, f.AWSContext(table, o.Stream))
+		return PlanError(err, f.AWSContext(table, o.Stream))
 	}
 	return finishPlan(cmd, f, plan, &o.applyFlags, o.AppFlags)
 }
 
-// planError maps planning errors: bad input exits 2, AWS errors are
+// PlanError maps planning errors: bad input exits 2, AWS errors are
 // explained.
-func planError(err error, ac cmdutil.AWSContext) error {
+func PlanError(err error, ac cmdutil.AWSContext) error {
 	if reset.IsInputError(err) {
 		return &cmdutil.ExitError{Code: cmdutil.ExitUsage, Err: err}
 	}
@@ -238,24 +238,7 @@ func planError(err error, ac cmdutil.AWSContext) error {
 // undoCommand is the start of the import command that restores a backup
 // of this application's table.
 func undoCommand(f *cmdutil.Factory, a cmdutil.AppFlags) string {
-	return "kcltool checkpoint import " + tableArgs(f, a)
-}
-
-// tableArgs are the flags that name the lease table and, when the user gave
-// them (on the command line or as KCLTOOL_ variables), the account and
-// endpoint it was reached with: a command printed for later must reach the
-// same table from any shell. Values are quoted for a POSIX shell.
-func tableArgs(f *cmdutil.Factory, a cmdutil.AppFlags) string {
-	args := []string{"--app", cmdutil.ShellQuote(a.App)}
-	if a.Table != "" && a.Table != a.App {
-		args = []string{"--table", cmdutil.ShellQuote(a.Table)}
-	}
-	for _, fl := range []struct{ name, value string }{{"region", f.Region}, {"profile", f.Profile}, {"endpoint-url", f.EndpointURL}} {
-		if fl.value != "" {
-			args = append(args, "--"+fl.name, cmdutil.ShellQuote(fl.value))
-		}
-	}
-	return strings.Join(args, " ")
+	return "kcltool checkpoint import " + cmdutil.TableArgs(f, a)
 }
 
 // applyFlags are the flags of the commands that apply a plan.

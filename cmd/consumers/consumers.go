@@ -1,4 +1,6 @@
-package cmd
+// Package consumers holds `kcltool consumers`: ls and deregister of a
+// stream's enhanced fan-out consumers.
+package consumers
 
 import (
 	"context"
@@ -15,7 +17,8 @@ import (
 	"github.com/kcltool/kcltool/inspect"
 )
 
-func newConsumersCmd(f *cmdutil.Factory) *cobra.Command {
+// NewCmd returns `kcltool consumers` and its commands.
+func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	c := &cobra.Command{
 		Use:     "consumers",
 		Short:   "List and retire a stream's enhanced fan-out consumers",
@@ -263,7 +266,7 @@ func warnAppActivity(f *cmdutil.Factory, o *consumersDeregisterOptions, act *ins
 		fmt.Fprintf(f.IO.ErrOut, "kcltool: warning: lease table %q: %s held by %s (as read; a stopped worker's name stays on its leases): if the application is running, --execute refuses (stop it first, or --force)\n",
 			act.Table, cmdutil.Plural(act.Leases, "lease"), listNames(act.Holders))
 		fmt.Fprintf(f.IO.ErrOut, "kcltool: warning: if %s still run, deregistering ends their open shards: %s\n", listNames(act.Holders), shardEndHarm)
-		fmt.Fprintf(f.IO.ErrOut, "kcltool: hint: see whether the owners renew: kcltool leases ls %s --sample\n", tableArgs(f, cmdutil.AppFlags{App: act.Table}))
+		fmt.Fprintf(f.IO.ErrOut, "kcltool: hint: see whether the owners renew: kcltool leases ls %s --sample\n", cmdutil.TableArgs(f, cmdutil.AppFlags{App: act.Table}))
 	}
 }
 

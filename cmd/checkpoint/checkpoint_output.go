@@ -1,4 +1,4 @@
-package cmd
+package checkpoint
 
 import (
 	"fmt"
@@ -9,11 +9,11 @@ import (
 	"github.com/kcltool/kcltool/inspect"
 )
 
-// lagJSON is the documented JSON shape of one `checkpoint diff` row
+// LagJSON is the documented JSON shape of one `checkpoint diff` row
 // (docs/json.md; the key list is jsonSchemas["checkpoint diff"]). Every key
 // is always present; what does not apply is null, lists are [].
 // Fields may be added, never renamed.
-type lagJSON struct {
+type LagJSON struct {
 	StreamName                  cmdutil.OptString `json:"streamName"`
 	ShardID                     string            `json:"shardId"`
 	LeaseKey                    *string           `json:"leaseKey"`
@@ -27,8 +27,8 @@ type lagJSON struct {
 	Note                        cmdutil.OptString `json:"note"`
 }
 
-func toLagJSON(r inspect.LagRow) lagJSON {
-	j := lagJSON{StreamName: cmdutil.OptString(r.Stream), ShardID: r.ShardID, MillisBehindLatest: r.MillisBehindLatest,
+func toLagJSON(r inspect.LagRow) LagJSON {
+	j := LagJSON{StreamName: cmdutil.OptString(r.Stream), ShardID: r.ShardID, MillisBehindLatest: r.MillisBehindLatest,
 		State: string(r.State), BlockedBy: cmdutil.OrEmpty(cmdutil.BlockerIDs(r.BlockedBy)), Note: cmdutil.OptString(r.Note)}
 	if r.Lease != nil {
 		j.LeaseKey, j.Checkpoint = &r.Lease.LeaseKey, &r.Lease.Checkpoint.SequenceNumber
@@ -67,13 +67,13 @@ func multiStream(l *inspect.Lag) bool {
 func renderLag(io *cmdutil.IOStreams, format string, l *inspect.Lag) error {
 	return cmdutil.NewPrinter(io, format).Print(cmdutil.Output{
 		Items: func() any {
-			out := make([]lagJSON, 0, len(l.Rows))
+			out := make([]LagJSON, 0, len(l.Rows))
 			for _, r := range l.Rows {
 				out = append(out, toLagJSON(r))
 			}
 			return out
 		},
-		CSV: lagCSVColumns,
+		CSV: LagCSVColumns,
 		Rows: func() [][]string {
 			rows := make([][]string, 0, len(l.Rows))
 			for _, r := range l.Rows {
@@ -156,6 +156,6 @@ func behind(m *int64) string {
 	return cmdutil.HumanDuration(time.Duration(*m) * time.Millisecond)
 }
 
-// lagCSVColumns are checkpoint diff's (and lag's) CSV header.
-var lagCSVColumns = []string{"streamName", "shardId", "leaseKey", "leaseOwner", "checkpoint", "shardStatus",
+// LagCSVColumns are checkpoint diff's (and lag's) CSV header.
+var LagCSVColumns = []string{"streamName", "shardId", "leaseKey", "leaseOwner", "checkpoint", "shardStatus",
 	"millisBehindLatest", "state", "blockedBy"}

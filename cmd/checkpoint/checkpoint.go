@@ -1,4 +1,7 @@
-package cmd
+// Package checkpoint holds `kcltool checkpoint`: diff (also `kcltool lag`),
+// reset, export, import and backups. It renders the plans and results of
+// the reset and inspect packages and asks before any write.
+package checkpoint
 
 import (
 	"errors"
@@ -12,13 +15,14 @@ import (
 	"github.com/kcltool/kcltool/inspect"
 )
 
-func newCheckpointCmd(f *cmdutil.Factory) *cobra.Command {
+// NewCmd returns `kcltool checkpoint` and its commands.
+func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	c := &cobra.Command{
 		Use:     "checkpoint",
 		Short:   "Compare checkpoints with the stream; reset, export and import them",
 		GroupID: "operate",
 	}
-	c.AddCommand(newCheckpointDiffCmd(f, "diff"))
+	c.AddCommand(NewDiffCmd(f, "diff"))
 	c.AddCommand(newCheckpointWriteCmds(f)...)
 	c.AddCommand(newCheckpointBackupsCmd(f))
 	return c
@@ -33,9 +37,9 @@ type checkpointDiffOptions struct {
 	Concurrency int
 }
 
-// newCheckpointDiffCmd builds `checkpoint diff`; `kcltool lag` is the same
+// NewDiffCmd builds `checkpoint diff`; `kcltool lag` is the same
 // command under a shorter name.
-func newCheckpointDiffCmd(f *cmdutil.Factory, use string) *cobra.Command {
+func NewDiffCmd(f *cmdutil.Factory, use string) *cobra.Command {
 	o := &checkpointDiffOptions{}
 	c := &cobra.Command{
 		Use:   use + " --app APP --stream STREAM",

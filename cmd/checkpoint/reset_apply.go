@@ -1,4 +1,4 @@
-package cmd
+package checkpoint
 
 import (
 	"bytes"
@@ -82,7 +82,7 @@ func warnOwners(f *cmdutil.Factory, plan *reset.Plan, dest cmdutil.AppFlags) {
 	}
 	fmt.Fprintf(f.IO.ErrOut, "kcltool: warning: %s to change %s held by %s: if the application is running, --execute refuses (stop it first, or --force)\n",
 		cmdutil.Plural(n, "lease"), verb, strings.Join(owners, ", "))
-	fmt.Fprintf(f.IO.ErrOut, "kcltool: hint: see whether the owners renew: kcltool leases ls %s --sample\n", tableArgs(f, dest))
+	fmt.Fprintf(f.IO.ErrOut, "kcltool: hint: see whether the owners renew: kcltool leases ls %s --sample\n", cmdutil.TableArgs(f, dest))
 }
 
 func executePlan(cmd *cobra.Command, f *cmdutil.Factory, plan *reset.Plan, a *applyFlags, dest cmdutil.AppFlags) error {
@@ -144,7 +144,7 @@ func executePlan(cmd *cobra.Command, f *cmdutil.Factory, plan *reset.Plan, a *ap
 		fmt.Fprintf(f.IO.ErrOut, "kcltool: none of the %d leases planned was written: nothing to undo\n", len(writes))
 	default:
 		fmt.Fprintf(f.IO.ErrOut, "kcltool: %d of the %d leases planned were written; undo only them with: %s\n",
-			len(written), len(writes), undoImport(undoCommand(f, dest), backup, plan, written))
+			len(written), len(writes), UndoImport(undoCommand(f, dest), backup, plan, written))
 	}
 	switch {
 	case failed > 0:
@@ -179,7 +179,7 @@ func planSummary(counts map[reset.Action]int) string {
 func saveBackup(f *cmdutil.Factory, plan *reset.Plan, e *reset.Export, dir, undo string, writes []string) (string, error) {
 	base := filepath.Join(dir, fmt.Sprintf("kcltool-%s-%s-%s", plan.Kind, safeName(plan.Table), e.ExportedAt.UTC().Format("20060102T150405.000Z")))
 	backup := base + ".backup.json"
-	line := undoImport(undo, backup, plan, writes)
+	line := UndoImport(undo, backup, plan, writes)
 	var pb bytes.Buffer
 	if err := writePlanFile(&pb, plan, writes, line); err != nil {
 		return "", err
@@ -205,14 +205,14 @@ func saveBackup(f *cmdutil.Factory, plan *reset.Plan, e *reset.Export, dir, undo
 	return backup, nil
 }
 
-// undoImport is the import that undoes the writes to keys: the backup,
+// UndoImport is the import that undoes the writes to keys: the backup,
 // limited by --shard to exactly those leases, because the rest of the
 // table moves on after the command (a worker that runs again checkpoints
 // its other shards, and restoring the backup there would replay their
 // records). --prune when some of them are created, so the undo deletes
 // them again. Lease keys rather than shard ids: in a multi-stream table a
 // shard id may name a lease of each stream.
-func undoImport(undo, backup string, plan *reset.Plan, keys []string) string {
+func UndoImport(undo, backup string, plan *reset.Plan, keys []string) string {
 	if len(keys) == 0 {
 		return ""
 	}

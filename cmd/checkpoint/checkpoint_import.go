@@ -1,4 +1,4 @@
-package cmd
+package checkpoint
 
 import (
 	"fmt"
@@ -137,7 +137,7 @@ func runCheckpointImport(cmd *cobra.Command, f *cmdutil.Factory, o *importOption
 		return importTableMissing(f, dest, destFlags, destFlags != o.AppFlags)
 	}
 	if err != nil {
-		return planError(err, f.AWSContext(dest, ""))
+		return PlanError(err, f.AWSContext(dest, ""))
 	}
 	if noTable {
 		fmt.Fprintf(f.IO.ErrOut, "kcltool: lease table %q does not exist in %s: --execute creates it (--create-table) before writing\n", dest, f.AWSContext(dest, "").Region)
