@@ -8,6 +8,7 @@ import (
 	"github.com/kcltool/kcltool/cmd/consumers"
 	"github.com/kcltool/kcltool/cmd/doctor"
 	"github.com/kcltool/kcltool/cmd/leases"
+	"github.com/kcltool/kcltool/cmd/run"
 	"github.com/kcltool/kcltool/cmd/shards"
 	"os"
 	"path/filepath"
@@ -67,7 +68,7 @@ func TestJSONSchemaMatchesStructs(t *testing.T) {
 	for name, v := range map[string]any{
 		"leases ls": leases.LeaseJSON{}, "leases ls --non-leases": leases.NonLeaseJSON{}, "leases owners": leases.OwnerJSON{},
 		"checkpoint diff": checkpoint.LagJSON{}, "shards lineage": shards.LineageJSON{}, "doctor": doctor.ReportJSON{},
-		"checkpoint reset": checkpoint.ChangeJSON{}, "plan file": checkpoint.PlanFileJSON{}, "checkpoint backups ls": checkpoint.BackupJSON{}, "run --print-config": runConfigJSON{},
+		"checkpoint reset": checkpoint.ChangeJSON{}, "plan file": checkpoint.PlanFileJSON{}, "checkpoint backups ls": checkpoint.BackupJSON{}, "run --print-config": run.RunConfigJSON{},
 		"consumers ls": consumers.ConsumerJSON{},
 	} {
 		got, want := structPaths(reflect.TypeOf(v), ""), schemaPaths(name)

@@ -19,6 +19,7 @@ import (
 	"github.com/kcltool/kcltool/cmd/doctor"
 	iampolicycmd "github.com/kcltool/kcltool/cmd/iampolicy"
 	"github.com/kcltool/kcltool/cmd/leases"
+	"github.com/kcltool/kcltool/cmd/run"
 	"github.com/kcltool/kcltool/cmd/shards"
 	"github.com/spf13/cobra"
 )
@@ -129,7 +130,7 @@ AWS_ENDPOINT_URL_KINESIS and AWS_ENDPOINT_URL_CLOUDWATCH are honoured.`,
 
 	root.AddGroup(&cobra.Group{ID: "consume", Title: "Consuming:"}, &cobra.Group{ID: "operate", Title: "Operating:"})
 	root.AddCommand(
-		newRunCmd(f),
+		run.NewCmd(f),
 		leases.NewCmd(f),
 		checkpoint.NewCmd(f),
 		withGroup(checkpoint.NewDiffCmd(f, "lag"), "operate", "Alias of 'checkpoint diff'"),
@@ -156,7 +157,7 @@ AWS_ENDPOINT_URL_KINESIS and AWS_ENDPOINT_URL_CLOUDWATCH are honoured.`,
 func iamPolicyTree() iampolicycmd.CommandTree {
 	return iampolicycmd.CommandTree{
 		Root:          NewRootCmd,
-		RunProperties: propertiesAccount,
+		RunProperties: run.PropertiesAccount,
 	}
 }
 

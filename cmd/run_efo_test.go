@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kcltool/kcltool/cmd/cmdutil"
+	"github.com/kcltool/kcltool/cmd/run"
 	"github.com/kcltool/kcltool/internal/testenv/emulator"
 )
 
@@ -16,7 +17,7 @@ import (
 // up the initial-response event the SDK needs) and ends each subscription
 // early, so that the fleet also resubscribes.
 func efoEnv(t *testing.T, subscriptionMax string) []string {
-	return []string{"AWS_ENDPOINT_URL_KINESIS=" + emulator.KinesisEFOEndpoint(t), efoSubscriptionMaxEnv + "=" + subscriptionMax}
+	return []string{"AWS_ENDPOINT_URL_KINESIS=" + emulator.KinesisEFOEndpoint(t), run.EFOSubscriptionMaxEnv + "=" + subscriptionMax}
 }
 
 // TestRunFleetWithEFO is the fleet scenario (split, merge, kill -9, a third

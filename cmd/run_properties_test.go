@@ -9,11 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-
 	"github.com/kcltool/kcltool/cmd/cmdutil"
-	"github.com/kcltool/kcltool/runner"
+	"github.com/kcltool/kcltool/cmd/run"
 )
 
 // propsRun runs kcltool run --properties FILE (FILE written from props)
@@ -23,7 +20,7 @@ type propsResult struct {
 	out, errOut string
 	code        int
 	f           *cmdutil.Factory
-	doc         runConfigJSON
+	doc         run.RunConfigJSON
 }
 
 func propsRun(t *testing.T, props string, env map[string]string, args ...string) propsResult {
@@ -298,31 +295,6 @@ func TestPropertiesCredentialProviders(t *testing.T) {
 	}
 }
 
-// TestPropertiesCredentialChain: the first provider with credentials wins,
-// the next is tried when one has none.
-func TestPropertiesCredentialChain(t *testing.T) {
-	env := map[string]string{}
-	getenv := func(k string) string { return env[k] }
-	loaded := credentials.NewStaticCredentialsProvider("LOADED", "secret", "")
-	var ps []aws.CredentialsProvider
-	for _, cp := range parseCredentialChain("EnvironmentVariableCredentialsProvider,DefaultCredentialsProvider") {
-		ps = append(ps, buildProvider(cp, loaded, getenv))
-	}
-	chain := chainProvider(ps)
-	c, err := chain.Retrieve(context.Background())
-	if err != nil || c.AccessKeyID != "LOADED" {
-		t.Fatalf("without AWS_ACCESS_KEY_ID: %v, %v; want the default chain's", c.AccessKeyID, err)
-	}
-	env["AWS_ACCESS_KEY_ID"], env["AWS_SECRET_ACCESS_KEY"] = "FROMENV", "s"
-	if c, err = chain.Retrieve(context.Background()); err != nil || c.AccessKeyID != "FROMENV" {
-		t.Fatalf("with AWS_ACCESS_KEY_ID: %v, %v", c.AccessKeyID, err)
-	}
-	only := chainProvider{buildProvider(credProvider{name: "ContainerCredentialsProvider"}, loaded, func(string) string { return "" })}
-	if _, err := only.Retrieve(context.Background()); err == nil || !strings.Contains(err.Error(), "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI") {
-		t.Errorf("container without its variables: %v", err)
-	}
-}
-
 // TestPropertiesExecutableName: without --exec or --, the file's program
 // runs as a MultiLang child (--multilang); --exec or -- give a per-batch
 // handler instead, and --print-config shows which.
@@ -355,56 +327,6 @@ func TestPropertiesEmptyRecordList(t *testing.T) {
 	r.want(t, "callProcessRecordsEvenForEmptyRecordList", "TRUE", "file")
 	if strings.Contains(r.errOut, "callProcessRecordsEvenForEmptyRecordList") {
 		t.Errorf("a warning about a key that is honoured:\n%s", r.errOut)
-	}
-	for _, c := range []struct {
-		props     string
-		multiLang bool
-		want      bool
-	}{
-		{props, true, true},
-		{props, false, false}, // --exec: a per-batch handler
-		{baseProps + "callProcessRecordsEvenForEmptyRecordList = false\n", true, false},
-		{baseProps, true, false},
-	} {
-		path := filepath.Join(t.TempDir(), "app.properties")
-		if err := os.WriteFile(path, []byte(c.props), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		f := cmdutil.NewFactory(&cmdutil.IOStreams{Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}, func(string) string { return "" })
-		cmd := newRunCmd(f)
-		p, err := loadProperties(cmd, f, path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg := runner.Config{MultiLang: c.multiLang}
-		p.configure(&cfg)
-		if cfg.MultiLangEmptyPages != c.want {
-			t.Errorf("%q, multilang %v: MultiLangEmptyPages %v, want %v", c.props, c.multiLang, cfg.MultiLangEmptyPages, c.want)
-		}
-	}
-	var none *propertiesRun
-	none.configure(&runner.Config{MultiLang: true}) // no --properties
-}
-
-// TestPropertiesProgramResolution: a program not found from the working
-// directory or on PATH is looked for in the properties file's folder.
-func TestPropertiesProgramResolution(t *testing.T) {
-	dir := t.TempDir()
-	script := filepath.Join(dir, "sample_kclpy_app.py")
-	if err := os.WriteFile(script, []byte("#!/bin/sh\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if got := resolveProgram("sample_kclpy_app.py", dir); got != script {
-		t.Errorf("bare name: %q, want %q", got, script)
-	}
-	if got := resolveProgram("./sample_kclpy_app.py", dir); got != script {
-		t.Errorf("relative path: %q, want %q", got, script)
-	}
-	if got := resolveProgram("sh", dir); got != "sh" {
-		t.Errorf("on PATH: %q, want sh", got)
-	}
-	if got := resolveProgram("missing.py", dir); got != "missing.py" {
-		t.Errorf("missing: %q, want it unchanged", got)
 	}
 }
 

@@ -1,4 +1,4 @@
-package cmd
+package run_test
 
 import (
 	"bytes"
@@ -9,7 +9,9 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/kcltool/kcltool/cmd"
 	"github.com/kcltool/kcltool/cmd/cmdutil"
+	"github.com/kcltool/kcltool/cmd/run"
 	"github.com/kcltool/kcltool/runner"
 )
 
@@ -32,57 +34,57 @@ var notSettings = map[string]bool{"properties": true, "print-config": true, "out
 // comes from the table.
 func TestRunSettingsTable(t *testing.T) {
 	f := cmdutil.NewFactory(&cmdutil.IOStreams{Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}, func(string) string { return "" })
-	run, _, err := NewRootCmd(f).Find([]string{"run"})
+	runCmd, _, err := cmd.NewRootCmd(f).Find([]string{"run"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	flagOf := func(name string) *pflag.Flag {
-		if fl := run.Flags().Lookup(name); fl != nil {
+		if fl := runCmd.Flags().Lookup(name); fl != nil {
 			return fl
 		}
-		return run.InheritedFlags().Lookup(name)
+		return runCmd.InheritedFlags().Lookup(name)
 	}
 	seen := map[string]bool{}
-	for _, s := range runSettings {
-		if s.flag == "" || seen[s.flag] {
+	for _, s := range run.Settings {
+		if s.Flag() == "" || seen[s.Flag()] {
 			t.Errorf("entry %+v: no flag, or a second entry for it", s)
 			continue
 		}
-		seen[s.flag] = true
-		if want := "KCLTOOL_" + strings.ToUpper(strings.ReplaceAll(s.flag, "-", "_")); s.env != want || cmdutil.EnvName(s.flag) != want {
-			t.Errorf("%s: env %q, want %q", s.flag, s.env, want)
+		seen[s.Flag()] = true
+		if want := "KCLTOOL_" + strings.ToUpper(strings.ReplaceAll(s.Flag(), "-", "_")); s.Env() != want || cmdutil.EnvName(s.Flag()) != want {
+			t.Errorf("%s: env %q, want %q", s.Flag(), s.Env(), want)
 		}
-		fl := flagOf(s.flag)
+		fl := flagOf(s.Flag())
 		switch {
 		case fl == nil:
-			t.Errorf("%s: not a flag of run", s.flag)
-		case s.usage == "":
-			t.Errorf("%s: no usage", s.flag)
-		case !s.shared && !strings.HasPrefix(fl.Usage, s.usage):
-			t.Errorf("%s: usage %q is not the table's %q", s.flag, fl.Usage, s.usage)
+			t.Errorf("%s: not a flag of run", s.Flag())
+		case s.Usage() == "":
+			t.Errorf("%s: no usage", s.Flag())
+		case !s.Shared() && !strings.HasPrefix(fl.Usage, s.Usage()):
+			t.Errorf("%s: usage %q is not the table's %q", s.Flag(), fl.Usage, s.Usage())
 		}
-		if s.invalid == "" && !s.shared && everyValueValid[s.flag] == "" {
-			t.Errorf("%s: no invalid value (no check); add one, or list it in everyValueValid with why", s.flag)
+		if s.Invalid() == "" && !s.Shared() && everyValueValid[s.Flag()] == "" {
+			t.Errorf("%s: no invalid value (no check); add one, or list it in everyValueValid with why", s.Flag())
 		}
-		if s.field != "" && !configHasField(s.field) {
-			t.Errorf("%s: runner.Config has no field %s", s.flag, s.field)
+		if s.Field() != "" && !configHasField(s.Field()) {
+			t.Errorf("%s: runner.Config has no field %s", s.Flag(), s.Field())
 		}
-		if s.field == "" && s.opt == "" && !s.shared {
-			t.Errorf("%s: bound to nothing (no field, no opt)", s.flag)
+		if s.Field() == "" && s.Opt() == "" && !s.Shared() {
+			t.Errorf("%s: bound to nothing (no field, no opt)", s.Flag())
 		}
-		if s.opt != "" && !reflect.ValueOf(runOptions{}).FieldByName(s.opt).IsValid() {
-			t.Errorf("%s: runOptions has no field %s", s.flag, s.opt)
+		if s.Opt() != "" && !run.HasOption(s.Opt()) {
+			t.Errorf("%s: runOptions has no field %s", s.Flag(), s.Opt())
 		}
-		if s.property != "" {
-			if back, ok := settingOfProperty(s.property); !ok || back.flag != s.flag {
-				t.Errorf("%s: properties key %s maps to %q", s.flag, s.property, back.flag)
+		if s.Property() != "" {
+			if back, ok := run.FlagOfProperty(s.Property()); !ok || back != s.Flag() {
+				t.Errorf("%s: properties key %s maps to %q", s.Flag(), s.Property(), back)
 			}
-			if specialKeys[s.property] || fanoutKeys[s.property] || quietKeys[s.property] || multiLangKeys[s.property] {
-				t.Errorf("%s: properties key %s is also handled by a step of its own", s.flag, s.property)
+			if run.PropertyHasOwnStep(s.Property()) {
+				t.Errorf("%s: properties key %s is also handled by a step of its own", s.Flag(), s.Property())
 			}
 		}
 	}
-	run.LocalNonPersistentFlags().VisitAll(func(fl *pflag.Flag) {
+	runCmd.LocalNonPersistentFlags().VisitAll(func(fl *pflag.Flag) {
 		if !notSettings[fl.Name] && !seen[fl.Name] {
 			t.Errorf("--%s is a flag of run but not in runSettings", fl.Name)
 		}
@@ -116,25 +118,25 @@ func TestRunSettingsRejectInvalid(t *testing.T) {
 	try := func(env map[string]string, args ...string) (int, string) {
 		var out, errOut bytes.Buffer
 		f := cmdutil.NewFactory(&cmdutil.IOStreams{Out: &out, ErrOut: &errOut}, func(k string) string { return env[k] })
-		return Run(context.Background(), f, append(append([]string{}, base...), args...)), errOut.String()
+		return cmd.Run(context.Background(), f, append(append([]string{}, base...), args...)), errOut.String()
 	}
 	if code, errOut := try(nil); code != 0 {
 		t.Fatalf("the valid base: exit %d: %s", code, errOut)
 	}
-	for _, s := range runSettings {
-		if s.invalid == "" {
+	for _, s := range run.Settings {
+		if s.Invalid() == "" {
 			continue
 		}
-		code, errOut := try(nil, "--"+s.flag+"="+s.invalid)
-		if code != cmdutil.ExitUsage || !strings.Contains(errOut, "--"+s.flag) {
-			t.Errorf("--%s=%s: exit %d, stderr %q; want 2 and the flag named", s.flag, s.invalid, code, errOut)
+		code, errOut := try(nil, "--"+s.Flag()+"="+s.Invalid())
+		if code != cmdutil.ExitUsage || !strings.Contains(errOut, "--"+s.Flag()) {
+			t.Errorf("--%s=%s: exit %d, stderr %q; want 2 and the flag named", s.Flag(), s.Invalid(), code, errOut)
 		}
-		if strings.Contains(strings.Join(base, " "), "--"+s.flag+" ") {
+		if strings.Contains(strings.Join(base, " "), "--"+s.Flag()+" ") {
 			continue // the command line wins over the variable
 		}
-		code, errOut = try(map[string]string{s.env: s.invalid})
-		if code != cmdutil.ExitUsage || !strings.Contains(errOut, "--"+s.flag) {
-			t.Errorf("%s=%s: exit %d, stderr %q; want 2 and the flag named", s.env, s.invalid, code, errOut)
+		code, errOut = try(map[string]string{s.Env(): s.Invalid()})
+		if code != cmdutil.ExitUsage || !strings.Contains(errOut, "--"+s.Flag()) {
+			t.Errorf("%s=%s: exit %d, stderr %q; want 2 and the flag named", s.Env(), s.Invalid(), code, errOut)
 		}
 	}
 }

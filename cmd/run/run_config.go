@@ -1,4 +1,4 @@
-package cmd
+package run
 
 import (
 	"strconv"
@@ -74,10 +74,10 @@ func (o *runOptions) streams() ([]reshard.Stream, error) {
 	return streams, nil
 }
 
-// efoSubscriptionMaxEnv is a test hook, not documented for users: it ends
+// EFOSubscriptionMaxEnv is a test hook, not documented for users: it ends
 // each fan-out subscription after this long instead of Kinesis's 5
 // minutes, so that the tests cover resubscription.
-const efoSubscriptionMaxEnv = "KCLTOOL_TEST_EFO_SUBSCRIPTION_MAX"
+const EFOSubscriptionMaxEnv = "KCLTOOL_TEST_EFO_SUBSCRIPTION_MAX"
 
 // fanOut reads --efo, --consumer-name and --consumer-arn; the Kinesis
 // client is added when the worker starts.
@@ -99,10 +99,10 @@ func (o *runOptions) fanOut(f *cmdutil.Factory, streams int) (*runner.FanOut, er
 		return nil, cmdutil.UsageErrorf("invalid --consumer-arn %q: want arn:aws:kinesis:REGION:ACCOUNT:stream/STREAM/consumer/NAME:TIMESTAMP", o.ConsumerARN)
 	}
 	fo := &runner.FanOut{ConsumerName: o.ConsumerName, ConsumerARN: o.ConsumerARN}
-	if v := f.Getenv(efoSubscriptionMaxEnv); v != "" {
+	if v := f.Getenv(EFOSubscriptionMaxEnv); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
-			return nil, cmdutil.UsageErrorf("invalid %s %q: want a positive duration", efoSubscriptionMaxEnv, v)
+			return nil, cmdutil.UsageErrorf("invalid %s %q: want a positive duration", EFOSubscriptionMaxEnv, v)
 		}
 		fo.SubscriptionMax = d
 	}

@@ -1,4 +1,4 @@
-package cmd
+package run
 
 import (
 	"fmt"
@@ -258,10 +258,10 @@ func (p *propertiesRun) applyStreamARN(cmd *cobra.Command, f *cmdutil.Factory) e
 	return p.set(cmd, "region", region, e)
 }
 
-// propertiesAccount applies the properties file at path to run's flags, as
+// PropertiesAccount applies the properties file at path to run's flags, as
 // run does, and returns the account of its streamArn, or "": iam-policy's
 // view of run --properties.
-func propertiesAccount(run *cobra.Command, f *cmdutil.Factory, path string) (string, error) {
+func PropertiesAccount(run *cobra.Command, f *cmdutil.Factory, path string) (string, error) {
 	props, err := loadProperties(run, f, path)
 	if err != nil {
 		return "", err

@@ -1,4 +1,4 @@
-package cmd
+package run
 
 import (
 	"errors"
@@ -31,7 +31,7 @@ type configRowJSON struct {
 	Note     *string `json:"note"`
 }
 
-type runConfigJSON struct {
+type RunConfigJSON struct {
 	Properties *string         `json:"properties"`
 	Settings   []configRowJSON `json:"settings"`
 	Warnings   []string        `json:"warnings"`
@@ -136,7 +136,7 @@ func printRunConfig(cmd *cobra.Command, f *cmdutil.Factory, o *runOptions, p *pr
 	rows := runConfigRows(cmd, o, p)
 	out := cmdutil.Output{
 		Doc: func() any {
-			doc := runConfigJSON{Settings: []configRowJSON{}, Warnings: []string{}}
+			doc := RunConfigJSON{Settings: []configRowJSON{}, Warnings: []string{}}
 			if p != nil {
 				doc.Properties = &p.path
 				doc.Warnings = append(doc.Warnings, p.warnings...)

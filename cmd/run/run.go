@@ -1,4 +1,7 @@
-package cmd
+// Package run holds `kcltool run`: its settings table (flags, KCLTOOL_*
+// variables and MultiLangDaemon properties keys), --print-config, and the
+// start and stop of a runner.Worker.
+package run
 
 import (
 	"context"
@@ -54,7 +57,8 @@ type runOptions struct {
 	CloudWatchMetrics bool
 }
 
-func newRunCmd(f *cmdutil.Factory) *cobra.Command {
+// NewCmd returns `kcltool run`.
+func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	o := &runOptions{cfg: runner.DefaultConfig()}
 	c := &cobra.Command{
 		Use:     "run --app APP --stream STREAM (--exec 'CMD' | -- CMD [ARGS...])",
