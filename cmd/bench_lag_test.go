@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
+	"github.com/kcltool/kcltool/cmd/cmdutil"
 	"github.com/kcltool/kcltool/internal/testenv/emulator"
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
@@ -57,7 +58,7 @@ func TestBenchCheckpointDiff(t *testing.T) {
 	ddb = dynamodb.NewFromConfig(emulator.Config(), func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(ddbProxy.URL) })
 	var reads atomic.Int64
 	diff := func() {
-		f := NewFactory(&IOStreams{Out: io.Discard, ErrOut: io.Discard}, base.Getenv)
+		f := cmdutil.NewFactory(&cmdutil.IOStreams{Out: io.Discard, ErrOut: io.Discard}, base.Getenv)
 		if code := Run(context.Background(), f, []string{"checkpoint", "diff", "--app", table, "--stream", stream, "-o", "json"}); code != 0 {
 			t.Fatalf("checkpoint diff exit %d", code)
 		}

@@ -28,6 +28,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
+	"github.com/kcltool/kcltool/cmd/cmdutil"
 	"github.com/kcltool/kcltool/inspect"
 	"github.com/kcltool/kcltool/internal/testenv/emulator"
 	"github.com/kcltool/kcltool/leasecore"
@@ -224,7 +225,7 @@ func TestBenchScaleCheckpointDiff(t *testing.T) {
 	base, _, _ := testFactory(t, false, map[string]string{"AWS_ENDPOINT_URL_KINESIS": rec.URL, "AWS_ENDPOINT_URL_DYNAMODB": ddbDelay.URL})
 	runs := 0
 	diff := func(args ...string) time.Duration {
-		f := NewFactory(&IOStreams{Out: io.Discard, ErrOut: io.Discard}, base.Getenv)
+		f := cmdutil.NewFactory(&cmdutil.IOStreams{Out: io.Discard, ErrOut: io.Discard}, base.Getenv)
 		d := timed(func() {
 			if code := Run(context.Background(), f, append([]string{"checkpoint", "diff", "--app", table, "--stream", stream, "-o", "json"}, args...)); code != 0 {
 				t.Fatalf("checkpoint diff exit %d", code)

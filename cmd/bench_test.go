@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/kcltool/kcltool/cmd/cmdutil"
 	"github.com/kcltool/kcltool/internal/testenv/emulator"
 )
 
@@ -34,7 +35,7 @@ func TestBenchLeasesLs(t *testing.T) {
 	base, _, _ := testFactory(t, false, nil)
 	ls := func() {
 		// A fresh factory per run, as each CLI invocation loads its config.
-		f := NewFactory(&IOStreams{Out: io.Discard, ErrOut: io.Discard}, base.Getenv)
+		f := cmdutil.NewFactory(&cmdutil.IOStreams{Out: io.Discard, ErrOut: io.Discard}, base.Getenv)
 		if code := Run(context.Background(), f, []string{"leases", "ls", "--app", table, "-o", "json"}); code != 0 {
 			t.Fatalf("ls exit %d", code)
 		}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kcltool/kcltool/cmd/checkpoint"
+	"github.com/kcltool/kcltool/cmd/cmdutil"
 	"github.com/kcltool/kcltool/internal/testenv/emulator"
 	"github.com/kcltool/kcltool/leasecore"
 )
@@ -147,8 +149,8 @@ func TestBackupDirDefault(t *testing.T) {
 		{map[string]string{"XDG_STATE_HOME": "state", "HOME": "/home/u"}, "", "/home/u/.local/state/kcltool/backups"},
 		{map[string]string{"XDG_STATE_HOME": "/x/state"}, "here", "here"},
 	} {
-		f := NewFactory(&IOStreams{}, func(k string) string { return tc.env[k] })
-		if got, err := backupDir(f, tc.flag); err != nil || got != tc.want {
+		f := cmdutil.NewFactory(&cmdutil.IOStreams{}, func(k string) string { return tc.env[k] })
+		if got, err := checkpoint.BackupDir(f, tc.flag); err != nil || got != tc.want {
 			t.Errorf("env %v, --backup-dir %q: %q, %v; want %q", tc.env, tc.flag, got, err, tc.want)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/kcltool/kcltool/cmd/cmdutil"
 	"github.com/kcltool/kcltool/internal/testenv/emulator"
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reset"
@@ -98,7 +99,7 @@ func TestImportRefusesInvalidEntries(t *testing.T) {
 			place := map[string][2]string{"json": {"item 5", "item 6"}, "csv": {"line 6", "line 7"}}[form]
 
 			out, errOut, code := kcltoolEnv(t, nil, base...)
-			if code != ExitUsage {
+			if code != cmdutil.ExitUsage {
 				t.Errorf("exit %d, want 2\n%s\n%s", code, out, errOut)
 			}
 			for _, want := range []string{
@@ -115,7 +116,7 @@ func TestImportRefusesInvalidEntries(t *testing.T) {
 			}
 
 			// --prune alone: refused as well, no live lease deleted.
-			if _, errOut, code := kcltoolEnv(t, nil, append(base, "--prune")...); code != ExitUsage {
+			if _, errOut, code := kcltoolEnv(t, nil, append(base, "--prune")...); code != cmdutil.ExitUsage {
 				t.Errorf("--prune: exit %d, want 2\n%s", code, errOut)
 			}
 			if got := strings.Join(checkpoints(t, table, 7), " "); got != strings.TrimSpace(strings.Repeat("TRIM_HORIZON ", 7)) {
@@ -123,7 +124,7 @@ func TestImportRefusesInvalidEntries(t *testing.T) {
 			}
 
 			out, errOut, code = kcltoolEnv(t, nil, append(base, "--skip-invalid", "--prune", "-o", "json")...)
-			if code != ExitProblems {
+			if code != cmdutil.ExitProblems {
 				t.Errorf("--skip-invalid: exit %d, want 3\n%s\n%s", code, out, errOut)
 			}
 			for _, want := range []string{place[0] + " (" + shardID(4) + ")", place[1] + " (" + shardID(5) + ")", "2 entries of " + file + " skipped"} {
@@ -151,7 +152,7 @@ func TestResetFromFileNamesEveryBadLine(t *testing.T) {
 	}
 	base := []string{"checkpoint", "reset", "--app", table, "--from-file", file, "--execute", "--sample", "100ms", "--backup-dir", t.TempDir()}
 	_, errOut, code := kcltoolEnv(t, nil, base...)
-	if code != ExitUsage {
+	if code != cmdutil.ExitUsage {
 		t.Errorf("exit %d, want 2\n%s", code, errOut)
 	}
 	for _, want := range []string{"line 3 (" + shardID(1) + "): checkpoint \"yesterday\"", "line 4 (" + shardID(2) + "): subSequenceNumber \"-1\"", "nothing was written"} {
@@ -163,7 +164,7 @@ func TestResetFromFileNamesEveryBadLine(t *testing.T) {
 		t.Errorf("refused reset wrote: %s", got)
 	}
 	_, errOut, code = kcltoolEnv(t, nil, append(base, "--skip-invalid")...)
-	if code != ExitProblems || !strings.Contains(errOut, "2 entries of "+file+" skipped") {
+	if code != cmdutil.ExitProblems || !strings.Contains(errOut, "2 entries of "+file+" skipped") {
 		t.Errorf("--skip-invalid: exit %d, want 3\n%s", code, errOut)
 	}
 	if got := strings.Join(checkpoints(t, table, 4), " "); got != "TRIM_HORIZON 100 100 LATEST" {

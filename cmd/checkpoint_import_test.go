@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/kcltool/kcltool/cmd/cmdutil"
 	"github.com/kcltool/kcltool/internal/testenv/emulator"
 	"github.com/kcltool/kcltool/leasecore"
 )
@@ -30,7 +31,7 @@ func TestImportToAMissingTable(t *testing.T) {
 	base := []string{"checkpoint", "import", "--app", src, "--file", export, "--to-app", dest, "--backup-dir", backups, "--sample", "100ms"}
 
 	_, errOut, code := kcltoolEnv(t, nil, base...)
-	if code != ExitFailure {
+	if code != cmdutil.ExitFailure {
 		t.Fatalf("exit %d, want 1: %s", code, errOut)
 	}
 	for _, want := range []string{

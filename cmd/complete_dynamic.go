@@ -15,6 +15,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/kcltool/kcltool/cmd/cmdutil"
+	"github.com/kcltool/kcltool/fanout"
 	"github.com/kcltool/kcltool/inspect"
 )
 
@@ -30,7 +32,7 @@ type awsLookup func(ctx context.Context, cfg aws.Config, cmd *cobra.Command, toC
 // silently: no credentials, no region, an endpoint that refuses, hangs or
 // denies all complete nothing, print nothing, and return within
 // completionTimeout. File names are never offered instead.
-func dynamicCompletion(f *Factory, lookup awsLookup) cobra.CompletionFunc {
+func dynamicCompletion(f *cmdutil.Factory, lookup awsLookup) cobra.CompletionFunc {
 	return func(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		const directive = cobra.ShellCompDirectiveNoFileComp
 		base := cmd.Context()
@@ -42,7 +44,7 @@ func dynamicCompletion(f *Factory, lookup awsLookup) cobra.CompletionFunc {
 		// PersistentPreRunE, which applies KCLTOOL_<FLAG>, does not run for
 		// cobra's __complete: apply it here, so KCLTOOL_APP, KCLTOOL_REGION
 		// or KCLTOOL_ENDPOINT_URL count as they do for the command itself.
-		if err := applyEnv(cmd, f.Getenv); err != nil {
+		if err := cmdutil.ApplyEnv(cmd, f.Getenv); err != nil {
 			return nil, directive
 		}
 		cfg, err := completionAWSConfig(ctx, f)
@@ -61,7 +63,7 @@ func dynamicCompletion(f *Factory, lookup awsLookup) cobra.CompletionFunc {
 // --profile and --endpoint-url, as the commands do, but quiet and quick:
 // one attempt per call (a refused connection is not worth a backoff within
 // two seconds) and no SDK logger, whose warnings would reach the terminal.
-func completionAWSConfig(ctx context.Context, f *Factory) (aws.Config, error) {
+func completionAWSConfig(ctx context.Context, f *cmdutil.Factory) (aws.Config, error) {
 	opts := []func(*config.LoadOptions) error{
 		config.WithRetryer(func() aws.Retryer { return aws.NopRetryer{} }),
 		config.WithLogger(logging.Nop{}),
@@ -172,7 +174,7 @@ func completeOwners(ctx context.Context, cfg aws.Config, cmd *cobra.Command, toC
 	var comps []cobra.Completion
 	for _, o := range owners {
 		if strings.HasPrefix(o, toComplete) {
-			comps = append(comps, cobra.CompletionWithDesc(o, plural(count[o], "lease")))
+			comps = append(comps, cobra.CompletionWithDesc(o, cmdutil.Plural(count[o], "lease")))
 		}
 	}
 	return comps, nil
@@ -195,7 +197,7 @@ func appendNew(list []string, s string) []string {
 }
 
 // flagValue is a flag's value as given on the line or by KCLTOOL_<FLAG>
-// (applyEnv has run), "" when the command has no such flag.
+// (ApplyEnv has run), "" when the command has no such flag.
 func flagValue(cmd *cobra.Command, name string) string {
 	if fl := cmd.Flag(name); fl != nil {
 		return fl.Value.String()
@@ -229,4 +231,24 @@ func listCompletions(done, word string, comps []cobra.Completion) []cobra.Comple
 		}
 	}
 	return out
+}
+
+// completeConsumers offers the consumers registered on the --stream on the
+// line, each with its status; without --stream there is nothing to list.
+func completeConsumers(ctx context.Context, cfg aws.Config, cmd *cobra.Command, toComplete string) ([]cobra.Completion, error) {
+	stream := flagValue(cmd, "stream")
+	if stream == "" {
+		return nil, nil
+	}
+	l, err := fanout.ListStreamConsumers(ctx, kinesis.NewFromConfig(cfg), stream, fanout.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var comps []cobra.Completion
+	for _, c := range l.Consumers {
+		if strings.HasPrefix(c.Name, toComplete) {
+			comps = append(comps, cobra.CompletionWithDesc(c.Name, string(c.Status)))
+		}
+	}
+	return comps, nil
 }

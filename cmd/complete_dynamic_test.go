@@ -22,6 +22,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/kcltool/kcltool/cmd/cmdutil"
 	"github.com/kcltool/kcltool/internal/testenv/emulator"
 )
 
@@ -305,7 +306,7 @@ func TestCompleteEnumValues(t *testing.T) {
 // value has a completion, so none falls back to file names unless it names
 // a file. A new flag fails here until it is given one in complete_flags.go.
 func TestEveryFlagCompletes(t *testing.T) {
-	root := NewRootCmd(NewFactory(&IOStreams{}, func(string) string { return "" }))
+	root := NewRootCmd(cmdutil.NewFactory(&cmdutil.IOStreams{}, func(string) string { return "" }))
 	walk(root, func(c *cobra.Command) {
 		c.LocalFlags().VisitAll(func(fl *pflag.Flag) {
 			if fl.NoOptDefVal != "" || hasPathAnnotation(fl) {

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/kcltool/kcltool/cmd/cmdutil"
 	"github.com/kcltool/kcltool/inspect"
 	"github.com/kcltool/kcltool/inspect/doctor"
 )
@@ -27,7 +28,7 @@ var leaseTableFlags = map[string]bool{"app": true, "table": true, "to-app": true
 
 // enumValues are the values of the flags that take one of a fixed set.
 var enumValues = map[string][]string{
-	"output":           readFormats,
+	"output":           cmdutil.ReadFormats,
 	"color":            {"auto", "always", "never"},
 	"log-level":        {"debug", "info", "warn", "error"},
 	"log-format":       {"auto", "text", "json"},
@@ -57,7 +58,7 @@ var numericTypes = map[string]bool{
 }
 
 // registerCompletions gives each flag defined on c its completion.
-func registerCompletions(f *Factory, c *cobra.Command) {
+func registerCompletions(f *cmdutil.Factory, c *cobra.Command) {
 	if !c.HasParent() {
 		quietCompletionHooks(c)
 	}
@@ -92,7 +93,7 @@ func quietCompletionHooks(root *cobra.Command) {
 
 // completionFor picks a flag's completion by its name, then by its type; nil
 // for a flag kcltool does not know how to complete (a bool needs none).
-func completionFor(f *Factory, fl *pflag.Flag) cobra.CompletionFunc {
+func completionFor(f *cmdutil.Factory, fl *pflag.Flag) cobra.CompletionFunc {
 	switch {
 	case leaseTableFlags[fl.Name]:
 		return dynamicCompletion(f, completeLeaseTables)

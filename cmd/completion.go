@@ -1,10 +1,11 @@
 package cmd
 
 import (
+	"github.com/kcltool/kcltool/cmd/cmdutil"
 	"github.com/spf13/cobra"
 )
 
-func newCompletionCmd(f *Factory) *cobra.Command {
+func newCompletionCmd(f *cmdutil.Factory) *cobra.Command {
 	return &cobra.Command{
 		Use:   "completion bash|zsh|fish|powershell",
 		Short: "Print the shell completion script",

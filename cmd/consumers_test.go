@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
+	"github.com/kcltool/kcltool/cmd/cmdutil"
 	"github.com/kcltool/kcltool/internal/testenv/emulator"
 	"github.com/kcltool/kcltool/leasecore"
 )
@@ -103,7 +104,7 @@ func TestConsumersLs(t *testing.T) {
 			s := efoStack(t)
 			s.waitActive(s.register(names...))
 			var all strings.Builder
-			for _, o := range readFormats {
+			for _, o := range cmdutil.ReadFormats {
 				out, errOut, code := s.kcltool("consumers", "ls", "--stream", s.stream, "-o", o)
 				if code != 0 {
 					t.Fatalf("-o %s: exit %d: %s", o, code, errOut)
@@ -115,12 +116,12 @@ func TestConsumersLs(t *testing.T) {
 				if len(names) > 0 {
 					c := &schemaChecker{t: t, reached: map[string]map[string]bool{}}
 					switch o {
-					case FormatJSON:
+					case cmdutil.FormatJSON:
 						c.document("consumers ls", "consumers ls -o json", out)
 						if rows := jsonRows(t, out); len(rows) != len(names) || rows[0]["ConsumerName"] != "orders-audit" {
 							t.Errorf("rows %v", rows)
 						}
-					case FormatCSV:
+					case cmdutil.FormatCSV:
 						checkCSV(t, "consumers ls", "consumers ls -o csv", out)
 					}
 				}

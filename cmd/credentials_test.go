@@ -4,11 +4,8 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
-	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,8 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/credentials/ec2rolecreds"
-	"github.com/aws/smithy-go"
+	"github.com/kcltool/kcltool/cmd/cmdutil"
 )
 
 // credsConfig is an AWS config file with two SSO profiles, one of each
@@ -133,7 +129,7 @@ func TestCredentialErrorsAreOneLineWithTheFix(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, env := credsHome(t)
 			code, stderr := runWithEnv(t, append(env, tc.env...), append([]string{"leases", "ls", "--app", "orders"}, tc.args...)...)
-			if code != ExitFailure {
+			if code != cmdutil.ExitFailure {
 				t.Errorf("exit %d, want 1", code)
 			}
 			if strings.Count(stderr, "\n") != 1 || !regexp.MustCompile(tc.want).MatchString(strings.TrimSuffix(stderr, "\n")) {
@@ -154,7 +150,7 @@ func TestCredentialErrorsShowSDKTextAtDebug(t *testing.T) {
 	code, stderr := runWithEnv(t, append(env, "AWS_REGION=us-east-1", "AWS_EC2_METADATA_SERVICE_ENDPOINT="+imds.URL),
 		"leases", "ls", "--app", "orders", "--log-level", "debug", "--log-format", "json")
 	lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
-	if code != ExitFailure || !strings.HasPrefix(lines[len(lines)-1], "kcltool: error: no AWS credentials found") {
+	if code != cmdutil.ExitFailure || !strings.HasPrefix(lines[len(lines)-1], "kcltool: error: no AWS credentials found") {
 		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
 	}
 	for _, want := range []string{
@@ -170,35 +166,5 @@ func TestCredentialErrorsShowSDKTextAtDebug(t *testing.T) {
 		if !strings.HasPrefix(l, "{") {
 			t.Errorf("stderr line %q is not in the JSON log", l)
 		}
-	}
-}
-
-// Temporary keys that AWS refuses as expired are a credentials problem,
-// not a missing IAM permission; a credential failure wrapped in a request's
-// error is never mistaken for the request's endpoint being unreachable.
-func TestExplainCredentialsClassifiesByType(t *testing.T) {
-	expired := &smithy.OperationError{ServiceID: "DynamoDB", OperationName: "DescribeTable",
-		Err: &smithy.GenericAPIError{Code: "ExpiredTokenException", Message: "The security token included in the request is expired"}}
-	got := explainCredentials(explainAWS(expired, awsContext{Table: "orders", Region: "us-east-1"}))
-	if !strings.HasPrefix(got.Error(), "the AWS credentials have expired: get new ones") {
-		t.Errorf("expired token: %v", got)
-	}
-	// The EC2 metadata client's connection error inside a credential
-	// failure inside DynamoDB's request error.
-	imds := &url.Error{Op: "Get", URL: "http://169.254.169.254/latest/api/token", Err: &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}}
-	creds := &smithy.OperationError{ServiceID: "DynamoDB", OperationName: "DescribeTable",
-		Err: fmt.Errorf("get identity: %w", &credentialsError{Provider: ec2rolecreds.New(), Err: fmt.Errorf("no EC2 IMDS role found, %w", imds)})}
-	got = explainCredentials(explainAWS(creds, awsContext{Table: "orders", Region: "us-east-1"}))
-	if !strings.HasPrefix(got.Error(), "no AWS credentials found") {
-		t.Errorf("credential failure: %v", got)
-	}
-	var ee *explainedError
-	if !errors.As(got, &ee) || !strings.Contains(ee.Raw.Error(), "connection refused") {
-		t.Errorf("the SDK's text is not kept for the debug log: %#v", got)
-	}
-	// Anything else passes through untouched.
-	other := errors.New("lease table is gone")
-	if explainCredentials(other) != other {
-		t.Error("an unrelated error was rewritten")
 	}
 }

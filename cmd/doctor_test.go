@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -344,26 +343,5 @@ func TestDoctorWatch(t *testing.T) {
 	err = cmd.Wait()
 	if err != nil {
 		t.Errorf("healthy fleet, watch stopped by Ctrl-C: %v, want exit 0", err)
-	}
-}
-
-// TestDoctorLiveViewRedrawsOnATerminal: on a terminal each report replaces
-// the last; piped, reports follow one another.
-func TestDoctorLiveViewRedrawsOnATerminal(t *testing.T) {
-	for _, tty := range []bool{true, false} {
-		var out bytes.Buffer
-		v := &liveView{io: &IOStreams{Out: &out, OutTTY: tty}}
-		for range 2 {
-			if err := v.show(func() error { out.WriteString("report\n"); return nil }, FormatTable); err != nil {
-				t.Fatal(err)
-			}
-		}
-		want := "report\n\nreport\n"
-		if tty {
-			want = "\x1b[H\x1b[2Jreport\n\x1b[H\x1b[2Jreport\n"
-		}
-		if out.String() != want {
-			t.Errorf("tty=%v: %q, want %q", tty, out.String(), want)
-		}
 	}
 }

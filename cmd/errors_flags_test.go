@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/kcltool/kcltool/cmd/checkpoint"
+	"github.com/kcltool/kcltool/cmd/cmdutil"
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reset"
 	"github.com/kcltool/kcltool/runner"
@@ -27,11 +29,11 @@ func TestDomainErrorsSayFlags(t *testing.T) {
 		err  error
 		want string
 	}{
-		{"as planError returns it", planError(err, awsContext{}),
+		{"as planError returns it", checkpoint.PlanError(err, cmdutil.AWSContext{}),
 			"kcltool: error: --prune deletes leases of the application's own table; it does not go with --to-app\n" + usageHint},
-		{"wrapped", &ExitError{Code: ExitUsage, Err: fmt.Errorf("orders.json: %w", err)},
+		{"wrapped", &cmdutil.ExitError{Code: cmdutil.ExitUsage, Err: fmt.Errorf("orders.json: %w", err)},
 			"kcltool: error: orders.json: --prune deletes leases of the application's own table; it does not go with --to-app\n" + usageHint},
-		{"flattened by cmd's usage error", usageErrorf("invalid --to-sequence: %w", atErr),
+		{"flattened by cmd's usage error", cmdutil.UsageErrorf("invalid --to-sequence: %w", atErr),
 			"kcltool: error: invalid --to-sequence: AT_TIMESTAMP cannot be written as a reset: the lease does not store the time and each KCL worker would use its own configured timestamp; use --at TIME, which resolves the time to a sequence number per shard\n" + usageHint},
 		{"a missing table, wrapped", fmt.Errorf("run: %w", &leasecore.TableNotFoundError{Table: "orders", Region: "eu-west-1"}),
 			"kcltool: error: run: lease table \"orders\" not found in eu-west-1 (is the application name right? pass --create-table to create it the way the KCL does)\n"},
@@ -40,12 +42,12 @@ func TestDomainErrorsSayFlags(t *testing.T) {
 				"register it again (aws kinesis register-stream-consumer) and pass its new ARN with --consumer-arn, or use --consumer-name to have kcltool register it\n"},
 	} {
 		var errOut bytes.Buffer
-		said := sayFlags(tc.err)
-		printError(&IOStreams{ErrOut: &errOut}, said, exitCode(context.Background(), said))
+		said := cmdutil.SayFlags(tc.err)
+		printError(&cmdutil.IOStreams{ErrOut: &errOut}, said, cmdutil.ExitCode(context.Background(), said))
 		if errOut.String() != tc.want {
 			t.Errorf("%s:\n got %q\nwant %q", tc.name, errOut.String(), tc.want)
 		}
-		if _, usage := tc.err.(*ExitError); usage && (!reset.IsInputError(said) || exitCode(context.Background(), said) != ExitUsage) {
+		if _, usage := tc.err.(*cmdutil.ExitError); usage && (!reset.IsInputError(said) || cmdutil.ExitCode(context.Background(), said) != cmdutil.ExitUsage) {
 			t.Errorf("%s: the said error lost its kind (input error, exit 2)", tc.name)
 		}
 	}

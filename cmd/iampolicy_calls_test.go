@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kcltool/kcltool/cmd/cmdutil"
+	iampolicycmd "github.com/kcltool/kcltool/cmd/iampolicy"
 	"github.com/kcltool/kcltool/iampolicy"
 	"github.com/kcltool/kcltool/internal/testenv/emulator"
 )
@@ -158,8 +160,8 @@ func checkRecordedCalls(dir string) error {
 		}
 		line := commandLine(inv)
 		env := inv.Env
-		f := NewFactory(&IOStreams{Out: io.Discard, ErrOut: io.Discard}, func(k string) string { return env[k] })
-		p, err := policyFor(f, append(append([]string{}, inv.Argv...), "--account", testAccount))
+		f := cmdutil.NewFactory(&cmdutil.IOStreams{Out: io.Discard, ErrOut: io.Discard}, func(k string) string { return env[k] })
+		p, err := iampolicycmd.PolicyFor(f, iamPolicyTree(), append(append([]string{}, inv.Argv...), "--account", testAccount))
 		if err != nil {
 			problems[fmt.Sprintf("%s: made %d AWS calls, but kcltool iam-policy fails: %v", line, len(inv.Calls), err)] = true
 			continue
@@ -254,19 +256,19 @@ func requestOf(c emulator.Call) iampolicy.Request {
 func commandLine(inv emulator.Invocation) string {
 	var words []string
 	for k, v := range inv.Env {
-		words = append(words, k+"="+shellQuote(v))
+		words = append(words, k+"="+cmdutil.ShellQuote(v))
 	}
 	sort.Strings(words)
 	words = append(words, "kcltool")
 	for _, a := range inv.Argv {
-		words = append(words, shellQuote(a))
+		words = append(words, cmdutil.ShellQuote(a))
 	}
 	return strings.Join(words, " ")
 }
 
 // commandName is the command path of an argv, the flags left out.
 func commandName(argv []string) string {
-	root := NewRootCmd(NewFactory(&IOStreams{Out: io.Discard, ErrOut: io.Discard}, func(string) string { return "" }))
+	root := NewRootCmd(cmdutil.NewFactory(&cmdutil.IOStreams{Out: io.Discard, ErrOut: io.Discard}, func(string) string { return "" }))
 	c, _, err := root.Find(argv)
 	if err != nil {
 		return "?"

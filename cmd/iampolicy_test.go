@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kcltool/kcltool/cmd/cmdutil"
 	"github.com/kcltool/kcltool/iampolicy"
 )
 
@@ -17,7 +18,7 @@ import (
 // command's flags. A renamed flag would otherwise turn a row silently on or
 // off, and only a missing grant shows in the recorded calls.
 func TestIAMPolicyTableMatchesTheCommandTree(t *testing.T) {
-	root := NewRootCmd(NewFactory(&IOStreams{Out: io.Discard, ErrOut: io.Discard}, func(string) string { return "" }))
+	root := NewRootCmd(cmdutil.NewFactory(&cmdutil.IOStreams{Out: io.Discard, ErrOut: io.Discard}, func(string) string { return "" }))
 	for _, name := range iampolicy.Commands() {
 		c, _, err := root.Find(strings.Fields(name))
 		if err != nil || c == root || !c.Runnable() || strings.TrimPrefix(c.CommandPath(), "kcltool ") != name {
@@ -35,7 +36,7 @@ func TestIAMPolicyTableMatchesTheCommandTree(t *testing.T) {
 func iamPolicy(t *testing.T, env map[string]string, args ...string) (*iampolicy.Policy, string, int) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	f := NewFactory(&IOStreams{Out: &out, ErrOut: &errOut}, func(k string) string { return env[k] })
+	f := cmdutil.NewFactory(&cmdutil.IOStreams{Out: &out, ErrOut: &errOut}, func(k string) string { return env[k] })
 	code := Run(context.Background(), f, append([]string{"iam-policy"}, args...))
 	if code != 0 {
 		return nil, errOut.String(), code
@@ -99,7 +100,7 @@ func TestIAMPolicyUsageErrors(t *testing.T) {
 		{[]string{"completion", "bash"}, "makes no AWS calls"},
 	} {
 		_, errOut, code := iamPolicy(t, nil, c.args...)
-		if code != ExitUsage || !strings.Contains(errOut, c.want) {
+		if code != cmdutil.ExitUsage || !strings.Contains(errOut, c.want) {
 			t.Errorf("iam-policy %v: exit %d, stderr %q; want exit 2 and %q", c.args, code, errOut, c.want)
 		}
 	}

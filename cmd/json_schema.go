@@ -4,6 +4,11 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kcltool/kcltool/cmd/checkpoint"
+	"github.com/kcltool/kcltool/cmd/consumers"
+	"github.com/kcltool/kcltool/cmd/doctor"
+	"github.com/kcltool/kcltool/cmd/leases"
+	"github.com/kcltool/kcltool/cmd/shards"
 	"github.com/kcltool/kcltool/reset"
 )
 
@@ -50,14 +55,6 @@ type jsonCommand struct {
 	// CSVNote says how lists and nested values go into CSV fields.
 	CSVNote string
 }
-
-var (
-	nonLeaseCSVColumns = []string{"leaseKey", "entityType"}
-	ownersCSVColumns   = []string{"worker", "leases", "fairShare", "shards"}
-	lagCSVColumns      = []string{"streamName", "shardId", "leaseKey", "leaseOwner", "checkpoint", "shardStatus",
-		"millisBehindLatest", "state", "blockedBy"}
-	doctorCSVColumns = []string{"id", "severity", "summary", "shards", "workers", "cause", "fix"}
-)
 
 // planRowKeys are the keys of one reset or import plan row; the plan file
 // holds the same rows under "changes".
@@ -116,7 +113,7 @@ var jsonSchemas = []jsonCommand{
 			{"blockedBy", tStrings, "derived: the parents a `waiting-on-parent` lease waits for; `[]` otherwise"},
 			{"renewalsSeen", tNumberOrNull, "derived, with `--sample`: how far the counter moved; null without `--sample`"},
 		},
-		CSV:     leaseCSVColumns,
+		CSV:     leases.LeaseCSVColumns,
 		CSVNote: "`shardId` is the shard id in every table; lists are joined with `;`.",
 	},
 	{
@@ -126,7 +123,7 @@ var jsonSchemas = []jsonCommand{
 			{"leaseKey", tString, "the item's key"},
 			{"entityType", tStringOrNull, "`LEADER`, `CLIENT_VERSION_MIGRATION`, `WORKER_METRIC_STATS`, …; null when the item has none"},
 		},
-		CSV: nonLeaseCSVColumns,
+		CSV: leases.NonLeaseCSVColumns,
 	},
 	{
 		Name:  "leases owners",
@@ -142,7 +139,7 @@ var jsonSchemas = []jsonCommand{
 			{"cpu", tNumbers, "KCL 3.x: its worker-metrics CPU series; `[]` without one"},
 			{"leader", tBoolean, "KCL 3.x: it holds the leader lock"},
 		},
-		CSV:     ownersCSVColumns,
+		CSV:     leases.OwnersCSVColumns,
 		CSVNote: "`shards` is joined with `;`.",
 	},
 	{
@@ -161,7 +158,7 @@ var jsonSchemas = []jsonCommand{
 			{"blockedBy", tStrings, "the parents a `blocked` row waits for; `[]` otherwise"},
 			{"note", tStringOrNull, "a few words for `missing-lease`, `orphan-lease` and cleaned-up shards; null otherwise"},
 		},
-		CSV:     lagCSVColumns,
+		CSV:     checkpoint.LagCSVColumns,
 		CSVNote: "`blockedBy` is joined with `;`.",
 	},
 	{
@@ -185,7 +182,7 @@ var jsonSchemas = []jsonCommand{
 			{"lease.blockedBy", tStrings, "the parents an idle child waits for; `[]` otherwise"},
 			{"lease.waiting", tStringOrNull, "why an idle child waits, in words; null when it does not"},
 		},
-		CSV:     lineageCSVColumns,
+		CSV:     shards.LineageCSVColumns,
 		CSVNote: "`childShardIds` is joined with `;`; the lease columns are empty without a lease.",
 	},
 	{
@@ -198,7 +195,7 @@ var jsonSchemas = []jsonCommand{
 			{"ConsumerCreationTimestamp", tString, "when it was registered, RFC 3339 UTC"},
 			{"StreamARN", tString, "the stream it reads"},
 		},
-		CSV: consumerCSVColumns,
+		CSV: consumers.CSVColumns,
 	},
 	{
 		Name:  "doctor",
@@ -253,14 +250,14 @@ var jsonSchemas = []jsonCommand{
 			{"capacity.writeUnitsPerSecond", tNumber, "the fleet's write units per second: CloudWatch's peak one-minute average, or the estimate"},
 			{"capacity.writeUnitsSource", tString, "`cloudwatch` (ConsumedWriteCapacityUnits) or `estimate` (the larger of the renewals the held leases need and the counter increments seen)"},
 		},
-		CSV:     doctorCSVColumns,
+		CSV:     doctor.CSVColumns,
 		CSVNote: "One row per finding; `shards` and `workers` are joined with `;`.",
 	},
 	{
 		Name:    "checkpoint reset",
 		Shape:   "`checkpoint reset` and `checkpoint import` print their plan: an array, one object per lease. After `--execute` the same rows carry `result` and `detail`.",
 		Keys:    planRowKeys,
-		CSV:     planCSVColumns,
+		CSV:     checkpoint.PlanCSVColumns,
 		CSVNote: "`before` and `after` are the checkpoints, their sub-sequence numbers in the next columns.",
 	},
 	{
@@ -295,7 +292,7 @@ var jsonSchemas = []jsonCommand{
 			{"writes", tStrings, "the leases the command was about to write, from the plan file: what the backup is the undo of; `[]` when nothing was written, or the plan file is absent or older than this key"},
 			{"undo", tStringOrNull, "the command that restores exactly those leases, from the plan file; null when it is absent, older than this key, or nothing was written"},
 		},
-		CSV:     backupCSVColumns,
+		CSV:     checkpoint.BackupCSVColumns,
 		CSVNote: "`writes` is joined with `;`.",
 	},
 	{

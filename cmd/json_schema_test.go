@@ -4,6 +4,12 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"github.com/kcltool/kcltool/cmd/checkpoint"
+	"github.com/kcltool/kcltool/cmd/consumers"
+	"github.com/kcltool/kcltool/cmd/doctor"
+	"github.com/kcltool/kcltool/cmd/leases"
+	"github.com/kcltool/kcltool/cmd/run"
+	"github.com/kcltool/kcltool/cmd/shards"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -14,7 +20,7 @@ import (
 
 // structPaths lists the JSON key paths of a struct type the way
 // jsonSchemas writes them: nested objects as "a.b", objects in lists as
-// "a[].b". Types with their own MarshalJSON (optString, time.Time) are
+// "a[].b". Types with their own MarshalJSON (OptString, time.Time) are
 // leaves.
 func structPaths(t reflect.Type, prefix string) []string {
 	marshaler := reflect.TypeFor[json.Marshaler]()
@@ -60,10 +66,10 @@ func schemaPaths(name string) []string {
 // by package reset and checked end to end instead.
 func TestJSONSchemaMatchesStructs(t *testing.T) {
 	for name, v := range map[string]any{
-		"leases ls": leaseJSON{}, "leases ls --non-leases": nonLeaseJSON{}, "leases owners": ownerJSON{},
-		"checkpoint diff": lagJSON{}, "shards lineage": lineageJSON{}, "doctor": doctorJSON{},
-		"checkpoint reset": changeJSON{}, "plan file": planFileJSON{}, "checkpoint backups ls": backupJSON{}, "run --print-config": runConfigJSON{},
-		"consumers ls": consumerJSON{},
+		"leases ls": leases.LeaseJSON{}, "leases ls --non-leases": leases.NonLeaseJSON{}, "leases owners": leases.OwnerJSON{},
+		"checkpoint diff": checkpoint.LagJSON{}, "shards lineage": shards.LineageJSON{}, "doctor": doctor.ReportJSON{},
+		"checkpoint reset": checkpoint.ChangeJSON{}, "plan file": checkpoint.PlanFileJSON{}, "checkpoint backups ls": checkpoint.BackupJSON{}, "run --print-config": run.RunConfigJSON{},
+		"consumers ls": consumers.ConsumerJSON{},
 	} {
 		got, want := structPaths(reflect.TypeOf(v), ""), schemaPaths(name)
 		if !slices.Equal(got, want) {

@@ -15,12 +15,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/kcltool/kcltool/cmd/cmdutil"
 	"github.com/kcltool/kcltool/internal/testenv/emulator"
 	"github.com/kcltool/kcltool/leasecore"
 )
 
 // testFactory returns a Factory over buffers, reaching the local DynamoDB.
-func testFactory(t *testing.T, tty bool, env map[string]string) (*Factory, *bytes.Buffer, *bytes.Buffer) {
+func testFactory(t *testing.T, tty bool, env map[string]string) (*cmdutil.Factory, *bytes.Buffer, *bytes.Buffer) {
 	t.Helper()
 	base := map[string]string{
 		"AWS_ENDPOINT_URL_DYNAMODB": emulator.DynamoDBEndpoint(t),
@@ -35,8 +36,8 @@ func testFactory(t *testing.T, tty bool, env map[string]string) (*Factory, *byte
 		t.Setenv(k, v) // the SDK's config loader reads the process environment
 	}
 	out, errOut := &bytes.Buffer{}, &bytes.Buffer{}
-	io := &IOStreams{In: strings.NewReader(""), Out: out, ErrOut: errOut, OutTTY: tty, ErrTTY: tty}
-	return NewFactory(io, func(k string) string { return base[k] }), out, errOut
+	io := &cmdutil.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: errOut, OutTTY: tty, ErrTTY: tty}
+	return cmdutil.NewFactory(io, func(k string) string { return base[k] }), out, errOut
 }
 
 func seedTable(t *testing.T, items ...map[string]types.AttributeValue) string {
@@ -290,7 +291,7 @@ func TestInterruptExits130(t *testing.T) {
 	f, _, errOut := testFactory(t, false, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(300*time.Millisecond, cancel)
-	if code := Run(ctx, f, []string{"leases", "ls", "--app", table, "--sample", "1m"}); code != ExitInterrupted {
+	if code := Run(ctx, f, []string{"leases", "ls", "--app", table, "--sample", "1m"}); code != cmdutil.ExitInterrupted {
 		t.Fatalf("exit %d, want 130: %s", code, errOut)
 	}
 	if !strings.Contains(errOut.String(), "interrupted") {

@@ -11,13 +11,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/kcltool/kcltool/cmd/cmdutil"
 	"github.com/kcltool/kcltool/internal/testenv/clocktest"
 	"github.com/kcltool/kcltool/leasecore"
 )
 
-func progressFactory(tty bool, clock clock.Clock) (*Factory, *lockedBuffer) {
+func progressFactory(tty bool, clock clock.Clock) (*cmdutil.Factory, *lockedBuffer) {
 	errOut := &lockedBuffer{}
-	f := NewFactory(&IOStreams{Out: &bytes.Buffer{}, ErrOut: errOut, ErrTTY: tty}, func(string) string { return "" })
+	f := cmdutil.NewFactory(&cmdutil.IOStreams{Out: &bytes.Buffer{}, ErrOut: errOut, ErrTTY: tty}, func(string) string { return "" })
 	if clock != nil {
 		f.Clock = clock
 	}
@@ -28,29 +29,29 @@ func progressFactory(tty bool, clock clock.Clock) (*Factory, *lockedBuffer) {
 // anywhere else nothing at all is written.
 func TestProgressOnlyOnATerminal(t *testing.T) {
 	f, errOut := progressFactory(true, nil)
-	p := newProgress(f)
-	count := p.counter("probed", "shards")
+	p := cmdutil.NewProgress(f)
+	count := p.Counter("probed", "shards")
 	count(1, 2)
 	count(1, 2) // the same text is not drawn twice
 	count(2, 2)
-	p.done()
+	p.Done()
 	want := "\rkcltool: probed 1 of 2 shards\x1b[K\rkcltool: probed 2 of 2 shards\x1b[K\r\x1b[K"
 	if got := errOut.String(); got != want {
 		t.Errorf("on a terminal stderr got %q, want %q", got, want)
 	}
 
 	f, errOut = progressFactory(false, nil)
-	p = newProgress(f)
-	if count := p.counter("probed", "shards"); count != nil {
+	p = cmdutil.NewProgress(f)
+	if count := p.Counter("probed", "shards"); count != nil {
 		t.Error("off a terminal the counter is not nil: the domain packages would do work for nothing")
 	}
-	p.show("probed %d of %d", 1, 2)
-	p.done()
-	s := watchScan(pagedTable{pages: 3}, p, "orders", 0)
+	p.Show("probed %d of %d", 1, 2)
+	p.Done()
+	s := cmdutil.WatchScan(pagedTable{pages: 3}, p, "orders", 0)
 	if _, err := leasecore.ScanTable(context.Background(), s, "orders", leasecore.ScanOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	s.end()
+	s.End()
 	if errOut.String() != "" {
 		t.Errorf("off a terminal stderr got %q, want nothing", errOut.String())
 	}
@@ -64,27 +65,27 @@ func TestScanProgressQuietForSmallTables(t *testing.T) {
 	clock := clocktest.New(time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC))
 	f, errOut := progressFactory(true, clock)
 
-	s := watchScan(pagedTable{pages: 1}, newProgress(f), "small", time.Second)
+	s := cmdutil.WatchScan(pagedTable{pages: 1}, cmdutil.NewProgress(f), "small", time.Second)
 	if _, err := leasecore.ScanTable(ctx, s, "small", leasecore.ScanOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	s.end()
+	s.End()
 	if errOut.String() != "" {
 		t.Errorf("a one-page table showed %q", errOut.String())
 	}
 
-	s = watchScan(pagedTable{pages: 3}, newProgress(f), "large", time.Second)
+	s = cmdutil.WatchScan(pagedTable{pages: 3}, cmdutil.NewProgress(f), "large", time.Second)
 	if _, err := leasecore.ScanTable(ctx, s, "large", leasecore.ScanOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	s.end()
+	s.End()
 	if got := errOut.String(); !strings.Contains(got, `kcltool: reading lease table "large": 3 pages, 6 items`) || strings.Contains(got, "1 page,") ||
 		!strings.HasSuffix(got, "\r\x1b[K") {
 		t.Errorf("a three-page table showed %q", got)
 	}
 
 	f, errOut = progressFactory(true, clock)
-	s = watchScan(pagedTable{pages: 1}, newProgress(f), "slow", time.Second)
+	s = cmdutil.WatchScan(pagedTable{pages: 1}, cmdutil.NewProgress(f), "slow", time.Second)
 	if err := clock.WaitTimers(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +94,7 @@ func TestScanProgressQuietForSmallTables(t *testing.T) {
 	for !strings.Contains(errOut.String(), `reading lease table "slow"...`) && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
-	s.end()
+	s.End()
 	if got := errOut.String(); got != "\rkcltool: reading lease table \"slow\"...\x1b[K\r\x1b[K" {
 		t.Errorf("a slow first page showed %q", got)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
+	"github.com/kcltool/kcltool/cmd/cmdutil"
 	"github.com/kcltool/kcltool/internal/testenv/emulator"
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reset"
@@ -286,7 +287,7 @@ func TestResetRefusesALiveApplication(t *testing.T) {
 	out, errOut, code := (&scenario{t: t}).kcltool("checkpoint", "reset", "--app", table, "--from-file", file, "--execute", "--sample", "500ms", "--backup-dir", backups)
 	close(stop)
 	wg.Wait()
-	if code != ExitProblems {
+	if code != cmdutil.ExitProblems {
 		t.Fatalf("exit %d, want 3\n%s\n%s", code, out, errOut)
 	}
 	if !strings.Contains(errOut, "the application is running") || !strings.Contains(errOut, "(workers worker-live)") || strings.Contains(errOut, "worker-dead") {
@@ -326,7 +327,7 @@ func TestResetSkipsALeaseChangedDuringTheSample(t *testing.T) {
 			t.Error(err)
 		}
 	}, "checkpoint", "reset", "--app", table, "--from-file", file, "--execute", "--sample", "1s", "--backup-dir", t.TempDir(), "-o", "json")
-	if code != ExitProblems {
+	if code != cmdutil.ExitProblems {
 		t.Fatalf("exit %d, want 3\n%s\n%s", code, out, errOut)
 	}
 	rows := jsonRows(t, out)

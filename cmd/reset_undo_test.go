@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kcltool/kcltool/cmd/checkpoint"
 	"github.com/kcltool/kcltool/internal/testenv/emulator"
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reset"
@@ -145,13 +146,13 @@ func TestUndoImportNamesExactlyTheWrittenLeases(t *testing.T) {
 		{LeaseKey: b, ShardID: "shardId-000000000001", Action: reset.ActionCreate},
 	}}
 	const start = "kcltool checkpoint import --app o"
-	if got, want := undoImport(start, "/b/x y.json", plan, []string{a}), start+" --file '/b/x y.json' --shard "+a+" --execute"; got != want {
+	if got, want := checkpoint.UndoImport(start, "/b/x y.json", plan, []string{a}), start+" --file '/b/x y.json' --shard "+a+" --execute"; got != want {
 		t.Errorf("undo\n  %s\nwant\n  %s", got, want)
 	}
-	if got, want := undoImport(start, "/b/x.json", plan, []string{a, b}), start+" --file /b/x.json --shard "+a+","+b+" --prune --execute"; got != want {
+	if got, want := checkpoint.UndoImport(start, "/b/x.json", plan, []string{a, b}), start+" --file /b/x.json --shard "+a+","+b+" --prune --execute"; got != want {
 		t.Errorf("undo\n  %s\nwant\n  %s", got, want)
 	}
-	if got := undoImport(start, "/b/x.json", plan, nil); got != "" {
+	if got := checkpoint.UndoImport(start, "/b/x.json", plan, nil); got != "" {
 		t.Errorf("undo of nothing written: %q, want none", got)
 	}
 }

@@ -1,5 +1,8 @@
 // Package cmd is kcltool's command line: it parses flags, calls the domain
 // packages and renders their results. It holds no lease logic of its own.
+// It assembles the command tree from one package per noun (leases, shards,
+// doctor, iampolicy, ...) over the shared cmdutil, and keeps what spans the
+// whole tree: completion, help topics, the version and the JSON schema.
 package cmd
 
 import (
@@ -9,8 +12,15 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
+	"github.com/kcltool/kcltool/cmd/checkpoint"
+	"github.com/kcltool/kcltool/cmd/cmdutil"
+	"github.com/kcltool/kcltool/cmd/consumers"
+	"github.com/kcltool/kcltool/cmd/doctor"
+	iampolicycmd "github.com/kcltool/kcltool/cmd/iampolicy"
+	"github.com/kcltool/kcltool/cmd/leases"
+	"github.com/kcltool/kcltool/cmd/run"
+	"github.com/kcltool/kcltool/cmd/shards"
 	"github.com/spf13/cobra"
 )
 
@@ -18,57 +28,57 @@ import (
 func Main() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	f := NewFactory(SystemIO(), os.Getenv)
+	f := cmdutil.NewFactory(cmdutil.SystemIO(), os.Getenv)
 	return Run(ctx, f, os.Args[1:])
 }
 
 // Run executes one kcltool command line and prints any error to stderr.
-func Run(ctx context.Context, f *Factory, args []string) int {
+func Run(ctx context.Context, f *cmdutil.Factory, args []string) int {
 	root := NewRootCmd(f)
-	args = joinOptionalValues(args)
+	args = cmdutil.JoinOptionalValues(args)
 	root.SetArgs(args)
-	err := checkCommandPath(root, args)
+	err := cmdutil.CheckCommandPath(root, args)
 	if err == nil {
 		err = root.ExecuteContext(ctx)
 	}
-	err = sayFlags(explainCredentials(err))
-	code := exitCode(ctx, err)
-	if err != nil && code != ExitOK {
-		logRaw(f.logger(), err)
+	err = cmdutil.SayFlags(cmdutil.ExplainCredentials(err))
+	code := cmdutil.ExitCode(ctx, err)
+	if err != nil && code != cmdutil.ExitOK {
+		cmdutil.LogRaw(f.Logger(), err)
 		printError(f.IO, err, code)
 	}
 	return code
 }
 
-func printError(io *IOStreams, err error, code int) {
-	var ee *ExitError
+func printError(io *cmdutil.IOStreams, err error, code int) {
+	var ee *cmdutil.ExitError
 	if errors.As(err, &ee) && ee.Err == nil {
 		return
 	}
-	if code == ExitInterrupted {
+	if code == cmdutil.ExitInterrupted {
 		fmt.Fprintln(io.ErrOut, "kcltool: interrupted")
 		return
 	}
-	if code == ExitProblems {
+	if code == cmdutil.ExitProblems {
 		fmt.Fprintf(io.ErrOut, "kcltool: problems found: %v\n", err)
 		return
 	}
 	fmt.Fprintf(io.ErrOut, "kcltool: error: %v\n", err)
-	var he *HintError
+	var he *cmdutil.HintError
 	if errors.As(err, &he) {
 		for _, h := range he.Hints {
 			fmt.Fprintf(io.ErrOut, "kcltool: hint: %s\n", h)
 		}
 	}
-	if code == ExitUsage {
+	if code == cmdutil.ExitUsage {
 		fmt.Fprintln(io.ErrOut, "kcltool: hint: see 'kcltool --help' or 'kcltool COMMAND --help'")
 	}
 }
 
 // NewRootCmd builds the whole command tree.
-func NewRootCmd(f *Factory) *cobra.Command {
+func NewRootCmd(f *cmdutil.Factory) *cobra.Command {
 	var colorMode string
-	var logs logFlags
+	var logs cmdutil.LogFlags
 	root := &cobra.Command{
 		Use:   "kcltool",
 		Short: "Consume Kinesis with the KCL lease protocol, and operate KCL lease tables",
@@ -85,16 +95,16 @@ AWS_ENDPOINT_URL_KINESIS and AWS_ENDPOINT_URL_CLOUDWATCH are honoured.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
-			if err := applyEnv(cmd, f.Getenv); err != nil {
+			if err := cmdutil.ApplyEnv(cmd, f.Getenv); err != nil {
 				return err
 			}
 			switch colorMode {
 			case "auto", "always", "never":
 			default:
-				return usageErrorf("invalid --color %q: use auto, always or never", colorMode)
+				return cmdutil.UsageErrorf("invalid --color %q: use auto, always or never", colorMode)
 			}
-			f.IO.Color = decideColor(colorMode, f.IO.OutTTY, f.Getenv)
-			log, err := newLogger(logs.Level, logs.Format, f.IO.ErrOut, stderrIsTerminal(f))
+			f.IO.Color = cmdutil.DecideColor(colorMode, f.IO.OutTTY, f.Getenv)
+			log, err := cmdutil.NewLogger(logs.Level, logs.Format, f.IO.ErrOut, cmdutil.StderrIsTerminal(f))
 			if err != nil {
 				return err
 			}
@@ -106,7 +116,7 @@ AWS_ENDPOINT_URL_KINESIS and AWS_ENDPOINT_URL_CLOUDWATCH are honoured.`,
 	root.SetOut(f.IO.Out)
 	root.SetErr(f.IO.ErrOut)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return &ExitError{Code: ExitUsage, Err: err}
+		return &cmdutil.ExitError{Code: cmdutil.ExitUsage, Err: err}
 	})
 	pf := root.PersistentFlags()
 	pf.StringVar(&f.Region, "region", "", "AWS region (default: the SDK's chain, AWS_REGION or the profile)")
@@ -120,26 +130,35 @@ AWS_ENDPOINT_URL_KINESIS and AWS_ENDPOINT_URL_CLOUDWATCH are honoured.`,
 
 	root.AddGroup(&cobra.Group{ID: "consume", Title: "Consuming:"}, &cobra.Group{ID: "operate", Title: "Operating:"})
 	root.AddCommand(
-		newRunCmd(f),
-		newLeasesCmd(f),
-		newCheckpointCmd(f),
-		withGroup(newCheckpointDiffCmd(f, "lag"), "operate", "Alias of 'checkpoint diff'"),
-		newShardsCmd(f),
-		newConsumersCmd(f),
-		withGroup(newShardsLineageCmd(f, "lineage"), "operate", "Alias of 'shards lineage'"),
-		newIAMPolicyCmd(f),
+		run.NewCmd(f),
+		leases.NewCmd(f),
+		checkpoint.NewCmd(f),
+		withGroup(checkpoint.NewDiffCmd(f, "lag"), "operate", "Alias of 'checkpoint diff'"),
+		shards.NewCmd(f),
+		consumers.NewCmd(f),
+		withGroup(shards.NewLineageCmd(f, "lineage"), "operate", "Alias of 'shards lineage'"),
+		iampolicycmd.NewCmd(f, iamPolicyTree()),
 		newCompletionCmd(f),
 		newExitCodesHelpCmd(),
 	)
-	root.AddCommand(newDoctorCmds(f)...)
+	root.AddCommand(doctor.NewCmds(f)...)
 	walk(root, func(c *cobra.Command) {
-		envHelp(c)
+		cmdutil.EnvHelp(c)
 		registerCompletions(f, c)
 		if c.Args == nil && !c.HasSubCommands() {
-			c.Args = noPositionalArgs(f.Getenv)
+			c.Args = cmdutil.NoPositionalArgs(f.Getenv)
 		}
 	})
 	return root
+}
+
+// iamPolicyTree hands iam-policy the command tree and run's properties
+// file, which it cannot import itself.
+func iamPolicyTree() iampolicycmd.CommandTree {
+	return iampolicycmd.CommandTree{
+		Root:          NewRootCmd,
+		RunProperties: run.PropertiesAccount,
+	}
 }
 
 // withGroup files a command under a help group, with a short line of its own.
@@ -153,37 +172,4 @@ func walk(c *cobra.Command, fn func(*cobra.Command)) {
 	for _, sub := range c.Commands() {
 		walk(sub, fn)
 	}
-}
-
-// optionalValueFlags may be given bare (--sample means --sample=10s).
-var optionalValueFlags = map[string]bool{"--sample": true}
-
-// joinOptionalValues turns "--sample 400ms" into "--sample=400ms". pflag
-// only binds an optional value written with "=", and would otherwise read
-// 400ms as a stray argument: users write the space form by habit.
-func joinOptionalValues(args []string) []string {
-	out := make([]string, 0, len(args))
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			return append(out, args[i:]...)
-		}
-		if optionalValueFlags[a] && i+1 < len(args) {
-			if _, err := time.ParseDuration(args[i+1]); err == nil {
-				out = append(out, a+"="+args[i+1])
-				i++
-				continue
-			}
-		}
-		out = append(out, a)
-	}
-	return out
-}
-
-// requireFlag fails with a usage error naming the flag and its variable.
-func requireFlag(name, value string) error {
-	if value == "" {
-		return usageErrorf("--%s is required (or set %s)", name, envName(name))
-	}
-	return nil
 }

@@ -23,6 +23,7 @@ import (
 	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 	"github.com/aws/smithy-go/transport/http/protocol/awsjson"
 
+	"github.com/kcltool/kcltool/cmd/run"
 	"github.com/kcltool/kcltool/fanout"
 	"github.com/kcltool/kcltool/internal/testenv/emulator"
 	"github.com/kcltool/kcltool/leasecore"
@@ -377,7 +378,7 @@ func benchResubscriptions(t *testing.T, bin string, kin *kinesis.Client) {
 	k := &efoContender{label: "--efo with subscriptions cut every 2s", out: out, port: freePort(t), logs: &lockedBuffer{}}
 	k.cmd = exec.Command(bin, "run", "--app", stream, "--stream", stream, "--create-table", "--initial-position", "TRIM_HORIZON",
 		"--log-format", "json", "--format", "raw", "--efo", "--metrics-addr", fmt.Sprintf("127.0.0.1:%d", k.port), "--exec", `cat >> "$OUT"`)
-	k.cmd.Env = append(append(os.Environ(), emulator.EFOEnv(t)...), "OUT="+out, efoSubscriptionMaxEnv+"=2s")
+	k.cmd.Env = append(append(os.Environ(), emulator.EFOEnv(t)...), "OUT="+out, run.EFOSubscriptionMaxEnv+"=2s")
 	k.cmd.Stderr = k.logs
 	waitLeases(t, k, stream)
 	const n = 4000 // 40 s at 100 records a second

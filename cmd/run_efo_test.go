@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kcltool/kcltool/cmd/cmdutil"
+	"github.com/kcltool/kcltool/cmd/run"
 	"github.com/kcltool/kcltool/internal/testenv/emulator"
 )
 
@@ -15,7 +17,7 @@ import (
 // up the initial-response event the SDK needs) and ends each subscription
 // early, so that the fleet also resubscribes.
 func efoEnv(t *testing.T, subscriptionMax string) []string {
-	return []string{"AWS_ENDPOINT_URL_KINESIS=" + emulator.KinesisEFOEndpoint(t), efoSubscriptionMaxEnv + "=" + subscriptionMax}
+	return []string{"AWS_ENDPOINT_URL_KINESIS=" + emulator.KinesisEFOEndpoint(t), run.EFOSubscriptionMaxEnv + "=" + subscriptionMax}
 }
 
 // TestRunFleetWithEFO is the fleet scenario (split, merge, kill -9, a third
@@ -78,9 +80,9 @@ func TestRunEFOFlags(t *testing.T) {
 		{[]string{"--efo", "--consumer-arn", "arn:aws:kinesis:us-east-1:123456789012:stream/s/consumer/c:1", "--consumer-name", "c"}, "either --consumer-name or --consumer-arn"},
 	} {
 		var out, errOut bytes.Buffer
-		f := NewFactory(&IOStreams{Out: &out, ErrOut: &errOut}, func(string) string { return "" })
+		f := cmdutil.NewFactory(&cmdutil.IOStreams{Out: &out, ErrOut: &errOut}, func(string) string { return "" })
 		code := Run(context.Background(), f, append([]string{"run", "--print-config", "--app", "a", "--stream", "s", "--exec", "cat"}, tc.args...))
-		if code != ExitUsage || !strings.Contains(errOut.String(), tc.want) {
+		if code != cmdutil.ExitUsage || !strings.Contains(errOut.String(), tc.want) {
 			t.Errorf("%v: exit %d, stderr %q; want usage error %q", tc.args, code, errOut.String(), tc.want)
 		}
 	}

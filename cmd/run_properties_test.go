@@ -9,10 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-
-	"github.com/kcltool/kcltool/runner"
+	"github.com/kcltool/kcltool/cmd/cmdutil"
+	"github.com/kcltool/kcltool/cmd/run"
 )
 
 // propsRun runs kcltool run --properties FILE (FILE written from props)
@@ -21,8 +19,8 @@ import (
 type propsResult struct {
 	out, errOut string
 	code        int
-	f           *Factory
-	doc         runConfigJSON
+	f           *cmdutil.Factory
+	doc         run.RunConfigJSON
 }
 
 func propsRun(t *testing.T, props string, env map[string]string, args ...string) propsResult {
@@ -33,7 +31,7 @@ func propsRun(t *testing.T, props string, env map[string]string, args ...string)
 		t.Fatal(err)
 	}
 	var out, errOut bytes.Buffer
-	f := NewFactory(&IOStreams{Out: &out, ErrOut: &errOut}, func(k string) string { return env[k] })
+	f := cmdutil.NewFactory(&cmdutil.IOStreams{Out: &out, ErrOut: &errOut}, func(k string) string { return env[k] })
 	argv := append([]string{"run", "--properties", path, "--log-format", "text"}, args...)
 	code := Run(context.Background(), f, argv)
 	r := propsResult{out: out.String(), errOut: errOut.String(), code: code, f: f}
@@ -145,7 +143,7 @@ func TestPropertiesStreamARN(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := propsRun(t, tc.props, tc.env, printJSON(append(tc.args, "--exec", "cat")...)...)
-			if r.code != ExitUsage || !strings.Contains(r.errOut, tc.want) {
+			if r.code != cmdutil.ExitUsage || !strings.Contains(r.errOut, tc.want) {
 				t.Errorf("exit %d, stderr %s; want 2 and %q", r.code, r.errOut, tc.want)
 			}
 		})
@@ -199,7 +197,7 @@ func TestPropertiesRetrievalMode(t *testing.T) {
 			r := propsRun(t, tc.props, nil, printJSON("--exec", "cat")...)
 			if tc.name == "DEFAULT with maxRecords 0" {
 				// maxRecords 0 does not select polling, and run refuses it.
-				if r.code != ExitUsage || !strings.Contains(r.errOut, "set by maxRecords = 0") {
+				if r.code != cmdutil.ExitUsage || !strings.Contains(r.errOut, "set by maxRecords = 0") {
 					t.Fatalf("exit %d: %s", r.code, r.errOut)
 				}
 				return
@@ -236,7 +234,7 @@ func TestPropertiesRetrievalMode(t *testing.T) {
 	}
 	r.want(t, "efo", "true", "flag")
 	r = propsRun(t, app+"RetrievalMode = STREAMING\n", nil, printJSON("--exec", "cat")...)
-	if r.code != ExitUsage || !strings.Contains(r.errOut, `invalid RetrievalMode = "STREAMING"`) {
+	if r.code != cmdutil.ExitUsage || !strings.Contains(r.errOut, `invalid RetrievalMode = "STREAMING"`) {
 		t.Errorf("exit %d: %s", r.code, r.errOut)
 	}
 }
@@ -269,7 +267,7 @@ func TestPropertiesCredentialProviders(t *testing.T) {
 		t.Run(tc.value, func(t *testing.T) {
 			r := propsRun(t, baseProps+"AwsCredentialsProvider = "+tc.value+"\n", nil, printJSON(append(tc.args, "--exec", "cat")...)...)
 			if tc.err != "" {
-				if r.code != ExitUsage || !strings.Contains(r.errOut, tc.err) {
+				if r.code != cmdutil.ExitUsage || !strings.Contains(r.errOut, tc.err) {
 					t.Fatalf("exit %d, stderr %s; want 2 and %q", r.code, r.errOut, tc.err)
 				}
 				return
@@ -292,33 +290,8 @@ func TestPropertiesCredentialProviders(t *testing.T) {
 		t.Errorf("lower-case key: exit %d, profile %q: %s", r.code, r.f.Profile, r.errOut)
 	}
 	r = propsRun(t, baseProps+"AwsCredentialsProvider = DefaultCredentialsProvider\nAwsCredentialsProviderDynamoDB = ProfileCredentialsProvider|ddb\n", nil, printJSON("--exec", "cat")...)
-	if r.code != ExitUsage || !strings.Contains(r.errOut, "remove AwsCredentialsProviderDynamoDB") {
+	if r.code != cmdutil.ExitUsage || !strings.Contains(r.errOut, "remove AwsCredentialsProviderDynamoDB") {
 		t.Errorf("exit %d: %s", r.code, r.errOut)
-	}
-}
-
-// TestPropertiesCredentialChain: the first provider with credentials wins,
-// the next is tried when one has none.
-func TestPropertiesCredentialChain(t *testing.T) {
-	env := map[string]string{}
-	getenv := func(k string) string { return env[k] }
-	loaded := credentials.NewStaticCredentialsProvider("LOADED", "secret", "")
-	var ps []aws.CredentialsProvider
-	for _, cp := range parseCredentialChain("EnvironmentVariableCredentialsProvider,DefaultCredentialsProvider") {
-		ps = append(ps, buildProvider(cp, loaded, getenv))
-	}
-	chain := chainProvider(ps)
-	c, err := chain.Retrieve(context.Background())
-	if err != nil || c.AccessKeyID != "LOADED" {
-		t.Fatalf("without AWS_ACCESS_KEY_ID: %v, %v; want the default chain's", c.AccessKeyID, err)
-	}
-	env["AWS_ACCESS_KEY_ID"], env["AWS_SECRET_ACCESS_KEY"] = "FROMENV", "s"
-	if c, err = chain.Retrieve(context.Background()); err != nil || c.AccessKeyID != "FROMENV" {
-		t.Fatalf("with AWS_ACCESS_KEY_ID: %v, %v", c.AccessKeyID, err)
-	}
-	only := chainProvider{buildProvider(credProvider{name: "ContainerCredentialsProvider"}, loaded, func(string) string { return "" })}
-	if _, err := only.Retrieve(context.Background()); err == nil || !strings.Contains(err.Error(), "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI") {
-		t.Errorf("container without its variables: %v", err)
 	}
 }
 
@@ -355,56 +328,6 @@ func TestPropertiesEmptyRecordList(t *testing.T) {
 	if strings.Contains(r.errOut, "callProcessRecordsEvenForEmptyRecordList") {
 		t.Errorf("a warning about a key that is honoured:\n%s", r.errOut)
 	}
-	for _, c := range []struct {
-		props     string
-		multiLang bool
-		want      bool
-	}{
-		{props, true, true},
-		{props, false, false}, // --exec: a per-batch handler
-		{baseProps + "callProcessRecordsEvenForEmptyRecordList = false\n", true, false},
-		{baseProps, true, false},
-	} {
-		path := filepath.Join(t.TempDir(), "app.properties")
-		if err := os.WriteFile(path, []byte(c.props), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		f := NewFactory(&IOStreams{Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}, func(string) string { return "" })
-		cmd := newRunCmd(f)
-		p, err := loadProperties(cmd, f, path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg := runner.Config{MultiLang: c.multiLang}
-		p.configure(&cfg)
-		if cfg.MultiLangEmptyPages != c.want {
-			t.Errorf("%q, multilang %v: MultiLangEmptyPages %v, want %v", c.props, c.multiLang, cfg.MultiLangEmptyPages, c.want)
-		}
-	}
-	var none *propertiesRun
-	none.configure(&runner.Config{MultiLang: true}) // no --properties
-}
-
-// TestPropertiesProgramResolution: a program not found from the working
-// directory or on PATH is looked for in the properties file's folder.
-func TestPropertiesProgramResolution(t *testing.T) {
-	dir := t.TempDir()
-	script := filepath.Join(dir, "sample_kclpy_app.py")
-	if err := os.WriteFile(script, []byte("#!/bin/sh\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if got := resolveProgram("sample_kclpy_app.py", dir); got != script {
-		t.Errorf("bare name: %q, want %q", got, script)
-	}
-	if got := resolveProgram("./sample_kclpy_app.py", dir); got != script {
-		t.Errorf("relative path: %q, want %q", got, script)
-	}
-	if got := resolveProgram("sh", dir); got != "sh" {
-		t.Errorf("on PATH: %q, want sh", got)
-	}
-	if got := resolveProgram("missing.py", dir); got != "missing.py" {
-		t.Errorf("missing: %q, want it unchanged", got)
-	}
 }
 
 // TestPropertiesInitialPosition: initialPositionInStreamExtended is epoch
@@ -425,7 +348,7 @@ func TestPropertiesInitialPosition(t *testing.T) {
 	r.want(t, "initial-position", "LATEST", "flag")
 	r.want(t, "initial-timestamp", "", "default")
 	r = propsRun(t, baseProps+"initialPositionInStreamExtended = yesterday\n", nil, printJSON("--exec", "cat")...)
-	if r.code != ExitUsage || !strings.Contains(r.errOut, "want epoch seconds") {
+	if r.code != cmdutil.ExitUsage || !strings.Contains(r.errOut, "want epoch seconds") {
 		t.Errorf("exit %d: %s", r.code, r.errOut)
 	}
 }
@@ -465,7 +388,7 @@ func TestPropertiesBadValues(t *testing.T) {
 		"a = \\u12zz\n": `malformed \uxxxx`,
 	} {
 		r := propsRun(t, props, nil, printJSON("--exec", "cat")...)
-		if r.code != ExitUsage || !strings.Contains(r.errOut, want) {
+		if r.code != cmdutil.ExitUsage || !strings.Contains(r.errOut, want) {
 			t.Errorf("%q: exit %d, stderr %s; want 2 and %q", props, r.code, r.errOut, want)
 		}
 	}

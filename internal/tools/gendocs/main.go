@@ -22,6 +22,7 @@ import (
 	"github.com/spf13/cobra/doc"
 
 	"github.com/kcltool/kcltool/cmd"
+	"github.com/kcltool/kcltool/cmd/cmdutil"
 )
 
 // manDate is the date in the man pages' header. It is a constant, not the
@@ -62,8 +63,8 @@ func generate(out string) error {
 // otherwise change nothing here, but NO_COLOR or TERM might one day), no
 // terminal, and no version stamp in the output.
 func tree() *cobra.Command {
-	io := &cmd.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard}
-	root := cmd.NewRootCmd(cmd.NewFactory(io, func(string) string { return "" }))
+	io := &cmdutil.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard}
+	root := cmd.NewRootCmd(cmdutil.NewFactory(io, func(string) string { return "" }))
 	var walk func(*cobra.Command)
 	walk = func(c *cobra.Command) {
 		c.DisableAutoGenTag = true

@@ -1,0 +1,98 @@
+package cmdutil
+
+import (
+	"bufio"
+	"strings"
+
+	"github.com/olekukonko/tablewriter/pkg/twwidth"
+)
+
+// This file is kcltool's one table engine: aligned, borderless tables in the
+// kubectl style, upper-case headers, three spaces between columns, no
+// trailing blanks, "-" for an empty cell so columns stay countable for awk.
+// The bytes are those tablewriter printed with the configuration kcltool
+// had (testdata/table.golden, written by it, holds the engine to them).
+
+// Table prints a table whose rows are all built already.
+func (p *Printer) Table(header []string, rows [][]string) error {
+	return p.TableOf(header, len(rows), func(i int, buf []string) []string { return append(buf, rows[i]...) })
+}
+
+// TableOf prints a table of n rows, building each row when it is needed
+// (row(i, buf) may fill and return buf) instead of holding them all: one
+// pass for the column widths, one to write. A 100,000-lease listing is
+// never held as cells (docs/benchmarks.md, leases ls at scale).
+func (p *Printer) TableOf(header []string, n int, row func(i int, buf []string) []string) error {
+	widths := make([]int, len(header))
+	measure := func(cells []string, dash bool) {
+		for j, c := range cells {
+			if j == len(widths) {
+				widths = append(widths, 0)
+			}
+			for _, l := range cellLines(c, dash) {
+				widths[j] = max(widths[j], twwidth.Width(l))
+			}
+		}
+	}
+	measure(header, false)
+	var buf []string
+	for i := range n {
+		buf = row(i, buf[:0])
+		measure(buf, true)
+	}
+	bw := bufio.NewWriterSize(p.out, 64<<10)
+	var b strings.Builder
+	var lines [][]string
+	// write prints one row, on as many lines as its tallest cell has.
+	write := func(cells []string, dash bool, style func(string) string) {
+		lines = lines[:0]
+		height := 1
+		for _, c := range cells {
+			ls := cellLines(c, dash)
+			lines = append(lines, ls)
+			height = max(height, len(ls))
+		}
+		for k := range height {
+			b.Reset()
+			for j, ls := range lines {
+				l := ""
+				if k < len(ls) {
+					l = ls[k]
+				}
+				b.WriteString(l)
+				if j < len(lines)-1 {
+					b.WriteString(strings.Repeat(" ", widths[j]-twwidth.Width(l)+3))
+				}
+			}
+			line := strings.TrimRight(b.String(), " ")
+			if line == "" && height > 1 {
+				continue // tablewriter dropped the blank lines of a multi-line row
+			}
+			bw.WriteString(style(line))
+			bw.WriteByte('\n')
+		}
+	}
+	st := p.Styles()
+	write(header, false, func(s string) string { return st.Header.Render(s) })
+	plain := func(s string) string { return s }
+	for i := range n {
+		buf = row(i, buf[:0])
+		write(buf, true, plain)
+	}
+	return bw.Flush()
+}
+
+// cellLines is a cell as the table shows it: "-" when empty (header cells
+// stay empty), a tab as four spaces, and one line per line of text.
+func cellLines(c string, dash bool) []string {
+	if c == "" && dash {
+		return []string{"-"}
+	}
+	if strings.Contains(c, "\t") { // as tablewriter: tabs at the ends go, inner ones are four spaces
+		c = strings.ReplaceAll(strings.Trim(c, "\t"), "\t", "    ")
+	}
+	if !strings.Contains(c, "\n") {
+		return []string{c}
+	}
+	return strings.Split(c, "\n")
+}
