@@ -210,28 +210,28 @@ func flagErrors(t *testing.T, path string) []violation {
 // isErrorConstructor: errors.New, fmt.Errorf, and a package's own
 // inputErrorf-style helpers.
 func isErrorConstructor(fun ast.Expr) bool {
-	switch fn := fun.(type) {
-	case *ast.Ident:
-		return strings.HasSuffix(fn.Name, "Errorf")
-	case *ast.SelectorExpr:
+	if fn, ok := fun.(*ast.SelectorExpr); ok {
 		if x, ok := fn.X.(*ast.Ident); ok && x.Name == "errors" && fn.Sel.Name == "New" {
 			return true
 		}
-		return strings.HasSuffix(fn.Sel.Name, "Errorf")
 	}
-	return false
+	return strings.HasSuffix(exprName(fun), "Errorf")
 }
 
 // isErrorType: a composite literal of a type named *Error (its fields'
 // texts end up in Error()).
-func isErrorType(typ ast.Expr) bool {
-	switch t := typ.(type) {
+func isErrorType(typ ast.Expr) bool { return strings.HasSuffix(exprName(typ), "Error") }
+
+// exprName is the name an identifier or a selector (pkg.Name) ends in, ""
+// for anything else.
+func exprName(e ast.Expr) string {
+	switch e := e.(type) {
 	case *ast.Ident:
-		return strings.HasSuffix(t.Name, "Error")
+		return e.Name
 	case *ast.SelectorExpr:
-		return strings.HasSuffix(t.Sel.Name, "Error")
+		return e.Sel.Name
 	}
-	return false
+	return ""
 }
 
 // The binary links only production code: test support (internal/testenv)

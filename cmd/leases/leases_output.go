@@ -91,14 +91,6 @@ func nonEmpty(s *string) *string {
 	return s
 }
 
-// str is *s, or "" for nil: an absent value in a CSV field or a table cell.
-func str(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
-
 var leaseColumns = []string{"SHARD", "OWNER", "COUNTER", "CHECKPOINT", "SUBSEQ", "SWITCHES", "PARENTS", "STATE"}
 var leaseWideColumns = []string{"CHILDREN", "CHECKPOINT-OWNER", "THROUGHPUT-KBPS", "HASH-RANGE", "STREAM", "LEASE-KEY"}
 
@@ -110,16 +102,16 @@ var LeaseCSVColumns = []string{"leaseKey", "shardId", "leaseOwner", "leaseCounte
 
 // csvRecord appends the lease's CSV fields (LeaseCSVColumns) to rec.
 func (j *LeaseJSON) csvRecord(rec []string) []string {
-	return append(rec, j.LeaseKey, j.shard, str(j.LeaseOwner), cmdutil.Itoa(j.LeaseCounter),
+	return append(rec, j.LeaseKey, j.shard, cmdutil.Deref(j.LeaseOwner), cmdutil.Itoa(j.LeaseCounter),
 		j.Checkpoint, cmdutil.Itoa(j.CheckpointSubSequenceNumber), cmdutil.Itoa(j.OwnerSwitchesSinceCheckpoint),
-		strings.Join(j.ParentShardID, ";"), strings.Join(j.ChildShardIDs, ";"), str(j.CheckpointOwner),
-		cmdutil.FloatStr(j.ThroughputKBps), str(j.StartingHashKey), str(j.EndingHashKey), str(j.StreamName), j.State)
+		strings.Join(j.ParentShardID, ";"), strings.Join(j.ChildShardIDs, ";"), cmdutil.Deref(j.CheckpointOwner),
+		cmdutil.FloatStr(j.ThroughputKBps), cmdutil.Deref(j.StartingHashKey), cmdutil.Deref(j.EndingHashKey), cmdutil.Deref(j.StreamName), j.State)
 }
 
 // cells appends the lease's table cells (leaseColumns, and with -o wide
 // leaseWideColumns) to buf.
 func (j *LeaseJSON) cells(p *cmdutil.Printer, wide bool, buf []string) []string {
-	owner := str(j.LeaseOwner)
+	owner := cmdutil.Deref(j.LeaseOwner)
 	if j.CheckpointOwner != nil && !wide {
 		owner = *j.CheckpointOwner + "→" + owner
 	}
@@ -127,8 +119,8 @@ func (j *LeaseJSON) cells(p *cmdutil.Printer, wide bool, buf []string) []string 
 		cmdutil.Itoa(j.CheckpointSubSequenceNumber), cmdutil.Itoa(j.OwnerSwitchesSinceCheckpoint), strings.Join(j.ParentShardID, ","),
 		stateCell(j.State, j.BlockedBy))
 	if wide {
-		buf = append(buf, strings.Join(j.ChildShardIDs, ","), str(j.CheckpointOwner), cmdutil.FloatStr(j.ThroughputKBps),
-			cmdutil.HashRange(str(j.StartingHashKey), str(j.EndingHashKey)), str(j.StreamName), j.LeaseKey)
+		buf = append(buf, strings.Join(j.ChildShardIDs, ","), cmdutil.Deref(j.CheckpointOwner), cmdutil.FloatStr(j.ThroughputKBps),
+			cmdutil.HashRange(cmdutil.Deref(j.StartingHashKey), cmdutil.Deref(j.EndingHashKey)), cmdutil.Deref(j.StreamName), j.LeaseKey)
 	}
 	return buf
 }
