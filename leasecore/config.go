@@ -66,6 +66,11 @@ type Config struct {
 	// taker's scan: an answer later than that is of no use to the lease
 	// protocol, whose timings are fractions of the failover time.
 	RequestTimeout time.Duration
+	// LeaseAssignmentInterval is KCL 3.x's leaseAssignmentIntervalMillis,
+	// how often the leader assigns; default 2 × FailoverTime. A worker
+	// assigned by the leader looks for its new leases every half of it,
+	// less Epsilon (DynamoDBLeaseCoordinator).
+	LeaseAssignmentInterval time.Duration
 }
 
 // WithDefaults returns c with every unset field set to KCL's default.

@@ -36,6 +36,9 @@ type Options struct {
 	// operation; the worker shares it with its other lease-table calls.
 	// Default: one of the coordinator's own. Stats reports it.
 	Capacity *Capacity
+	// Assignment is the protocol the coordinator starts with (default
+	// AssignByTaking, KCL 2.x); SetAssignment changes it.
+	Assignment Assignment
 }
 
 // Coordinator is one worker's side of the KCL 2.x lease protocol: a renewer

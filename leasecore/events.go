@@ -18,6 +18,16 @@ const (
 	LeaseLost
 	// LeaseReleased: the worker gave the lease up on graceful stop.
 	LeaseReleased
+	// LeaseHandoff (KCL 3.x): the leader asked this worker to hand the
+	// lease to another (leaseOwner is the next owner, checkpointOwner this
+	// worker). The lease stays held and renewed: stop reading the shard,
+	// finish and checkpoint the batch in flight, then call
+	// Coordinator.CompleteHandoff; after the handoff timeout stop the
+	// handler first and call it anyway.
+	LeaseHandoff
+	// LeaseHandedOff (KCL 3.x): the transfer was written; the lease is no
+	// longer held.
+	LeaseHandedOff
 )
 
 func (k EventKind) String() string {
@@ -28,6 +38,10 @@ func (k EventKind) String() string {
 		return "lost"
 	case LeaseReleased:
 		return "released"
+	case LeaseHandoff:
+		return "handoff"
+	case LeaseHandedOff:
+		return "handed-off"
 	}
 	return "unknown"
 }

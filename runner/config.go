@@ -115,6 +115,10 @@ type Config struct {
 	CleanupInterval    time.Duration
 	ParentPollInterval time.Duration
 
+	// KCL3 are the settings of a worker in a KCL 3.x application
+	// (docs/kcl3.md).
+	KCL3 KCL3Config
+
 	// Metrics, if set, receives per-shard and per-worker figures.
 	Metrics *metrics.Metrics
 	// CloudWatch, if set, publishes KCL's metric names every
@@ -152,6 +156,13 @@ func DefaultConfig() Config {
 		CleanupInterval:    DefaultCleanupInterval,
 		ParentPollInterval: DefaultParentPollInterval,
 		CloudWatchInterval: DefaultCloudWatchInterval,
+
+		KCL3: KCL3Config{
+			ClientVersionConfig:   "CLIENT_VERSION_CONFIG_3X",
+			GracefulHandoff:       true,
+			HandoffTimeout:        leasecore.DefaultHandoffTimeout,
+			WorkerMetricsInterval: 30 * time.Second,
+		},
 	}
 }
 
@@ -301,4 +312,29 @@ func (c Config) checkSettings() error {
 		}
 	}
 	return nil
+}
+
+// KCL3Config are the worker-side settings of KCL 3.x (the MultiLangDaemon's
+// 3.x properties keys map to them through cmd/run's settings table).
+type KCL3Config struct {
+	// ClientVersionConfig is the KCL's clientVersionConfig:
+	// "CLIENT_VERSION_CONFIG_3X" (the default) or
+	// "CLIENT_VERSION_CONFIG_COMPATIBLE_WITH_2X". kcltool follows the
+	// table's state either way; the setting is checked against it.
+	ClientVersionConfig string
+	// LeaseAssignmentInterval is leaseAssignmentIntervalMillis; zero means
+	// 2 × the failover time.
+	LeaseAssignmentInterval time.Duration
+	// GracefulHandoff is isGracefulLeaseHandoffEnabled (default true);
+	// HandoffTimeout is gracefulLeaseHandoffTimeoutMillis (default 30 s).
+	GracefulHandoff bool
+	HandoffTimeout  time.Duration
+	// CoordinatorStateTable and WorkerMetricsTable name the KCL 3.0-3.4
+	// side tables; empty means <app>-CoordinatorState and
+	// <app>-WorkerMetricStats.
+	CoordinatorStateTable string
+	WorkerMetricsTable    string
+	// WorkerMetricsInterval is how often the worker upserts its metrics
+	// item (WorkerMetricsTableConfig's reporting period, 30 s).
+	WorkerMetricsInterval time.Duration
 }
