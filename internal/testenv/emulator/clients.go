@@ -152,3 +152,40 @@ func WaitStreamActive(tb TB, c *kinesis.Client, name string) {
 	}
 	tb.Fatalf("stream %s not ACTIVE after 30s", name)
 }
+
+// CreateKCL3LeaseTable creates a lease table as KCL 3.x does: CreateLeaseTable's
+// shape plus the LeaseOwnerToLeaseKeyIndex (hash leaseOwner, range leaseKey,
+// KEYS_ONLY). dynalite builds an index only at CreateTable (an UpdateTable
+// that adds one is accepted but no index ever appears), so tests that need
+// the index create the table with it.
+func CreateKCL3LeaseTable(tb TB, c *dynamodb.Client, name string) {
+	tb.Helper()
+	ctx := context.Background()
+	s := func(n string) ddbtypes.AttributeDefinition {
+		return ddbtypes.AttributeDefinition{AttributeName: aws.String(n), AttributeType: ddbtypes.ScalarAttributeTypeS}
+	}
+	_, err := c.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:            aws.String(name),
+		BillingMode:          ddbtypes.BillingModePayPerRequest,
+		KeySchema:            []ddbtypes.KeySchemaElement{{AttributeName: aws.String("leaseKey"), KeyType: ddbtypes.KeyTypeHash}},
+		AttributeDefinitions: []ddbtypes.AttributeDefinition{s("leaseKey"), s("leaseOwner")},
+		GlobalSecondaryIndexes: []ddbtypes.GlobalSecondaryIndex{{
+			IndexName: aws.String("LeaseOwnerToLeaseKeyIndex"),
+			KeySchema: []ddbtypes.KeySchemaElement{
+				{AttributeName: aws.String("leaseOwner"), KeyType: ddbtypes.KeyTypeHash},
+				{AttributeName: aws.String("leaseKey"), KeyType: ddbtypes.KeyTypeRange},
+			},
+			Projection: &ddbtypes.Projection{ProjectionType: ddbtypes.ProjectionTypeKeysOnly},
+		}},
+	})
+	if err != nil {
+		tb.Fatalf("create KCL 3.x lease table %s: %v", name, err)
+	}
+	w := dynamodb.NewTableExistsWaiter(c, func(o *dynamodb.TableExistsWaiterOptions) {
+		o.MinDelay = 20 * time.Millisecond
+		o.MaxDelay = 200 * time.Millisecond
+	})
+	if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}, 30*time.Second); err != nil {
+		tb.Fatalf("wait for lease table %s: %v", name, err)
+	}
+}
