@@ -75,12 +75,17 @@ type Reporter struct {
 	opt    ReporterOptions
 	log    *slog.Logger
 
-	mu      sync.Mutex
-	st      State
-	raw     map[string][]float64 // captures since the last report
-	history map[string][]float64 // averaged samples, the last opt.History
-	last    error                // the last report's outcome
-	reports int                  // items written
+	mu sync.Mutex
+	st State
+	// phase2 caches, under tm DEPLOYED, whether the fleet writes its
+	// metrics to the lease table (see fleetTable), and when it was read.
+	phase2   bool
+	phase2At time.Time
+	raw      map[string][]float64 // captures since the last report
+	history  map[string][]float64 // averaged samples, the last opt.History
+	last     error                // the last report's outcome
+	where    string               // the table of the last item written
+	reports  int                  // items written
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -117,6 +122,9 @@ func NewReporter(api WriteAPI, t Tables, workerID string, clk clock.Clock, opt R
 func (r *Reporter) SetState(st State) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if st.Layout != r.st.Layout || st.TableMigration != r.st.TableMigration {
+		r.phase2At = time.Time{} // read the fleet again
+	}
 	r.st = st
 }
 
@@ -146,12 +154,18 @@ func (r *Reporter) Stop(ctx context.Context) error {
 	}
 }
 
-// Err is the last report's error, nil after a good write; Reports counts
-// the items written.
+// Err is the last report's error, nil after a good write.
 func (r *Reporter) Err() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.last
+}
+
+// Table is where the last item was written, "" before the first.
+func (r *Reporter) Table() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.where
 }
 
 // Reports counts the items written.
@@ -214,11 +228,15 @@ func (r *Reporter) Report(ctx context.Context) error {
 	if !st.ReportMetrics {
 		return nil
 	}
-	err := r.write(ctx, st, sts)
+	table, keyAttr, err := r.fleetTable(ctx, st)
+	if err == nil {
+		err = r.write(ctx, table, keyAttr, sts)
+	}
 	r.mu.Lock()
 	r.last = err
 	if err == nil {
 		r.reports++
+		r.where = table
 	}
 	r.mu.Unlock()
 	if err != nil {
@@ -290,8 +308,7 @@ func (r *Reporter) item(now time.Time, sts map[string][]float64) map[string]type
 // the item is new or already a metrics item, so that a worker id equal to
 // a lease key can never overwrite a lease (every lease-table write of
 // kcltool is conditional).
-func (r *Reporter) write(ctx context.Context, st State, sts map[string][]float64) error {
-	table, keyAttr := st.MetricsTable(r.tables)
+func (r *Reporter) write(ctx context.Context, table, keyAttr string, sts map[string][]float64) error {
 	it := r.item(r.clk.Now(), sts)
 	names := make([]string, 0, len(it))
 	for n := range it {
@@ -329,4 +346,67 @@ func (r *Reporter) write(ctx context.Context, st State, sts map[string][]float64
 		return fmt.Errorf("write worker metrics of %q to table %q: %w", r.worker, table, err)
 	}
 	return nil
+}
+
+// phase2Recheck is how often, under tm DEPLOYED, the reporter looks again
+// at where the fleet writes.
+const phase2Recheck = 5 * time.Minute
+
+// fleetTable is where to write now. It is State.MetricsTable, except under
+// tm DEPLOYED. There a Java worker's table depends on its own
+// migrateAllEntitiesToLeaseTable setting (TableMigrationStateMachineImpl.
+// applyConfigOverride: DEPLOYED with true acts as PENDING and writes to the
+// lease table), and the leader moves the fleet on to PENDING only when no
+// worker has live metrics left in the side table (isLegacyWorkerMetricsEmpty).
+// A kcltool worker writing to the side table then would hold the whole
+// fleet back; so it writes as the fleet does: to the lease table when
+// another worker's live metrics item is there, to the side table
+// otherwise. It looks again every phase2Recheck.
+func (r *Reporter) fleetTable(ctx context.Context, st State) (table, keyAttr string, err error) {
+	table, keyAttr = st.MetricsTable(r.tables)
+	if st.Layout != LayoutSideTables || st.TableMigration != TableMigrationDeployed {
+		return table, keyAttr, nil
+	}
+	now := r.clk.Now()
+	r.mu.Lock()
+	fresh, phase2 := !r.phase2At.IsZero() && now.Sub(r.phase2At) < phase2Recheck, r.phase2
+	r.mu.Unlock()
+	if !fresh {
+		if phase2, err = r.fleetInLeaseTable(ctx, now); err != nil {
+			return "", "", err
+		}
+		r.mu.Lock()
+		r.phase2, r.phase2At = phase2, now
+		r.mu.Unlock()
+	}
+	if phase2 {
+		return r.tables.Lease, attrLeaseKey, nil
+	}
+	return table, keyAttr, nil
+}
+
+// fleetInLeaseTable: another worker's metrics item in the lease table is
+// live, its lut within 2 periods (MigrationAwareLAMDataManager's expiry,
+// DEFAULT_NO_OF_SKIP_STAT_FOR_DEAD_WORKER_THRESHOLD x the period).
+func (r *Reporter) fleetInLeaseTable(ctx context.Context, now time.Time) (bool, error) {
+	items, err := scanAll(ctx, r.api, &dynamodb.ScanInput{
+		TableName:                 aws.String(r.tables.Lease),
+		FilterExpression:          aws.String("#et = :et"),
+		ProjectionExpression:      aws.String("#k, #lut"),
+		ExpressionAttributeNames:  map[string]string{"#et": attrEntity, "#k": attrLeaseKey, "#lut": attrLUT},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":et": &types.AttributeValueMemberS{Value: EntityWorkerMetrics}},
+		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
+	})
+	if err != nil {
+		return false, err
+	}
+	for _, it := range items {
+		if strAttr(it, attrLeaseKey) == r.worker {
+			continue
+		}
+		if now.Sub(epochSeconds(it, attrLUT)) <= 2*r.opt.Period {
+			return true, nil
+		}
+	}
+	return false, nil
 }

@@ -297,3 +297,42 @@ func TestReporterHistory(t *testing.T) {
 		t.Fatalf("history %v", got)
 	}
 }
+
+// Under tm DEPLOYED a Java worker writes where its own setting says; the
+// leader waits for the side table to hold no live metrics before PENDING.
+// kcltool writes as the fleet does: to the lease table once another
+// worker's live item is there, to the side table while none is.
+func TestReporterDeployedFollowsTheFleet(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		javaAge   time.Duration // age of java-1's lease-table item; 0: none
+		wantLease bool
+	}{
+		{"phase 1 fleet", 0, false},
+		{"phase 2 fleet", 10 * time.Second, true},
+		{"phase 2 worker gone", 61 * time.Second, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := newRig(t, true, true)
+			r.migration(r.tb.CoordinatorState, ClientVersion3X)
+			r.tableMigration(r.tb.CoordinatorState, TableMigrationDeployed)
+			now := t0.Add(time.Hour)
+			if c.javaAge > 0 {
+				r.metrics(r.tb.Lease, "java-1", now.Add(-c.javaAge).Unix(), 10)
+			}
+			rep := NewReporter(r.c, r.tb, "w1", clocktest.New(now), ReporterOptions{})
+			rep.SetState(r.detect())
+			if err := rep.Report(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			inLease := r.get(r.tb.Lease, "leaseKey", "w1") != nil
+			inSide := r.get(r.tb.WorkerMetrics, "wid", "w1") != nil
+			if want := map[bool]string{true: r.tb.Lease, false: r.tb.WorkerMetrics}[c.wantLease]; rep.Table() != want {
+				t.Fatalf("Table() = %q, want %q", rep.Table(), want)
+			}
+			if inLease != c.wantLease || inSide == c.wantLease {
+				t.Fatalf("item in lease table %v, in side table %v; want lease %v", inLease, inSide, c.wantLease)
+			}
+		})
+	}
+}
