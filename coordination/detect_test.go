@@ -278,3 +278,43 @@ func TestDetectAccessDenied(t *testing.T) {
 	// layout, since only a missing side table means a single-table one.
 	wantState(t, st, LayoutSideTables, leasecore.AssignByLeader, true)
 }
+
+// Under PENDING the lock is read from the side table; when it is not there
+// (the leader finished the step to COMPLETE and took the lock in the lease
+// table before this worker saw it), from the lease table; when nowhere,
+// Found is false and Table names where it should be.
+func TestReadLockFallback(t *testing.T) {
+	r := newRig(t, true, true)
+	r.tableMigration(r.tb.CoordinatorState, TableMigrationPending)
+	r.migration(r.tb.Lease, ClientVersion3X)
+	st := r.detect()
+	ctx := context.Background()
+	lock, err := ReadLock(ctx, r.c, r.tb, st)
+	if err != nil || lock.Found || lock.Table != r.tb.CoordinatorState {
+		t.Fatalf("no lock: %+v, %v", lock, err)
+	}
+	r.lock(r.tb.Lease, "java-3", "v1")
+	lock, err = ReadLock(ctx, r.c, r.tb, st)
+	if err != nil || !lock.Found || lock.Owner != "java-3" || lock.Table != r.tb.Lease {
+		t.Fatalf("lock in the lease table: %+v, %v", lock, err)
+	}
+}
+
+// A WorkerMetricStats table the worker may not describe nor scan is
+// skipped; the lease table's items are still listed.
+func TestListWorkerMetricsUnreadableSideTable(t *testing.T) {
+	r := newRig(t, true, true)
+	r.tableMigration(r.tb.CoordinatorState, TableMigrationPending)
+	r.migration(r.tb.Lease, ClientVersion3X)
+	r.metrics(r.tb.WorkerMetrics, "side", 100, 1)
+	r.metrics(r.tb.Lease, "lease", 100, 2)
+	api := denyAPI{r.c, func(op, table string) bool { return table == r.tb.WorkerMetrics }}
+	st, err := Detect(context.Background(), api, r.tb)
+	if err != nil || st.WorkerMetricsTable != PresenceUnknown {
+		t.Fatalf("Detect = %+v, %v", st, err)
+	}
+	ms, err := ListWorkerMetrics(context.Background(), api, r.tb, st)
+	if err != nil || len(ms) != 1 || ms[0].WorkerID != "lease" {
+		t.Fatalf("ListWorkerMetrics = %+v, %v", ms, err)
+	}
+}
