@@ -71,6 +71,12 @@ func TestAssignLease(t *testing.T) {
 	if _, err := l.AssignLeaseSeen(ctx, seen, "w3"); !errors.Is(err, ErrConditionFailed) {
 		t.Errorf("assign without the checkpointOwner seen: %v, want ErrConditionFailed", err)
 	}
+	// Only the checkpointOwner differs from what the leader saw: it fails.
+	ownerOnly := seen
+	ownerOnly.LeaseOwner = "w2"
+	if _, err := l.AssignLeaseSeen(ctx, ownerOnly, "w3"); !errors.Is(err, ErrConditionFailed) {
+		t.Errorf("assign expecting no checkpointOwner during a handoff: %v, want ErrConditionFailed", err)
+	}
 	// With the handoff seen it succeeds, and clears checkpointOwner.
 	got, err = l.AssignLease(ctx, "shard-a", "w3")
 	if err != nil {
