@@ -211,7 +211,11 @@ func checkpointLease(ctx context.Context, api LeaseUpdateAPI, table string, l Le
 	if gerr != nil {
 		return l, &UnresolvedError{LeaseKey: l.LeaseKey, Op: "checkpoint", Err: gerr}
 	}
-	mine := ok && cur.LeaseOwner == l.LeaseOwner && cur.LeaseCounter == l.LeaseCounter+1
+	// Compared on the actual owner: during a KCL 3.x handoff the old owner
+	// still checkpoints (DynamoDBLeaseRefresher.updateLease conditions on
+	// the counter only, and initiateGracefulLeaseHandoff leaves the counter
+	// alone), while leaseOwner already names the next owner.
+	mine := ok && cur.ActualOwner() == l.ActualOwner() && cur.LeaseCounter == l.LeaseCounter+1
 	switch {
 	case mine && cur.Checkpoint == cp && cur.OwnerSwitchesSinceCheckpoint == 0:
 		return cur, nil // this checkpoint, applied by an earlier attempt
