@@ -78,7 +78,7 @@ func newUUID() string {
 // (DynamoDBLockBasedLeaderDecider.getLockAttributes, lines 182-187):
 // entityType LEADER (CoordinatorState.serialize). It returns the version
 // written.
-func acquireLock(ctx context.Context, ddb *dynamodb.Client, table, keyAttr, owner string, leaseDuration time.Duration) (string, error) {
+func acquireLock(ctx context.Context, ddb API, table, keyAttr, owner string, leaseDuration time.Duration) (string, error) {
 	version := newUUID()
 	_, err := ddb.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: aws.String(table),
@@ -103,7 +103,7 @@ func acquireLock(ctx context.Context, ddb *dynamodb.Client, table, keyAttr, owne
 // conditioned on "attribute_exists(#pk) AND #rvn = :rvn AND #on = :on"
 // (PK_EXISTS_AND_OWNER_NAME_SAME_AND_RVN_SAME_CONDITION), with a new random
 // version. It returns the new version.
-func sendHeartbeat(ctx context.Context, ddb *dynamodb.Client, table, keyAttr, owner, version string, leaseDuration time.Duration) (string, error) {
+func sendHeartbeat(ctx context.Context, ddb API, table, keyAttr, owner, version string, leaseDuration time.Duration) (string, error) {
 	next := newUUID()
 	_, err := ddb.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:           aws.String(table),
@@ -128,7 +128,7 @@ func sendHeartbeat(ctx context.Context, ddb *dynamodb.Client, table, keyAttr, ow
 // AcquireLockOptions default, AcquireLockOptions.java line 87; lines
 // 844-893): DeleteItem conditioned on "attribute_exists(#pk) AND #rvn =
 // :rvn AND #on = :on".
-func releaseLock(ctx context.Context, ddb *dynamodb.Client, table, keyAttr, owner, version string) error {
+func releaseLock(ctx context.Context, ddb API, table, keyAttr, owner, version string) error {
 	_, err := ddb.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName:                 aws.String(table),
 		Key:                       map[string]ddbtypes.AttributeValue{keyAttr: s(LeaderKey)},
