@@ -138,7 +138,7 @@ func TestModelQueryPages(t *testing.T) {
 		for {
 			out, err := api.Query(ctx, &dynamodb.QueryInput{TableName: aws.String(name), IndexName: aws.String(leasecore.KCL3IndexName),
 				KeyConditionExpression: aws.String("leaseOwner = :o"), ExpressionAttributeValues: map[string]types.AttributeValue{":o": &types.AttributeValueMemberS{Value: "a"}},
-				Limit: aws.Int32(2), ExclusiveStartKey: start})
+				Limit: aws.Int32(2), ExclusiveStartKey: start, ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal})
 			if err != nil {
 				t.Fatalf("%s: %v", bname, err)
 			}
@@ -146,7 +146,11 @@ func TestModelQueryPages(t *testing.T) {
 			for _, it := range out.Items {
 				ks = append(ks, fmt.Sprintf("%s/%d attrs", leasecore.ItemKey(it), len(it)))
 			}
-			pages[bname] = append(pages[bname], fmt.Sprint(ks, " more=", len(out.LastEvaluatedKey) > 0))
+			units := -1.0
+			if out.ConsumedCapacity != nil {
+				units = aws.ToFloat64(out.ConsumedCapacity.CapacityUnits)
+			}
+			pages[bname] = append(pages[bname], fmt.Sprint(ks, " more=", len(out.LastEvaluatedKey) > 0, " units=", units))
 			if len(out.LastEvaluatedKey) == 0 {
 				break
 			}

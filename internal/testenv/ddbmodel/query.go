@@ -23,7 +23,8 @@ type Index struct {
 // most Limit items or 1 MB of projected items. Reads of an index are
 // eventually consistent only (ConsistentRead is a ValidationException, as
 // in DynamoDB) and billed on the projected items' size: 4 KB units,
-// halved, at least half a unit for a query that finds nothing. The index
+// halved; a query that finds nothing costs nothing, as dynalite answers
+// (DynamoDB's documentation is silent, as for an empty Scan page). The index
 // is updated with each write: DynamoDB's propagation delay is not modelled.
 func (m *Model) Query(ctx context.Context, in *dynamodb.QueryInput, _ ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
 	if err := ctx.Err(); err != nil {
@@ -123,7 +124,10 @@ func (m *Model) Query(ctx context.Context, in *dynamodb.QueryInput, _ ...func(*d
 		out.LastEvaluatedKey = map[string]types.AttributeValue{m.cfg.HashKey: last[m.cfg.HashKey], idx.HashKey: last[idx.HashKey], idx.RangeKey: last[idx.RangeKey]}
 	}
 	out.Count, out.ScannedCount = int32(len(out.Items)), int32(len(out.Items))
-	ru := readUnits(max(bytes, 1), false)
+	ru := 0.0 // nothing found costs nothing (dynalite; as Scan's empty page)
+	if bytes > 0 {
+		ru = readUnits(bytes, false)
+	}
 	m.account(op, ru, 0, m.clock.Now())
 	out.ConsumedCapacity = consumed(m.cfg.Table, ru, 0, in.ReturnConsumedCapacity)
 	return out, nil
