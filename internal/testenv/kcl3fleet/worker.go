@@ -336,8 +336,19 @@ func (w *OtherWorker) renewOne(ctx context.Context, key string) error {
 			// known (LeaseGracefulShutdownHandler.initiateShutdown).
 			w.stopProcessingLocked(h, h.handoffSeen)
 			w.mu.Unlock()
-			_, err := w.maybeCompleteHandoff(ctx, key)
-			return err
+			// The shard consumer's shutdown task writes the transfer once the
+			// batch is done (ShutdownTask -> attemptLeaseTransfer), not at a
+			// renewal; the handler's timeout writes it otherwise.
+			wait := w.cfg.HandoffDelay
+			if w.cfg.NeverFinishBatch {
+				wait = w.cfg.HandoffTimeout
+			}
+			go func() {
+				if clock.Sleep(ctx, w.clock, wait) == nil && !w.isDead() {
+					_, _ = w.maybeCompleteHandoff(ctx, key)
+				}
+			}()
+			return nil
 		} else if !errors.Is(err, ErrConditionFailed) {
 			return err
 		}
