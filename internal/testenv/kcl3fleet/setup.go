@@ -29,8 +29,9 @@ const (
 	// SideTables is KCL 3.0-3.4, or tm INIT / DEPLOYED: <app>-CoordinatorState
 	// holds the lock and Migration3.0 (and TableMigration3.5 when
 	// Layout.TableMigration is set), <app>-WorkerMetricStats the metrics
-	// (CoordinatorStateDAO.getWriteDelegate, WorkerMetricStatsDAO.getWriteDelegate
-	// lines 179-190: INIT and DEPLOYED write to the legacy tables).
+	// (CoordinatorStateDAO.getWriteDelegate, lines 441-452, and
+	// WorkerMetricStatsDAO.getWriteDelegate, lines 179-190: INIT and
+	// DEPLOYED write to the legacy tables).
 	SideTables
 	// Pending is tm PENDING: the leader moved every CoordinatorState entry but
 	// the lock and TableMigration3.5 to the lease table before it wrote

@@ -107,7 +107,7 @@ func initiateHandoff(ctx context.Context, ddb API, table string, seen leasecore.
 // PUT leaseCounter = N+1 (getDynamoLeaseCounterUpdate, serializer lines
 // 255-266) expecting leaseCounter = N (getDynamoLeaseCounterExpectation,
 // lines 207-217) and, unless the worker already knows of a handoff
-// (shutdownRequested), no checkpointOwner (lines 846-851);
+// (shutdownRequested), no checkpointOwner (lines 849-854);
 // ReturnValuesOnConditionCheckFailure ALL_OLD. throughputKBps is not
 // written (see the package doc).
 func renewLease(ctx context.Context, ddb API, table, key string, counter int64, shutdownRequested bool) error {
