@@ -179,7 +179,7 @@ var checkCases = map[string][]checkCase{
 		name: "stale metrics, no leader", want: []string{"warn leader-missing", "warn stale-worker-metrics"},
 		facts: func() *facts {
 			fc := handBuilt(3, progressing("s1", "w1"), progressing("s2", "w2"))
-			fc.kcl3 = kcl3State{present: true, clientVersion: "CLIENT_VERSION_3X", metrics: []coordination.WorkerMetrics{{WorkerID: "w1", LastUpdate: fc.now.Add(-5 * time.Minute)}}}
+			fc.kcl3 = kcl3State{present: true, coord: coordination.State{ClientVersion: "CLIENT_VERSION_3X"}, metrics: []coordination.WorkerMetrics{{WorkerID: "w1", LastUpdate: fc.now.Add(-5 * time.Minute)}}}
 			return fc
 		},
 		also: func(t *testing.T, fs []Finding) {

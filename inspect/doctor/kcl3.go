@@ -36,7 +36,6 @@ type kcl3State struct {
 	// the lock and TableMigration3.5, read only during tm PENDING (the
 	// leader's isLegacyCoordinatorStateEmpty).
 	legacyCoordKeys []string
-	clientVersion   string // Migration3.0 cv
 	// tmAt is TableMigration3.5's mts: when tm was last written.
 	tmAt time.Time
 }
@@ -61,15 +60,20 @@ func (d *Doctor) detect(ctx context.Context) (coordination.State, error) {
 	return st, nil
 }
 
-// readingState is the state readers are given: a table whose KCL 3.x items
-// Detect did not place (no Migration3.0, no index) but whose reads hold
-// non-lease items is read as the 3.5 single-table layout, as before.
+// readingState is the state readers are given. Detect calls a table a
+// 2.x one when no Migration3.0, tm, index or lock in the lease table shows
+// 3.x; doctor still reads what is there: side tables that exist are read
+// as KCL 3.0–3.4's layout, and non-lease items in the lease table as 3.5's.
 func readingState(st coordination.State, nonLeases int) (coordination.State, bool) {
 	if st.Layout == coordination.LayoutNone {
-		if nonLeases == 0 {
+		switch {
+		case st.SideTables:
+			st.Layout = coordination.LayoutSideTables
+		case nonLeases > 0:
+			st.Layout = coordination.LayoutLeaseTable
+		default:
 			return st, false
 		}
-		st.Layout = coordination.LayoutLeaseTable
 	}
 	return st, true
 }
@@ -120,7 +124,7 @@ func (d *Doctor) readKCL3(ctx context.Context, samples []sample) (kcl3State, err
 	if !present {
 		return st, nil
 	}
-	st.present, st.coord, st.clientVersion = true, coord, coord.ClientVersion
+	st.present, st.coord = true, coord
 	if l := last.lock; l != nil && l.Found {
 		st.leader, st.leaderLease, st.lockTable, st.leaderVersion = l.Owner, l.LeaseDuration, l.Table, l.Version
 		if !last.lockSince.IsZero() {

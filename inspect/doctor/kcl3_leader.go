@@ -34,14 +34,14 @@ func checkLeader(fc *facts) (out []Finding) {
 	st := fc.kcl3
 	where := st.lockWhere()
 	if st.leader == "" {
-		if st.clientVersion == coordination.ClientVersion3X || st.clientVersion == coordination.ClientVersion3XWithRollback || len(st.metrics) > 0 {
+		if st.coord.ClientVersion == coordination.ClientVersion3X || st.coord.ClientVersion == coordination.ClientVersion3XWithRollback || len(st.metrics) > 0 {
 			if st.lockTable == "" {
 				where = lockPlace(fc)
 			}
 			out = append(out, Finding{
 				ID: FindLeaderMissing, Severity: SeverityWarn,
 				Summary:  "no KCL 3.x leader lock in " + where + ": nobody assigns leases",
-				Evidence: Evidence{Lines: []string{fmt.Sprintf("client version %q, %s", st.clientVersion, plural(len(st.metrics), "worker-metrics item"))}},
+				Evidence: Evidence{Lines: []string{fmt.Sprintf("client version %q, %s", st.coord.ClientVersion, plural(len(st.metrics), "worker-metrics item"))}},
 				Cause:    "no worker holds the leader lock: the workers are down, or the last leader released it and no worker has acquired it yet (each checks every 30s)",
 				Fix:      "check that the workers run and can write the lease table; a live fleet elects a leader within a heartbeat period",
 			})
@@ -51,7 +51,7 @@ func checkLeader(fc *facts) (out []Finding) {
 	f := Finding{
 		ID: FindLeader, Severity: SeverityInfo,
 		Summary:  fmt.Sprintf("KCL 3.x leader: %s (lock in %s)", st.leader, where),
-		Evidence: Evidence{Workers: []string{st.leader}, Lines: []string{fmt.Sprintf("client version %q", st.clientVersion)}},
+		Evidence: Evidence{Workers: []string{st.leader}, Lines: []string{fmt.Sprintf("client version %q", st.coord.ClientVersion)}},
 		Cause:    "the leader runs lease assignment and balancing for the whole fleet",
 		Fix:      "nothing",
 	}

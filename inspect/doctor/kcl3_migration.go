@@ -32,10 +32,10 @@ const (
 
 // TableMigration3.5's tm values (TableMigrationStatus names).
 const (
-	tmInit     = "TABLE_MIGRATION_STATUS_INIT"
-	tmDeployed = "TABLE_MIGRATION_STATUS_DEPLOYED"
-	tmPending  = "TABLE_MIGRATION_STATUS_PENDING"
-	tmComplete = "TABLE_MIGRATION_STATUS_COMPLETE"
+	tmInit     = coordination.TableMigrationInit
+	tmDeployed = coordination.TableMigrationDeployed
+	tmPending  = coordination.TableMigrationPending
+	tmComplete = coordination.TableMigrationComplete
 )
 
 // tmIs compares tm with a status, with or without the enum's prefix.
@@ -77,6 +77,9 @@ func checkMigration(fc *facts) []Finding {
 	if s, ok := tmStep(fc); ok {
 		steps = append(steps, s)
 	}
+	if len(steps) == 0 && c.ClientVersion != coordination.ClientVersion2X {
+		return nil // a 3.x fleet with nothing to migrate: nothing to say
+	}
 	f := Finding{ID: FindKCL3Migration, Severity: SeverityInfo,
 		Cause: "KCL 3.x moves a fleet in steps the leader takes when every worker is ready: the client version (cv, 2.x → 3.x) and, from KCL 3.5, the table migration (tm, side tables → lease table)",
 		Fix:   "nothing",
@@ -102,7 +105,7 @@ func checkMigration(fc *facts) []Finding {
 	f.Evidence = Evidence{Lines: lines, Workers: workers, Values: map[string]float64{"blockers": float64(blocked)}}
 	switch {
 	case len(steps) == 0:
-		f.Summary = fmt.Sprintf("KCL 3.x migration: cv %s, tm %s; no step pending", orNone(c.ClientVersion), orNone(c.TableMigration))
+		f.Summary = fmt.Sprintf("KCL 3.x migration: cv %s, rolled back to the 2.x protocol; no step pending", c.ClientVersion)
 	case blocked == 0:
 		f.Summary = fmt.Sprintf("KCL 3.x migration: next %s; nothing blocks it", strings.Join(next, "; "))
 	default:
