@@ -38,7 +38,9 @@ func (r *rig) sideTables() {
 		if err != nil {
 			r.t.Fatal(err)
 		}
-		w := dynamodb.NewTableExistsWaiter(r.ddb, func(o *dynamodb.TableExistsWaiterOptions) { o.MinDelay, o.MaxDelay = 20*time.Millisecond, 200*time.Millisecond })
+		w := dynamodb.NewTableExistsWaiter(r.ddb, func(o *dynamodb.TableExistsWaiterOptions) {
+			o.MinDelay, o.MaxDelay = 20*time.Millisecond, 200*time.Millisecond
+		})
 		if err := w.Wait(context.Background(), &dynamodb.DescribeTableInput{TableName: aws.String(r.table + tbl.suffix)}, 30*time.Second); err != nil {
 			r.t.Fatal(err)
 		}
