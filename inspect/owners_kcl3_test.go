@@ -33,13 +33,17 @@ func TestOwnersKCL3SideTables(t *testing.T) {
 			AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String(tbl.key), AttributeType: types.ScalarAttributeTypeS}}}); err != nil {
 			t.Fatal(err)
 		}
-		w := dynamodb.NewTableExistsWaiter(ddb, func(o *dynamodb.TableExistsWaiterOptions) { o.MinDelay, o.MaxDelay = 20*time.Millisecond, 200*time.Millisecond })
+		w := dynamodb.NewTableExistsWaiter(ddb, func(o *dynamodb.TableExistsWaiterOptions) {
+			o.MinDelay, o.MaxDelay = 20*time.Millisecond, 200*time.Millisecond
+		})
 		if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(tbl.name)}, 30*time.Second); err != nil {
 			t.Fatal(err)
 		}
 	}
 	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
-	n := func(v int64) types.AttributeValue { return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)} }
+	n := func(v int64) types.AttributeValue {
+		return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
+	}
 	put := func(table string, item map[string]types.AttributeValue) {
 		if _, err := ddb.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: item}); err != nil {
 			t.Fatal(err)

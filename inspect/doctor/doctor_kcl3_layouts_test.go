@@ -228,3 +228,30 @@ func TestDoctorKCL3MigrationBlocked(t *testing.T) {
 		})
 	}
 }
+
+// TestDoctorKCL3TableMigrationInit: KCL 3.5's phase 1 in a side-table
+// application: tm INIT was written 2 hours ago, past the 1-hour bake to
+// DEPLOYED, and a lease owner without the support code (a KCL 3.4 worker:
+// no sup) holds it back (TableMigrationStateMachineImpl.isMinSupportCodeMet).
+func TestDoctorKCL3TableMigrationInit(t *testing.T) {
+	r := newKCL3Rig(t, 10*time.Second, 10*time.Second)
+	r.sideTables()
+	start := r.clock.Now()
+	r.sideState("TableMigration3.5", "tm", "TABLE_MIGRATION_STATUS_INIT", start.Add(-2*time.Hour))
+	r.sideState("Migration3.0", "cv", "CLIENT_VERSION_3X", start.Add(-48*time.Hour))
+	r.create(leasecore.Lease{LeaseKey: shard(0), LeaseOwner: "w1", LeaseCounter: 3})
+	r.create(leasecore.Lease{LeaseKey: shard(1), LeaseOwner: "w2", LeaseCounter: 3})
+	rep := r.run(func(i int) {
+		r.sideLock("w1", fmt.Sprintf("v%d", i), "120000")
+		r.sideMetrics("w1", r.clock.Now(), true)
+		r.sideMetrics("w2", r.clock.Now(), false)
+		if i > 0 {
+			r.renewAll()
+		}
+	})
+	absent(t, rep, FindLeaderMissing, FindStaleMetrics)
+	f := want(t, rep, FindKCL3Migration, SeverityWarn, "TABLE_MIGRATION_STATUS_INIT → TABLE_MIGRATION_STATUS_DEPLOYED", "1 condition blocks it")
+	if ev := strings.Join(f.Evidence.Lines, "\n"); !strings.Contains(ev, "blocked by w2: sup is not 1") || !strings.Contains(ev, "written 2h0m") {
+		t.Errorf("evidence:\n%s", ev)
+	}
+}

@@ -23,11 +23,11 @@ const (
 	// when slu is within 3 × the 30s reporting period.
 	supportCodeFreshness = 90 * time.Second
 	// TableMigrationStatus: INIT bakes TableMigrationState
-	// .DEFAULT_BAKE_TIME_SECONDS (1h) before DEPLOYED; PENDING bakes
-	// tableMigrationCompleteBakeTimeSeconds (CoordinatorConfig, 1 day by
-	// default, clamped to 1h–7d) before COMPLETE.
+	// .DEFAULT_BAKE_TIME_SECONDS (1h) before DEPLOYED. (PENDING bakes
+	// tableMigrationCompleteBakeTimeSeconds, CoordinatorConfig, 1 day by
+	// default, clamped to 1h–7d, before COMPLETE; blockers there are acted
+	// on at once, so doctor needs no bake for it.)
 	tmDeployedBake = time.Hour
-	tmCompleteBake = 24 * time.Hour
 )
 
 // TableMigration3.5's tm values (TableMigrationStatus names).
@@ -183,7 +183,7 @@ func tmStep(fc *facts) (migrationStep, bool) {
 		// (isMinSupportCodeMet); then INIT is written, and DEPLOYED after
 		// a bake of 1h.
 		s := migrationStep{name: "tm " + orNone(tm) + " → " + tmDeployed,
-			note: fmt.Sprintf("once every lease owner reports sup = 1, the leader writes INIT and, %s later, DEPLOYED", tmDeployedBake)}
+			note: "once every lease owner reports sup = 1, the leader writes INIT and, an hour later (the bake), DEPLOYED"}
 		have := map[string]coordination.WorkerMetrics{}
 		for _, m := range st.metrics {
 			have[m.WorkerID] = m
@@ -218,7 +218,7 @@ func tmStep(fc *facts) (migrationStep, bool) {
 		// makes the leader write DEPLOYED back (a rollback); otherwise
 		// COMPLETE after tableMigrationCompleteBakeTimeSeconds.
 		s := migrationStep{name: "tm " + tmPending + " → " + tmComplete,
-			note: fmt.Sprintf("after the bake time since PENDING was written (%s by default, the application may set 1h to 7 days)", tmCompleteBake)}
+			note: "after the bake time since PENDING was written (tableMigrationCompleteBakeTimeSeconds: 1 day by default, 1h to 7 days)"}
 		s.blockers, s.workers = legacyBlockers(fc, owners)
 		for _, k := range st.legacyCoordKeys {
 			s.blockers = append(s.blockers, fmt.Sprintf("%s still holds %q (only the lock and TableMigration3.5 may stay)", coordination.DefaultTables(fc.opt.Table, fc.opt.App).CoordinatorState, k))
