@@ -255,3 +255,37 @@ func TestDoctorKCL3TableMigrationInit(t *testing.T) {
 		t.Errorf("evidence:\n%s", ev)
 	}
 }
+
+// TestDoctorKCL3LockWatchedAcrossWindows: a watch keeps one window of reads,
+// yet follows the lock's version since the first read that saw it, so a
+// lock older than its leaseDuration (issue #1803) shows in a window shorter
+// than that.
+func TestDoctorKCL3LockWatchedAcrossWindows(t *testing.T) {
+	r := newKCL3Rig(t, 10*time.Second, 10*time.Second)
+	ctx := context.Background()
+	r.putItem(map[string]ddbtypes.AttributeValue{"leaseKey": s("Leader"), "ownerName": s("w1"),
+		"leaseDuration": s("20000"), "recordVersionNumber": s("dead"), "entityType": s("LEADER")})
+	r.create(leasecore.Lease{LeaseKey: shard(0), LeaseOwner: "w2", LeaseCounter: 3})
+	d, err := New(ctx, r.apis(), r.options())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var samples []sample
+	for i := range 4 { // reads at 0s, 10s, 20s, 30s
+		if i > 0 {
+			r.clock.Advance(10 * time.Second)
+			r.renewAll()
+		}
+		r.tableMetrics("w2", r.clock.Now(), true)
+		smp, err := d.takeSample(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		samples = append(samples, smp)
+	}
+	rep, err := d.diagnose(ctx, samples[2:]) // the watch's last window: 10s
+	if err != nil {
+		t.Fatal(err)
+	}
+	want(t, rep, FindLeaderStale, SeverityCritical, "not been renewed for 30s, longer than its leaseDuration 20s")
+}
