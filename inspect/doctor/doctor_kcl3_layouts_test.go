@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/kcltool/kcltool/coordination"
 	"github.com/kcltool/kcltool/internal/testenv/clocktest"
 	"github.com/kcltool/kcltool/internal/testenv/emulator"
 	"github.com/kcltool/kcltool/leasecore"
@@ -111,9 +112,20 @@ func TestDoctorKCL3Pending(t *testing.T) {
 		"mts": n(start.Add(-48 * time.Hour).UnixMilli()), "entityType": s("CLIENT_VERSION_MIGRATION")})
 	r.create(leasecore.Lease{LeaseKey: shard(0), LeaseOwner: "w1", LeaseCounter: 3})
 	r.create(leasecore.Lease{LeaseKey: shard(1), LeaseOwner: "w2", LeaseCounter: 3})
+	// w1 is a kcltool worker: its own reporter writes its item where the
+	// state says (the lease table under PENDING), judged like a Java one's.
+	tables := coordination.DefaultTables(r.table, r.table)
+	st, err := coordination.Detect(context.Background(), r.ddb, tables)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kcltool := coordination.NewReporter(r.ddb, tables, "w1", r.clock, coordination.ReporterOptions{})
+	kcltool.SetState(st)
 	rep := r.run(func(i int) {
 		r.sideLock("w1", fmt.Sprintf("v%d", i), "120000") // heartbeating
-		r.tableMetrics("w1", r.clock.Now(), true)
+		if err := kcltool.Report(context.Background()); err != nil || kcltool.Table() != r.table {
+			t.Fatalf("kcltool's reporter: %v, wrote to %q", err, kcltool.Table())
+		}
 		r.sideMetrics("w2", r.clock.Now(), true)
 		if i > 0 {
 			r.renewAll()
