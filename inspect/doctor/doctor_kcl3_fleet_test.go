@@ -96,4 +96,3 @@ func TestDoctorKCL3FleetStalledLeader(t *testing.T) {
 		t.Errorf("fix %q lacks the side table's key or name", fd.Fix)
 	}
 }
-
