@@ -159,9 +159,10 @@ type Doctor struct {
 	desc     *ddbtypes.TableDescription
 	// coordAPI reads the KCL 3.x coordination state, counted apart.
 	coordAPI meteredCoord
-	// coord is the last coordination.Detect, at coordAt (once per window).
-	coord   *coordination.State
-	coordAt time.Time
+	// coord is the last coordination.Detect, made readsSinceDetect reads
+	// ago (once per window).
+	coord            *coordination.State
+	readsSinceDetect int
 	// The leader lock's version, its owner, and the time of the first read
 	// that saw them: kept across a watch's windows, so that a lock that
 	// never moves (issue #1803) shows however long the window.

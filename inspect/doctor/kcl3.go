@@ -45,18 +45,22 @@ func (d *Doctor) coordTables() coordination.Tables {
 	return coordination.DefaultTables(d.opt.Table, d.opt.App)
 }
 
-// detect reads the application's KCL 3.x state, once per window: cv and
-// tm move in minutes, and a watch need not ask every read.
-func (d *Doctor) detect(ctx context.Context) (coordination.State, error) {
-	now := d.clock.Now()
-	if d.coord != nil && now.Sub(d.coordAt) < d.opt.Window {
+// detect reads the application's KCL 3.x state once per window of reads:
+// cv and tm move in minutes, and a watch need not ask at every read.
+// Counted in reads, not time, so that what a run costs does not depend on
+// how long its scans took.
+func (d *Doctor) detect(ctx context.Context, read bool) (coordination.State, error) {
+	if read {
+		d.readsSinceDetect++
+	}
+	if d.coord != nil && d.readsSinceDetect <= d.samplesPerWindow() {
 		return *d.coord, nil
 	}
 	st, err := coordination.Detect(ctx, d.coordAPI, d.coordTables())
 	if err != nil {
 		return st, err
 	}
-	d.coord, d.coordAt = &st, now
+	d.coord, d.readsSinceDetect = &st, 1
 	return st, nil
 }
 
@@ -82,7 +86,7 @@ func readingState(st coordination.State, nonLeases int) (coordination.State, boo
 // it, and follows its version: the lock item has no timestamp, so the only
 // sign of a live leader is a version that changes (lock client heartbeats).
 func (d *Doctor) readLock(ctx context.Context, s *sample) {
-	st, err := d.detect(ctx)
+	st, err := d.detect(ctx, true)
 	if err != nil {
 		s.kcl3Err = err
 		return
@@ -116,7 +120,7 @@ func (d *Doctor) readKCL3(ctx context.Context, samples []sample) (kcl3State, err
 	if last.kcl3Err != nil {
 		return st, last.kcl3Err
 	}
-	coord, err := d.detect(ctx)
+	coord, err := d.detect(ctx, false)
 	if err != nil {
 		return st, err
 	}
