@@ -37,6 +37,12 @@ var rules = []rule{
 
 	// Read-only operator commands (inspect): DescribeTable, then Scan.
 	{cmds("leases ls", "leases owners"), always, leaseTable, dynamodb("DescribeTable", "Scan")},
+	// leases owners reads a KCL 3.x application's leader lock and worker
+	// metrics in both layouts (inspect.ReadKCL3: coordination.Detect,
+	// ReadLock, ListWorkerMetrics): GetItem of the Migration3.0, Leader and
+	// TableMigration3.5 items, and the side tables described and read.
+	{cmds("leases owners"), always, leaseTable, dynamodb("GetItem")},
+	{cmds("leases owners"), always, kcl3TablesOfApp, dynamodb("DescribeTable", "GetItem", "Scan")},
 	{cmds("checkpoint diff", "lag"), always, leaseTable, dynamodb("DescribeTable", "Scan")},
 	{cmds("checkpoint diff", "lag"), always, stream, kinesis("ListShards", "GetShardIterator", "GetRecords")},
 	{cmds("shards lineage", "lineage"), always, stream, kinesis("ListShards")},
@@ -68,7 +74,12 @@ var rules = []rule{
 	// placeholder. DescribeStreamSummary only asks whether shard-level
 	// metrics are on, for the CloudWatch reads.
 	{cmds("doctor"), always, leaseTable, dynamodb("DescribeTable", "Scan")},
-	{cmds("doctor"), always, kcl3TablesOfApp, dynamodb("Scan")},
+	// The KCL 3.x state in both layouts (inspect/doctor/kcl3.go through
+	// coordination's readers): the items of the lease table and of
+	// <app>-CoordinatorState (the lock at every read), the side tables
+	// described, and scanned for the worker metrics.
+	{cmds("doctor"), always, leaseTable, dynamodb("GetItem")},
+	{cmds("doctor"), always, kcl3TablesOfApp, dynamodb("DescribeTable", "GetItem", "Scan")},
 	{cmds("doctor"), always, stream, kinesis("ListShards", "GetShardIterator", "GetRecords")},
 	{cmds("doctor"), not(flag("no-cloudwatch")), stream, kinesis("DescribeStreamSummary")},
 	{cmds("doctor"), not(flag("no-cloudwatch")), anyResource, cloudwatch("GetMetricData")},

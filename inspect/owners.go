@@ -19,6 +19,10 @@ type Owner struct {
 	Expired int
 	// Renewals is its counter movement during --sample (nil without it).
 	Renewals *int64
+	// ThroughputKBps is the sum of its leases' throughputKBps, what a KCL
+	// 3.x worker (kcltool's included) writes at each renewal and the
+	// leader balances by; nil when none of its leases has one.
+	ThroughputKBps *float64
 }
 
 // Owners is the result of OwnersOf: who holds what, against the fair share.
@@ -31,10 +35,13 @@ type Owners struct {
 	FairShare int
 	// Imbalanced is set when two workers differ by more than one lease.
 	Imbalanced bool
-	// Leader is the KCL 3.x leader lock holder, empty for 2.x tables.
-	Leader string
+	// Leader is the KCL 3.x leader lock holder, empty for 2.x tables;
+	// LeaderTable is where its lock was read (set by WithKCL3).
+	Leader, LeaderTable string
 	// Metrics are the KCL 3.x worker-metrics items.
 	Metrics []WorkerMetrics
+	// sampled: the listing was sampled, so every worker has Renewals.
+	sampled bool
 }
 
 // WorkerMetrics is a KCL 3.x WorkerMetricStats item (docs/kcl-compat.md, KCL
@@ -45,12 +52,15 @@ type WorkerMetrics struct {
 	LastUpdate time.Time
 	// CPU is the stored CPU utilisation series (sts.C); -1 marks a failed read.
 	CPU []float64
+	// Table is where the item was read: the lease table or
+	// <app>-WorkerMetricStats ("" when read from the lease table's scan).
+	Table string
 }
 
 // OwnersOf groups a listing by owner. The leader's workers count as workers
 // even when they hold nothing, so an idle worker shows up as imbalance.
 func OwnersOf(l *Listing) *Owners {
-	res := &Owners{}
+	res := &Owners{sampled: l.OwnerRenewals != nil}
 	by := map[string]*Owner{}
 	for _, r := range l.Leases {
 		if r.State == StateShardEnd {
@@ -71,6 +81,13 @@ func OwnersOf(l *Listing) *Owners {
 			by[owner] = o
 		}
 		o.Shards = append(o.Shards, r.ShardIDOrKey())
+		if t := r.ThroughputKBps; t != nil {
+			sum := *t
+			if o.ThroughputKBps != nil {
+				sum += *o.ThroughputKBps
+			}
+			o.ThroughputKBps = &sum
+		}
 		if r.State == StateExpired {
 			o.Expired++
 		}
@@ -95,6 +112,13 @@ func OwnersOf(l *Listing) *Owners {
 		res.Workers = append(res.Workers, *o)
 	}
 	sort.Slice(res.Workers, func(i, j int) bool { return res.Workers[i].Worker < res.Workers[j].Worker })
+	res.balance()
+	return res
+}
+
+// balance works out the fair share and whether the workers are imbalanced.
+func (res *Owners) balance() {
+	res.FairShare, res.Imbalanced = 0, false
 	if n := len(res.Workers); n > 0 {
 		res.FairShare = (res.Leases + n - 1) / n
 		lo, hi := res.Leases, 0
@@ -103,7 +127,6 @@ func OwnersOf(l *Listing) *Owners {
 		}
 		res.Imbalanced = hi-lo > 1
 	}
-	return res
 }
 
 // WorkerMetricsOf reads a KCL 3.x worker-metrics item: its last update and

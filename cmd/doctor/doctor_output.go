@@ -93,6 +93,7 @@ type costJSON struct {
 		Scans             int     `json:"scans"`
 		Pages             int     `json:"pages"`
 		LegacyScans       int     `json:"legacyScans"`
+		Coordination      int     `json:"coordination"`
 		DescribeTable     int     `json:"describeTable"`
 		ReadCapacityUnits float64 `json:"readCapacityUnits"`
 	} `json:"dynamodb"`
@@ -138,6 +139,7 @@ func reportJSON(rep *doctor.Report, failOn doctor.Severity) ReportJSON {
 	}
 	c := rep.Cost
 	j.Cost.DynamoDB.Scans, j.Cost.DynamoDB.Pages, j.Cost.DynamoDB.LegacyScans = c.Scans, c.Pages, c.LegacyScans
+	j.Cost.DynamoDB.Coordination = c.Coordination
 	j.Cost.DynamoDB.DescribeTable, j.Cost.DynamoDB.ReadCapacityUnits = c.DescribeTable, c.ReadCapacityUnits
 	j.Cost.Kinesis.GetRecords, j.Cost.Kinesis.ListShards, j.Cost.Kinesis.DescribeStreamSummary = c.GetRecords, c.ListShards, c.DescribeStream
 	j.Cost.Kinesis.ListStreamConsumers = c.ListStreamConsumers
@@ -234,6 +236,9 @@ func costLine(c doctor.ReadCost) string {
 		strconv.FormatFloat(c.ReadCapacityUnits, 'f', -1, 64)), cmdutil.Plural(c.DescribeTable, "DescribeTable")}
 	if c.LegacyScans > 0 {
 		parts = append(parts, cmdutil.Plural(c.LegacyScans, "KCL 3.x side-table scan"))
+	}
+	if c.Coordination > 0 {
+		parts = append(parts, cmdutil.Plural(c.Coordination, "KCL 3.x coordination read"))
 	}
 	if c.GetRecords+c.ListShards > 0 {
 		parts = append(parts, fmt.Sprintf("%s, %s", cmdutil.Plural(c.ListShards, "ListShards"), cmdutil.Plural(c.GetRecords, "GetRecords probe")))

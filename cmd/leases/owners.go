@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kcltool/kcltool/cmd/cmdutil"
+	"github.com/kcltool/kcltool/coordination"
 	"github.com/kcltool/kcltool/inspect"
 )
 
@@ -31,8 +32,12 @@ lease and unassigned leases are flagged under the table.
 With --sample, the table is read twice and each worker's renewals and expired
 leases are shown: a worker that renews nothing is dead or stalled.
 
-For KCL 3.x tables it also shows the leader lock holder and the worker-metrics
-items (last update age and CPU series) the leader balances by.`,
+For KCL 3.x applications it also shows the leader lock holder, each worker's
+summed throughputKBps (from its leases, as the leader balances by it), and the
+worker-metrics items (last update age and CPU series), read where the
+application keeps them: KCL 3.0-3.4's <app>-CoordinatorState and
+<app>-WorkerMetricStats tables, the lease table of KCL 3.5, or both during the
+table migration. kcltool workers appear there like Java ones.`,
 		Example: `  kcltool leases owners --app orders
   kcltool leases owners --app orders --sample 10s
   kcltool leases owners --app orders -o json | jq '.[] | {worker, leases}'`,
@@ -55,7 +60,16 @@ items (last update age and CPU series) the leader balances by.`,
 			for _, m := range listing.Malformed {
 				fmt.Fprintf(f.IO.ErrOut, "kcltool: warning: skipped malformed item: %v\n", m)
 			}
-			return renderOwners(f, o.Output, inspect.OwnersOf(listing), o.Sample > 0)
+			owners := inspect.OwnersOf(listing)
+			// KCL 3.x: the leader and the worker metrics, read where the
+			// application keeps them (side tables, lease table, or both).
+			// A side table this caller may not read costs the 3.x columns,
+			// not the listing.
+			k3, err := inspect.ReadKCL3(ctx, ddb, coordination.DefaultTables(table, o.App), len(listing.NonLeases))
+			if err != nil {
+				fmt.Fprintf(f.IO.ErrOut, "kcltool: warning: KCL 3.x leader and worker metrics not read: %v\n", err)
+			}
+			return renderOwners(f, o.Output, owners.WithKCL3(k3), o.Sample > 0)
 		},
 	}
 	o.Register(c)
@@ -78,6 +92,11 @@ type OwnerJSON struct {
 	LastUpdate *time.Time `json:"lastUpdate"`
 	CPU        []float64  `json:"cpu"`
 	Leader     bool       `json:"leader"`
+	// ThroughputKBps is the sum of its leases' throughputKBps; null when
+	// none has one (KCL 2.x leases).
+	ThroughputKBps *float64 `json:"throughputKBps"`
+	// MetricsTable is where its worker-metrics item was read; null without one.
+	MetricsTable *string `json:"metricsTable"`
 }
 
 func ownersJSON(o *inspect.Owners, sampled bool) []OwnerJSON {
@@ -88,7 +107,7 @@ func ownersJSON(o *inspect.Owners, sampled bool) []OwnerJSON {
 	out := make([]OwnerJSON, 0, len(o.Workers))
 	for _, w := range o.Workers {
 		j := OwnerJSON{Worker: w.Worker, Leases: len(w.Shards), FairShare: o.FairShare, Shards: cmdutil.OrEmpty(w.Shards),
-			CPU: []float64{}, Leader: o.Leader != "" && o.Leader == w.Worker}
+			CPU: []float64{}, Leader: o.Leader != "" && o.Leader == w.Worker, ThroughputKBps: w.ThroughputKBps}
 		if sampled {
 			n := w.Expired
 			j.Expired, j.Renewals = &n, w.Renewals
@@ -100,6 +119,10 @@ func ownersJSON(o *inspect.Owners, sampled bool) []OwnerJSON {
 			}
 			if m.CPU != nil {
 				j.CPU = m.CPU
+			}
+			if m.Table != "" {
+				t := m.Table
+				j.MetricsTable = &t
 			}
 		}
 		out = append(out, j)
@@ -114,7 +137,7 @@ func renderOwners(f *cmdutil.Factory, format string, o *inspect.Owners, sampled 
 		Rows: func() [][]string {
 			var recs [][]string
 			for _, r := range ownersJSON(o, sampled) {
-				recs = append(recs, []string{r.Worker, strconv.Itoa(r.Leases), strconv.Itoa(r.FairShare), strings.Join(r.Shards, ";")})
+				recs = append(recs, []string{r.Worker, strconv.Itoa(r.Leases), strconv.Itoa(r.FairShare), strings.Join(r.Shards, ";"), kbps(r.ThroughputKBps)})
 			}
 			return recs
 		},
@@ -127,6 +150,14 @@ func ownersTable(p *cmdutil.Printer, now func() time.Time, o *inspect.Owners, sa
 	if sampled {
 		header = append(header, "RENEWALS", "EXPIRED")
 	}
+	// The throughput column only where some lease carries one (KCL 3.x).
+	withKBps := false
+	for _, w := range o.Workers {
+		withKBps = withKBps || w.ThroughputKBps != nil
+	}
+	if withKBps {
+		header = append(header, "KBPS")
+	}
 	header = append(header, "SHARDS")
 	var recs [][]string
 	for _, r := range ownersJSON(o, sampled) {
@@ -135,6 +166,13 @@ func ownersTable(p *cmdutil.Printer, now func() time.Time, o *inspect.Owners, sa
 		rec := []string{r.Worker, strconv.Itoa(r.Leases), strconv.Itoa(r.FairShare), fmt.Sprintf("%+d", r.Leases-r.FairShare)}
 		if sampled {
 			rec = append(rec, strconv.FormatInt(*r.Renewals, 10), strconv.Itoa(*r.Expired))
+		}
+		if withKBps {
+			v := "-"
+			if t := r.ThroughputKBps; t != nil {
+				v = strconv.FormatFloat(*t, 'f', 1, 64)
+			}
+			rec = append(rec, v)
 		}
 		shards := strings.Join(r.Shards, ",")
 		if !p.Wide() && len(r.Shards) > 4 {
@@ -151,7 +189,11 @@ func ownersTable(p *cmdutil.Printer, now func() time.Time, o *inspect.Owners, sa
 	p.Blank()
 	p.Println(st.Dim.Render(fmt.Sprintf("%s, %s, fair share %d", cmdutil.Plural(o.Leases, "lease"), cmdutil.Plural(len(o.Workers), "worker"), o.FairShare)))
 	if o.Leader != "" {
-		p.Println(st.Dim.Render("KCL 3.x leader: " + o.Leader))
+		where := ""
+		if o.LeaderTable != "" {
+			where = " (lock in " + o.LeaderTable + ")"
+		}
+		p.Println(st.Dim.Render("KCL 3.x leader: " + o.Leader + where))
 	}
 	if o.Imbalanced {
 		p.Println(st.Warn.Render("imbalanced: workers differ by more than one lease (KCL 2.x steals one lease per taker run, every 20s by default)"))
@@ -171,9 +213,17 @@ func ownersTable(p *cmdutil.Printer, now func() time.Time, o *inspect.Owners, sa
 			for _, v := range m.CPU {
 				cpu = append(cpu, strconv.FormatFloat(v, 'f', -1, 64))
 			}
-			mrecs = append(mrecs, []string{m.Worker, age, strings.Join(cpu, ",")})
+			rec := []string{m.Worker, age, strings.Join(cpu, ",")}
+			if p.Wide() {
+				rec = append(rec, m.Table)
+			}
+			mrecs = append(mrecs, rec)
 		}
-		if err := p.Table([]string{"WORKER-METRICS", "LAST-UPDATE-AGE", "CPU"}, mrecs); err != nil {
+		mheader := []string{"WORKER-METRICS", "LAST-UPDATE-AGE", "CPU"}
+		if p.Wide() {
+			mheader = append(mheader, "TABLE")
+		}
+		if err := p.Table(mheader, mrecs); err != nil {
 			return err
 		}
 	}
@@ -181,4 +231,12 @@ func ownersTable(p *cmdutil.Printer, now func() time.Time, o *inspect.Owners, sa
 }
 
 // OwnersCSVColumns are leases owners's CSV header.
-var OwnersCSVColumns = []string{"worker", "leases", "fairShare", "shards"}
+var OwnersCSVColumns = []string{"worker", "leases", "fairShare", "shards", "throughputKBps"}
+
+// kbps writes a throughput, "" when unknown.
+func kbps(v *float64) string {
+	if v == nil {
+		return ""
+	}
+	return strconv.FormatFloat(*v, 'f', -1, 64)
+}

@@ -12,6 +12,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
+	"github.com/kcltool/kcltool/coordination"
 	"github.com/kcltool/kcltool/fanout"
 	"github.com/kcltool/kcltool/inspect"
 	"github.com/kcltool/kcltool/leasecore"
@@ -171,14 +172,14 @@ var checkCases = map[string][]checkCase{
 		name: "leader and handoff", want: []string{"info handoff", "info leader"},
 		facts: func() *facts {
 			fc := handBuilt(3, progressing("s1", "w1"), with(progressing("s2", "w2"), func(l *leasecore.Lease) { l.CheckpointOwner = "w1" }))
-			fc.kcl3 = kcl3State{present: true, leader: "w1", metrics: []inspect.WorkerMetrics{{Worker: "w1", LastUpdate: fc.now}, {Worker: "w2", LastUpdate: fc.now}}}
+			fc.kcl3 = kcl3State{present: true, leader: "w1", metrics: []coordination.WorkerMetrics{{WorkerID: "w1", LastUpdate: fc.now}, {WorkerID: "w2", LastUpdate: fc.now}}}
 			return fc
 		},
 	}, {
 		name: "stale metrics, no leader", want: []string{"warn leader-missing", "warn stale-worker-metrics"},
 		facts: func() *facts {
 			fc := handBuilt(3, progressing("s1", "w1"), progressing("s2", "w2"))
-			fc.kcl3 = kcl3State{present: true, clientVersion: "CLIENT_VERSION_3X", metrics: []inspect.WorkerMetrics{{Worker: "w1", LastUpdate: fc.now.Add(-5 * time.Minute)}}}
+			fc.kcl3 = kcl3State{present: true, coord: coordination.State{ClientVersion: "CLIENT_VERSION_3X"}, metrics: []coordination.WorkerMetrics{{WorkerID: "w1", LastUpdate: fc.now.Add(-5 * time.Minute)}}}
 			return fc
 		},
 		also: func(t *testing.T, fs []Finding) {
@@ -191,7 +192,7 @@ var checkCases = map[string][]checkCase{
 		name: "stale metrics of a worker without leases", want: []string{"info leader", "info stale-worker-metrics"},
 		facts: func() *facts {
 			fc := handBuilt(3, progressing("s1", "w1"))
-			fc.kcl3 = kcl3State{present: true, leader: "w1", metrics: []inspect.WorkerMetrics{{Worker: "w1", LastUpdate: fc.now}, {Worker: "w2", LastUpdate: fc.now.Add(-2 * time.Minute)}}}
+			fc.kcl3 = kcl3State{present: true, leader: "w1", metrics: []coordination.WorkerMetrics{{WorkerID: "w1", LastUpdate: fc.now}, {WorkerID: "w2", LastUpdate: fc.now.Add(-2 * time.Minute)}}}
 			return fc
 		},
 	}},

@@ -23,6 +23,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
+	"github.com/kcltool/kcltool/coordination"
 	"github.com/kcltool/kcltool/inspect"
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
@@ -41,9 +42,16 @@ type MetricsAPI interface {
 	GetMetricData(ctx context.Context, params *cloudwatch.GetMetricDataInput, optFns ...func(*cloudwatch.Options)) (*cloudwatch.GetMetricDataOutput, error)
 }
 
+// TableAPI is what doctor calls on DynamoDB: the lease table's reads, and
+// the GetItem of the KCL 3.x coordination readers (coordination.ReadAPI).
+type TableAPI interface {
+	inspect.TableAPI
+	GetItem(ctx context.Context, params *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+}
+
 // APIs are the clients doctor reads through. It never writes.
 type APIs struct {
-	DynamoDB inspect.TableAPI
+	DynamoDB TableAPI
 	// Kinesis is needed for the lag probe; nil skips the stream checks.
 	Kinesis StreamAPI
 	// CloudWatch is nil when CloudWatch is not to be read.
@@ -149,7 +157,17 @@ type Doctor struct {
 	metrics  MetricsAPI // metered; nil without CloudWatch
 	segments int
 	desc     *ddbtypes.TableDescription
-	noLegacy bool // KCL 3.0–3.4's side tables were looked for and are absent
+	// coordAPI reads the KCL 3.x coordination state, counted apart.
+	coordAPI meteredCoord
+	// coord is the last coordination.Detect, made readsSinceDetect reads
+	// ago (once per window).
+	coord            *coordination.State
+	readsSinceDetect int
+	// The leader lock's version, its owner, and the time of the first read
+	// that saw them: kept across a watch's windows, so that a lock that
+	// never moves (issue #1803) shows however long the window.
+	lockVersion, lockOwner string
+	lockSince              time.Time
 
 	// A watch reuses the stream probe for a window and CloudWatch for a
 	// minute (its resolution), so that a live view costs about what one run
@@ -173,7 +191,7 @@ func New(ctx context.Context, apis APIs, opt Options) (*Doctor, error) {
 		return nil, fmt.Errorf("window %s is shorter than the failover time %s: telling an expired lease needs two reads a failover time apart", opt.Window, opt.FailoverTime)
 	}
 	m := &meter{}
-	d := &Doctor{opt: opt, clock: opt.Clock, meter: m, table: meteredTable{api: apis.DynamoDB, m: m}}
+	d := &Doctor{opt: opt, clock: opt.Clock, meter: m, table: meteredTable{api: apis.DynamoDB, m: m}, coordAPI: meteredCoord{api: apis.DynamoDB, m: m}}
 	if apis.Kinesis != nil {
 		d.kin = meteredStream{api: apis.Kinesis, m: m}
 	}

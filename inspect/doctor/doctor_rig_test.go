@@ -40,6 +40,9 @@ type rig struct {
 	// kinVia, when set, is where doctor's Kinesis calls go (a fault
 	// proxy); the rig's own calls go direct.
 	kinVia string
+	// ddbVia, when set, wraps doctor's DynamoDB client (to show what the
+	// emulator cannot hold, such as an index still CREATING).
+	ddbVia func(TableAPI) TableAPI
 }
 
 func newRig(t *testing.T, failover, window time.Duration) *rig {
@@ -117,6 +120,9 @@ func (r *rig) checkpoint(key, seq string) {
 
 func (r *rig) apis() APIs {
 	a := APIs{DynamoDB: r.ddb}
+	if r.ddbVia != nil {
+		a.DynamoDB = r.ddbVia(r.ddb)
+	}
 	if r.kin != nil {
 		a.Kinesis = r.kin
 	}

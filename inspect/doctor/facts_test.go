@@ -11,6 +11,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
+	"github.com/kcltool/kcltool/coordination"
 	"github.com/kcltool/kcltool/fanout"
 	"github.com/kcltool/kcltool/inspect"
 	"github.com/kcltool/kcltool/leasecore"
@@ -164,7 +165,7 @@ func everything() *facts {
 	withLag(fc, stuck, orph, lag, gone, missing, unread)
 
 	fc.last.malformed = []error{errors.New("lease s-bad: leaseCounter is not a number")}
-	fc.kcl3 = kcl3State{present: true, leader: "w1", metrics: []inspect.WorkerMetrics{{Worker: "w1", LastUpdate: fc.now}}}
+	fc.kcl3 = kcl3State{present: true, leader: "w1", metrics: []coordination.WorkerMetrics{{WorkerID: "w1", LastUpdate: fc.now}}}
 	fc.desc = provisionedTable(100, 1)
 	fc.metrics = metricsOf(
 		series{mDDBThrottled, "UpdateItem", []float64{3}},

@@ -61,6 +61,7 @@ const (
 	FindLeader            = "leader"
 	FindLeaderStale       = "leader-stale"
 	FindLeaderMissing     = "leader-missing"
+	FindKCL3Migration     = "kcl3-migration"
 	FindTableCapacity     = "table-capacity"
 	FindTableThrottled    = "table-throttled"
 	FindIteratorAge       = "iterator-age"

@@ -9,8 +9,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
-
-	"github.com/kcltool/kcltool/inspect"
 )
 
 // ReadCost is what a doctor run cost in requests: operators run it against
@@ -21,6 +19,11 @@ type ReadCost struct {
 	// LegacyScans are Scan requests to KCL 3.0–3.4's CoordinatorState and
 	// WorkerMetricStats tables (one each, to learn they do not exist).
 	LegacyScans int
+	// Coordination counts the requests that read the KCL 3.x coordination
+	// state (cv, tm, the index, the leader lock once per read, the worker
+	// metrics once per report): DescribeTable, GetItem and Scan pages, in
+	// whichever tables the layout keeps them.
+	Coordination int
 	// DescribeTable counts table descriptions (the lease table and any legacy table).
 	DescribeTable int
 	// ReadCapacityUnits is the capacity the Scans consumed, as DynamoDB reported it.
@@ -60,7 +63,7 @@ func (m *meter) take() ReadCost {
 // meteredTable counts DescribeTable and Scan pages, and asks DynamoDB for
 // the capacity each page consumed.
 type meteredTable struct {
-	api inspect.TableAPI
+	api TableAPI
 	m   *meter
 }
 
@@ -79,6 +82,27 @@ func (t meteredTable) Scan(ctx context.Context, in *dynamodb.ScanInput, opts ...
 		}
 	})
 	return out, err
+}
+
+// meteredCoord counts the coordination readers' requests.
+type meteredCoord struct {
+	api TableAPI
+	m   *meter
+}
+
+func (t meteredCoord) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, opts ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
+	t.m.note(func(c *ReadCost) { c.Coordination++ })
+	return t.api.DescribeTable(ctx, in, opts...)
+}
+
+func (t meteredCoord) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	t.m.note(func(c *ReadCost) { c.Coordination++ })
+	return t.api.GetItem(ctx, in, opts...)
+}
+
+func (t meteredCoord) Scan(ctx context.Context, in *dynamodb.ScanInput, opts ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	t.m.note(func(c *ReadCost) { c.Coordination++ })
+	return t.api.Scan(ctx, in, opts...)
 }
 
 // meteredStream counts the Kinesis requests of the lag probe and listing.

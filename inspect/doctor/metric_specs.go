@@ -169,7 +169,7 @@ func (g *diagnosis) knownWorkers() []string {
 		set[name] = true
 	}
 	for _, m := range g.kcl3.metrics {
-		set[m.Worker] = true
+		set[m.WorkerID] = true
 	}
 	return slices.Sorted(maps.Keys(set))
 }

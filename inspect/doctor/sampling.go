@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/kcltool/kcltool/coordination"
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
 )
@@ -27,6 +28,12 @@ type sample struct {
 	// pays for each of its scans (both are eventually consistent).
 	readUnits float64
 	pages     int
+	// lock is the KCL 3.x leader lock as read right after the scan (nil on
+	// a 2.x table), lockSince the first read that saw its version, and
+	// kcl3Err what stopped the 3.x reads.
+	lock      *coordination.Lock
+	lockSince time.Time
+	kcl3Err   error
 }
 
 // takeSample scans the lease table once.
@@ -43,6 +50,10 @@ func (d *Doctor) takeSample(ctx context.Context) (sample, error) {
 	d.meter.note(func(c *ReadCost) { c.Scans++ })
 	s := sample{at: at, leases: res.Leases, byKey: reshard.ByKey(res.Leases), nonLeases: res.NonLeases, malformed: res.Malformed,
 		readUnits: res.ReadUnits, pages: res.Pages}
+	d.readLock(ctx, &s)
+	if ctx.Err() != nil {
+		return sample{}, ctx.Err()
+	}
 	// Only the malformed items are kept raw: the rest is in leases.
 	if len(res.Malformed) > 0 {
 		for _, item := range res.Items {
