@@ -273,3 +273,20 @@ func TestTakeLeaseEndsHandoff(t *testing.T) {
 		t.Fatalf("taken by the checkpoint owner: %+v (before %+v)", after, cur)
 	}
 }
+
+// TestRenewLeaseOwnWriteInHandoff: the 2.x renewal (a worker switched back
+// to taking while it hands a lease over) also recognises its own applied
+// write on the actual owner.
+func TestRenewLeaseOwnWriteInHandoff(t *testing.T) {
+	ctx := context.Background()
+	ddb, table := newKCL3Table(t, 1, "w")
+	key := shardKey(0)
+	leaderHandoff(t, ddb, table, key, "next")
+	held := mustGet(t, ddb, table, key)
+	if _, err := RenewLease(ctx, ddb, table, held, "w"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := RenewLease(ctx, ddb, table, held, "w"); err != nil {
+		t.Fatalf("repeated renewal in handoff: %v, want recognised", err)
+	}
+}
