@@ -90,3 +90,41 @@ func TestCheckpointReportsHandoff(t *testing.T) {
 		t.Fatalf("after the handoff: %+v", l)
 	}
 }
+
+// loseHandoffAnswer applies the first handoff write (assignLease) but
+// loses its answer, as a reset connection does.
+type loseHandoffAnswer struct {
+	*dynamodb.Client
+	lost atomic.Bool
+}
+
+func (l *loseHandoffAnswer) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	out, err := l.Client.UpdateItem(ctx, in, opts...)
+	if err == nil && strings.Contains(aws.ToString(in.UpdateExpression), "REMOVE #checkpointOwner") &&
+		strings.Contains(aws.ToString(in.UpdateExpression), "SET #leaseOwner") && l.lost.CompareAndSwap(false, true) {
+		return nil, errors.New("injected: answer lost")
+	}
+	return out, err
+}
+
+// TestCompleteHandoffAfterLostAnswer: the retry's condition fails, and the
+// read shows the transfer made: done, not lost.
+func TestCompleteHandoffAfterLostAnswer(t *testing.T) {
+	ddb, table := newKCL3Table(t, 1, "a")
+	key := shardKey(0)
+	api := &loseHandoffAnswer{Client: ddb}
+	a := startWorker3(t, api, table, "a", fastConfig, AssignByLeader)
+	waitFor(t, discoveryWait, "a holds the lease", func() bool { return a.c.IsHeld(key) })
+	leaderHandoff(t, ddb, table, key, "b")
+	waitFor(t, renewFast+slack, "LeaseHandoff", func() bool { return a.eventCount(LeaseHandoff) == 1 })
+	if err := a.c.CompleteHandoff(context.Background(), key); err != nil {
+		t.Fatalf("CompleteHandoff: %v", err)
+	}
+	if !api.lost.Load() {
+		t.Fatal("no answer was lost")
+	}
+	waitFor(t, slack, "LeaseHandedOff", func() bool { return a.eventCount(LeaseHandedOff) == 1 })
+	if a.eventCount(LeaseLost) != 0 || a.c.Stats().Retries == 0 {
+		t.Fatalf("events %v, stats %+v", a.eventsOf(key), a.c.Stats())
+	}
+}
