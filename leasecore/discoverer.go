@@ -13,28 +13,37 @@ import (
 // it at once.
 func (c *Coordinator) discoverLoop(ctx context.Context) {
 	interval := c.cfg.DiscoveryInterval()
-	next := c.clock.Now()
 	for {
-		if c.Assignment() == AssignByLeader && !c.noTaking.Load() {
+		// Out of leader mode (or after StopTaking) the loop holds no timer:
+		// a 2.x worker's clock sees no wake-ups of it.
+		for c.Assignment() != AssignByLeader || c.noTaking.Load() {
+			select {
+			case <-ctx.Done():
+				return
+			case <-c.discoverPoke:
+			}
+		}
+		next := c.clock.Now()
+		for c.Assignment() == AssignByLeader && !c.noTaking.Load() {
 			c.discover(ctx)
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		next = next.Add(interval)
-		wait := next.Sub(c.clock.Now())
-		if wait <= 0 {
-			next, wait = c.clock.Now(), 0 // fell behind: skip the missed ticks
-		}
-		t := c.clock.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C():
-		case <-c.discoverPoke:
-			t.Stop()
-			next = c.clock.Now()
+			if ctx.Err() != nil {
+				return
+			}
+			next = next.Add(interval)
+			wait := next.Sub(c.clock.Now())
+			if wait <= 0 {
+				next, wait = c.clock.Now(), 0 // fell behind: skip the missed ticks
+			}
+			t := c.clock.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C():
+			case <-c.discoverPoke:
+				t.Stop()
+				next = c.clock.Now()
+			}
 		}
 	}
 }
