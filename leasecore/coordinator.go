@@ -76,7 +76,7 @@ type Coordinator struct {
 	poke     chan struct{}
 	include  func(Lease) bool // Options.Include, nil for every lease
 	latest   latestScan       // the taker's last scan, for LatestScan
-	// KCL 3.x (assign3.go, discoverer.go, renew3.go).
+	// KCL 3.x (assign3.go, discoverer.go, leasestats.go).
 	assign       atomic.Int32 // the Assignment in force
 	tput         *leaseStats
 	discoverPoke chan struct{}
@@ -222,8 +222,9 @@ func (c *Coordinator) takerIntervalDescription() string {
 // (ReleaseLease), so that the other workers take them at their next taker
 // run instead of after the failover time; in AssignByLeader mode with the
 // KCL 3.x evict write (EvictLease3), so that the leader reassigns them at
-// its next run (a lease in handoff goes to its next owner at once). Finish processing and write the
-// final checkpoints before calling Stop: the leases are renewed until then.
+// its next run (a lease in handoff goes to its next owner at once). Finish
+// processing and write the final checkpoints before calling Stop: the
+// leases are renewed until then.
 // Events queued so far are delivered before Stop returns.
 func (c *Coordinator) Stop(ctx context.Context, release bool) error {
 	c.mu.Lock()
