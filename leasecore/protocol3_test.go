@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
@@ -22,6 +24,25 @@ func TestQueryOwnedKeys(t *testing.T) {
 	if keys, err := QueryOwnedKeys(context.Background(), ddb, table, "nobody"); err != nil || len(keys) != 0 {
 		t.Fatalf("keys of nobody %v, %v", keys, err)
 	}
+	// Every page: with one item per page the server pages three times.
+	paged := &onePerPage{Client: ddb}
+	keys, err = QueryOwnedKeys(context.Background(), paged, table, "w")
+	slices.Sort(keys)
+	if want := []string{shardKey(0), shardKey(2), shardKey(4)}; err != nil || !slices.Equal(keys, want) || paged.pages < 3 {
+		t.Fatalf("paged: keys %v (%v) in %d pages, want %v", keys, err, paged.pages, want)
+	}
+}
+
+// onePerPage asks the real server for one item per page.
+type onePerPage struct {
+	*dynamodb.Client
+	pages int
+}
+
+func (o *onePerPage) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	o.pages++
+	in.Limit = aws.Int32(1)
+	return o.Client.Query(ctx, in, opts...)
 }
 
 func TestRenewLease3(t *testing.T) {
