@@ -3,6 +3,7 @@ package leasecore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -309,5 +310,24 @@ func TestRenewLeaseOwnWriteInHandoff(t *testing.T) {
 	}
 	if _, err := RenewLease(ctx, ddb, table, held, "w"); err != nil {
 		t.Fatalf("repeated renewal in handoff: %v, want recognised", err)
+	}
+}
+
+// noReads fails every GetItem: the item must come from the error.
+type noReads struct{}
+
+func (noReads) GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	return nil, errors.New("read not expected")
+}
+
+// TestItemOnFailureUsesReturnedItem: DynamoDB returns the item with the
+// condition failure (ReturnValuesOnConditionCheckFailure ALL_OLD), so no
+// read is needed; dynalite does not (the other tests take the read path).
+func TestItemOnFailureUsesReturnedItem(t *testing.T) {
+	want := Lease{LeaseKey: "k", LeaseOwner: "next", CheckpointOwner: "w", LeaseCounter: 7, Checkpoint: SequenceNumber{SequenceNumber: TRIM_HORIZON}}
+	err := fmt.Errorf("update: %w", &types.ConditionalCheckFailedException{Item: EncodeLease(want)})
+	got, ok, rerr := itemOnFailure(context.Background(), noReads{}, "t", "k", err)
+	if rerr != nil || !ok || got.LeaseOwner != "next" || got.CheckpointOwner != "w" || got.LeaseCounter != 7 {
+		t.Fatalf("item from the error: %+v, %v, %v", got, ok, rerr)
 	}
 }
