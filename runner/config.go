@@ -158,7 +158,7 @@ func DefaultConfig() Config {
 		CloudWatchInterval: DefaultCloudWatchInterval,
 
 		KCL3: KCL3Config{
-			ClientVersionConfig:   "CLIENT_VERSION_CONFIG_3X",
+			ClientVersionConfig:   ClientVersionConfig3X,
 			GracefulHandoff:       true,
 			HandoffTimeout:        leasecore.DefaultHandoffTimeout,
 			WorkerMetricsInterval: 30 * time.Second,
@@ -311,16 +311,16 @@ func (c Config) checkSettings() error {
 			return &SettingError{Setting: d.setting, Value: d.d, Must: "be positive"}
 		}
 	}
-	return nil
+	return c.KCL3.check()
 }
 
 // KCL3Config are the worker-side settings of KCL 3.x (the MultiLangDaemon's
 // 3.x properties keys map to them through cmd/run's settings table).
 type KCL3Config struct {
-	// ClientVersionConfig is the KCL's clientVersionConfig:
-	// "CLIENT_VERSION_CONFIG_3X" (the default) or
-	// "CLIENT_VERSION_CONFIG_COMPATIBLE_WITH_2X". kcltool follows the
-	// table's state either way; the setting is checked against it.
+	// ClientVersionConfig is the KCL's clientVersionConfig, one of
+	// ClientVersionConfigs (default ClientVersionConfig3X). kcltool
+	// follows the table's state either way; the setting is checked
+	// against it.
 	ClientVersionConfig string
 	// LeaseAssignmentInterval is leaseAssignmentIntervalMillis; zero means
 	// 2 × the failover time.
