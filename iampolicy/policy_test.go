@@ -170,3 +170,56 @@ func TestAllows(t *testing.T) {
 		}
 	}
 }
+
+// TestRunGrantsKCL3: every run may meet a KCL 3.x table, so its policy
+// holds the 3.x worker's calls: Query on the index and nowhere else, the
+// side tables named after the application or by their flags, read-only
+// CoordinatorState, and only this worker's own upsert in WorkerMetricStats.
+func TestRunGrantsKCL3(t *testing.T) {
+	tg := target("run", "app", "orders", "table", "orders-leases", "stream", "s")
+	tg.Region, tg.Account = "eu-west-1", "123456789012"
+	arn := func(table string) string { return TableARN("eu-west-1", "123456789012", table) }
+	index := arn("orders-leases") + "/index/LeaseOwnerToLeaseKeyIndex"
+	p, err := For(tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		action, resource string
+		want             bool
+	}{
+		{"dynamodb:Query", index, true},
+		{"dynamodb:Query", arn("orders-leases"), false}, // the index only
+		{"dynamodb:Query", arn("orders") + "/index/LeaseOwnerToLeaseKeyIndex", false},
+		{"dynamodb:DescribeTable", arn("orders-CoordinatorState"), true},
+		{"dynamodb:GetItem", arn("orders-CoordinatorState"), true},
+		{"dynamodb:UpdateItem", arn("orders-CoordinatorState"), false}, // the leader's table
+		{"dynamodb:PutItem", arn("orders-CoordinatorState"), false},
+		{"dynamodb:DescribeTable", arn("orders-WorkerMetricStats"), true},
+		{"dynamodb:UpdateItem", arn("orders-WorkerMetricStats"), true},
+		{"dynamodb:Scan", arn("orders-WorkerMetricStats"), false}, // other workers' items
+		{"dynamodb:DeleteItem", arn("orders-WorkerMetricStats"), false},
+		// In the single-table layout, the metrics item and the coordination
+		// items are lease-table items.
+		{"dynamodb:UpdateItem", arn("orders-leases"), true},
+		{"dynamodb:GetItem", arn("orders-leases"), true},
+	} {
+		if got := p.Allows(Request{Action: c.action, Resource: c.resource}); got != c.want {
+			t.Errorf("%s on %s: allowed %v, want %v", c.action, c.resource, got, c.want)
+		}
+	}
+	tg.Flags["coordinator-state-table"], tg.Flags["worker-metrics-table"] = "cs", "wm"
+	p, _ = For(tg)
+	for _, c := range []struct {
+		action, resource string
+		want             bool
+	}{
+		{"dynamodb:GetItem", arn("cs"), true},
+		{"dynamodb:UpdateItem", arn("wm"), true},
+		{"dynamodb:UpdateItem", arn("orders-WorkerMetricStats"), false},
+	} {
+		if got := p.Allows(Request{Action: c.action, Resource: c.resource}); got != c.want {
+			t.Errorf("named side tables: %s on %s: allowed %v, want %v", c.action, c.resource, got, c.want)
+		}
+	}
+}

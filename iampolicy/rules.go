@@ -21,6 +21,26 @@ var rules = []rule{
 	// sharpens the refusal of a 3.x table. ProbeKCL3's GetItem of the leader
 	// and migration items is in the lease-table grant above.
 	{cmds("run"), always, kcl3TablesOfTableAndApp, dynamodb("DescribeTable")},
+	// KCL 3.x (docs/kcl3.md). The protocol is the table's, not a flag's:
+	// run reads it at start and again at every shard sync
+	// (coordination.Detect), and a 2.x application may become a 3.x one
+	// mid-run, so every run gets the 3.x grants. They stay narrow:
+	//  - Query on the LeaseOwnerToLeaseKeyIndex only: the discovery of the
+	//    leases the leader gave this worker (KCL DynamoDBLeaseDiscoverer);
+	//    the GetItem of each, the renewals, the handoff and the evict are
+	//    UpdateItem and GetItem on the lease table, granted above, as are
+	//    the worker-metrics item and the Migration3.0 / TableMigration3.5 /
+	//    leader items when they live in the lease table.
+	//  - CoordinatorState: read only. DescribeTable tells whether the side
+	//    table exists (the layout); GetItem reads Migration3.0,
+	//    TableMigration3.5 and the leader lock. A worker never writes there:
+	//    the leader and the KCL's migration tool do.
+	//  - WorkerMetricStats: DescribeTable (the layout) and UpdateItem, the
+	//    upsert of this worker's own item (WorkerMetricStatsDAO's
+	//    updateItem with ignoreNulls). Other workers' items are never read.
+	{cmds("run"), always, leaseOwnerIndex, dynamodb("Query")},
+	{cmds("run"), always, coordinatorStateTable, dynamodb("DescribeTable", "GetItem")},
+	{cmds("run"), always, workerMetricsTable, dynamodb("DescribeTable", "UpdateItem")},
 	// DescribeStreamSummary gives multi-stream leases their account and
 	// epoch (runner/multistream.go); the table's own keys can select that
 	// mode for a single --stream, so it is always granted.
