@@ -88,7 +88,14 @@ var rules = []rule{
 	// placeholder. DescribeStreamSummary only asks whether shard-level
 	// metrics are on, for the CloudWatch reads.
 	{cmds("doctor"), always, leaseTable, dynamodb("DescribeTable", "Scan")},
-	{cmds("doctor"), always, kcl3TablesOfApp, dynamodb("Scan")},
+	// doctor and leases owners read a KCL 3.x fleet's coordination in both
+	// layouts, merged as the KCL does (coordination.Detect, ReadLock,
+	// ListWorkerMetrics): DescribeTable says whether each side table
+	// exists, GetItem reads Migration3.0, TableMigration3.5 and the leader
+	// lock (in the side table or the lease table), Scan lists the
+	// worker-metrics items. All reads.
+	{cmds("doctor", "leases owners"), always, kcl3TablesOfApp, dynamodb("DescribeTable", "GetItem", "Scan")},
+	{cmds("doctor", "leases owners"), always, leaseTable, dynamodb("GetItem")},
 	{cmds("doctor"), always, stream, kinesis("ListShards", "GetShardIterator", "GetRecords")},
 	{cmds("doctor"), not(flag("no-cloudwatch")), stream, kinesis("DescribeStreamSummary")},
 	{cmds("doctor"), not(flag("no-cloudwatch")), anyResource, cloudwatch("GetMetricData")},
