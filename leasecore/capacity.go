@@ -44,6 +44,8 @@ const (
 	OpShardSync  = "shard_sync" // lease creation, shard end, its reads
 	OpCleanup    = "cleanup"    // deletion of finished parents
 	OpOther      = "other"      // start-up checks, reads back after a failed shard run
+	OpDiscover   = "discover"   // KCL 3.x: the index query and reads of the leases it names
+	OpHandoff    = "handoff"    // KCL 3.x: the write that completes a graceful handoff
 )
 
 const (
@@ -180,6 +182,23 @@ func pageReadUnits(consistent bool, out *dynamodb.ScanOutput) float64 {
 		size += ItemSize(item)
 	}
 	return ReadUnits(size, consistent)
+}
+
+// RecordQuery counts one Query page (of the KEYS_ONLY index: eventually
+// consistent, its projected items' sizes when estimated).
+func (c *Capacity) RecordQuery(ctx context.Context, in *dynamodb.QueryInput, out *dynamodb.QueryOutput, err error) {
+	if c == nil || err != nil || out == nil {
+		return
+	}
+	if u, ok := consumed(out.ConsumedCapacity, true); ok {
+		c.Add(CapacityOpOf(ctx), u)
+		return
+	}
+	size := 0
+	for _, item := range out.Items {
+		size += ItemSize(item)
+	}
+	c.addEstimate(CapacityOpOf(ctx), Units{Read: ReadUnits(size, aws.ToBool(in.ConsistentRead))})
 }
 
 // RecordGetItem counts one GetItem.

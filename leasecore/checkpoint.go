@@ -68,6 +68,12 @@ func (c *Coordinator) CheckpointTenure(ctx context.Context, key string, tenure u
 		case err == nil:
 			hl.applied(l, sent)
 			c.stats.checkpoints.Add(1)
+			if l.CheckpointOwner == c.cfg.WorkerID && l.LeaseOwner != c.cfg.WorkerID {
+				// The item written back shows a KCL 3.x handoff the renewer
+				// has not seen yet: the next renewal carries no
+				// checkpointOwner condition to fail, so report it now.
+				c.adoptHandoff(hl, l)
+			}
 			return false, nil
 		case errors.As(err, &own):
 			// A renewal whose answer was lost had been applied: the lease

@@ -99,7 +99,20 @@ func (c Config) WithDefaults() Config {
 	if c.RequestTimeout <= 0 {
 		c.RequestTimeout = DefaultRequestTimeout
 	}
+	if c.LeaseAssignmentInterval <= 0 {
+		// LeaseManagementConfig.leaseAssignmentIntervalMillis()
+		c.LeaseAssignmentInterval = 2 * c.FailoverTime
+	}
 	return c
+}
+
+// DiscoveryInterval is how often a worker assigned by the leader looks for
+// its new leases: LeaseAssignmentInterval/2 - Epsilon, twice per
+// assignment run (DynamoDBLeaseCoordinator's leaseDiscovererIntervalMillis;
+// 9,975ms at the defaults).
+func (c Config) DiscoveryInterval() time.Duration {
+	c = c.WithDefaults()
+	return c.LeaseAssignmentInterval/2 - c.Epsilon
 }
 
 // Validate rejects settings under which leasing cannot work.
@@ -112,6 +125,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("renew interval %s must be shorter than the failover time %s", c.RenewInterval, c.FailoverTime)
 	case c.TakerInterval < 0:
 		return errors.New("taker interval must not be negative")
+	case c.DiscoveryInterval() <= 0:
+		return fmt.Errorf("lease assignment interval %s is too short: the discovery interval (half of it - %s) must be positive", c.LeaseAssignmentInterval, c.Epsilon)
 	}
 	return nil
 }

@@ -71,6 +71,11 @@ type Coordinator struct {
 	poke     chan struct{}
 	include  func(Lease) bool // Options.Include, nil for every lease
 	latest   latestScan       // the taker's last scan, for LatestScan
+	// KCL 3.x (assign3.go, discoverer.go, renew3.go).
+	assign       atomic.Int32 // the Assignment in force
+	tput         *leaseStats
+	discoverPoke chan struct{}
+	skipped      map[string]string // discoverer goroutine only: why a key was last skipped
 }
 
 // heldLease is a lease this worker holds. Its mutex serialises the writes on
@@ -90,6 +95,7 @@ type heldLease struct {
 	unknownCheckpoints []SequenceNumber
 	tenure             uint64
 	dropped            bool
+	handoffSeen        bool // the LeaseHandoff event of this holding was sent
 	// renewed mirrors renewedAt for HandlerDeadline, which must not wait
 	// for mu: a renewal hung in the network holds mu for up to the renew
 	// interval, and the handler's stop cannot wait that long.
@@ -147,7 +153,14 @@ func NewCoordinator(api CoordinatorAPI, table string, cfg Config, clk clock.Cloc
 		log:  log.With("worker", cfg.WorkerID, "table", table),
 		held: map[string]*heldLease{}, seen: map[string]*observation{},
 		poke: make(chan struct{}, 1), include: opt.Include,
+		tput: newLeaseStats(cfg.RenewInterval), discoverPoke: make(chan struct{}, 1), skipped: map[string]string{},
 	}
+	if opt.Assignment == AssignByLeader {
+		if _, ok := api.(QueryAPI); !ok {
+			return nil, errNoQuery
+		}
+	}
+	c.assign.Store(int32(opt.Assignment))
 	units := opt.Capacity
 	if units == nil {
 		units = &Capacity{}
@@ -181,11 +194,15 @@ func (c *Coordinator) Start(ctx context.Context) error {
 	}
 	c.started = true
 	ctx, c.cancel = context.WithCancel(ctx)
-	c.loops.Add(2)
+	c.loops.Add(3)
 	go func() { defer c.loops.Done(); c.renewLoop(ctx) }()
+	// Both assignment loops run; each works only in its mode, so that
+	// SetAssignment switches at once (as DynamoDBLeaseCoordinator runs the
+	// taker and the discoverer when the mode may change).
 	go func() { defer c.loops.Done(); c.takerLoop(ctx) }()
+	go func() { defer c.loops.Done(); c.discoverLoop(ctx) }()
 	c.log.Info("lease coordinator started", "failover", c.cfg.FailoverTime, "renewInterval", c.cfg.RenewInterval,
-		"takerInterval", c.takerIntervalDescription())
+		"takerInterval", c.takerIntervalDescription(), "assignment", c.Assignment(), "discoveryInterval", c.cfg.DiscoveryInterval())
 	return nil
 }
 
@@ -321,10 +338,15 @@ func (c *Coordinator) drop(hl *heldLease, kind EventKind, cause error) {
 		delete(c.held, hl.lease.LeaseKey)
 	}
 	c.mu.Unlock()
-	if kind == LeaseLost {
+	c.tput.drop(hl.lease.LeaseKey)
+	switch kind {
+	case LeaseLost:
 		c.stats.lost.Add(1)
 		c.log.Warn("lease lost", "lease", hl.lease.LeaseKey, "reason", cause)
-	} else {
+	case LeaseHandedOff:
+		c.stats.handedOff.Add(1)
+		c.log.Info("lease handed off", "lease", hl.lease.LeaseKey, "to", hl.lease.LeaseOwner)
+	default:
 		c.stats.released.Add(1)
 		c.log.Info("lease released", "lease", hl.lease.LeaseKey)
 	}
@@ -382,8 +404,20 @@ func (c *Coordinator) releaseOne(ctx context.Context, hl *heldLease) error {
 			c.drop(hl, LeaseLost, c.expiredLocally(hl, "release", now))
 			return false, nil
 		}
-		l, err := ReleaseLease(WithCapacityOp(ctx, OpRelease), c.api, c.table, hl.lease, c.cfg.WorkerID)
+		var l Lease
+		var err error
+		if c.Assignment() == AssignByLeader {
+			// Issue 25 point 8: the KCL's 3.x evict write, so that the
+			// leader reassigns the lease at its next run.
+			l, err = EvictLease3(WithCapacityOp(ctx, OpRelease), c.api, c.table, hl.lease, c.cfg.WorkerID)
+		} else {
+			l, err = ReleaseLease(WithCapacityOp(ctx, OpRelease), c.api, c.table, hl.lease, c.cfg.WorkerID)
+		}
+		var handoff *HandoffRequestedError
 		switch {
+		case errors.As(err, &handoff):
+			c.adoptHandoff(hl, handoff.Lease)
+			return true, err // evict again as the handoff's old owner
 		case err == nil:
 			hl.lease = l
 			c.drop(hl, LeaseReleased, nil)

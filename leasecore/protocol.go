@@ -132,14 +132,21 @@ func TakeLease(ctx context.Context, api LeaseUpdateAPI, table string, l Lease, w
 	u.expectCounter(l.LeaseCounter)
 	u.setN(AttrLeaseCounter, valNextCounter, l.LeaseCounter+1)
 	u.setS(AttrLeaseOwner, valOwner, worker)
-	if l.LeaseOwner != "" && l.LeaseOwner != worker {
+	// KCL 3.x's takeLease (getDynamoTakeLeaseUpdate, used by its 2.x-mode
+	// taker) ends any graceful handoff: a take is a fresh assignment, so
+	// checkpointOwner goes, and taking a lease whose checkpoint owner is the
+	// taker counts as an owner switch too. On a 2.x table there is no
+	// checkpointOwner and this changes nothing.
+	u.remove = append(u.remove, u.n(AttrCheckpointOwner))
+	switched := (l.LeaseOwner != "" && l.LeaseOwner != worker) || (l.CheckpointOwner != "" && l.CheckpointOwner == worker)
+	if switched {
 		u.add = append(u.add, u.n(AttrOwnerSwitchesSinceCheckpoint)+" "+u.v(valOne, numberAV(1)))
 	}
 	out, err := updateItem(ctx, api, table, l.LeaseKey, u, types.ReturnValueAllNew)
 	if err == nil {
 		next := l
-		next.LeaseOwner, next.LeaseCounter = worker, l.LeaseCounter+1
-		if l.LeaseOwner != "" && l.LeaseOwner != worker {
+		next.LeaseOwner, next.LeaseCounter, next.CheckpointOwner = worker, l.LeaseCounter+1, ""
+		if switched {
 			next.OwnerSwitchesSinceCheckpoint++
 		}
 		return fromAttributes(out, next), true, nil
@@ -211,7 +218,11 @@ func checkpointLease(ctx context.Context, api LeaseUpdateAPI, table string, l Le
 	if gerr != nil {
 		return l, &UnresolvedError{LeaseKey: l.LeaseKey, Op: "checkpoint", Err: gerr}
 	}
-	mine := ok && cur.LeaseOwner == l.LeaseOwner && cur.LeaseCounter == l.LeaseCounter+1
+	// Compared on the actual owner: during a KCL 3.x handoff the old owner
+	// still checkpoints (DynamoDBLeaseRefresher.updateLease conditions on
+	// the counter only, and initiateGracefulLeaseHandoff leaves the counter
+	// alone), while leaseOwner already names the next owner.
+	mine := ok && cur.ActualOwner() == l.ActualOwner() && cur.LeaseCounter == l.LeaseCounter+1
 	switch {
 	case mine && cur.Checkpoint == cp && cur.OwnerSwitchesSinceCheckpoint == 0:
 		return cur, nil // this checkpoint, applied by an earlier attempt

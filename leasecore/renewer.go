@@ -79,6 +79,14 @@ func (c *Coordinator) renewOne(ctx context.Context, hl *heldLease, roundEnd time
 	hl.mu.Lock()
 	defer hl.mu.Unlock()
 	started := hl.renewedAt
+	kcl3 := c.Assignment() == AssignByLeader
+	if kcl3 {
+		// Once per round (the KCL asks again on each of its retries, which
+		// moves the average once more per throttled attempt).
+		if t := c.tput.throughput(hl.lease.LeaseKey, c.clock.Now()); t != nil {
+			hl.lease.ThroughputKBps = t
+		}
+	}
 	var wait time.Duration
 	// The lock is let go during the wait, so that a checkpoint gets through.
 	sleep := func(ctx context.Context, d time.Duration) error {
@@ -100,8 +108,21 @@ func (c *Coordinator) renewOne(ctx context.Context, hl *heldLease, roundEnd time
 			return false, nil
 		}
 		// Each request has its own deadline (Config.ItemTimeout).
-		l, err := RenewLease(WithCapacityOp(ctx, OpRenew), c.api, c.table, hl.lease, c.cfg.WorkerID)
+		var l Lease
+		var err error
+		if kcl3 {
+			l, err = RenewLease3(WithCapacityOp(ctx, OpRenew), c.api, c.table, hl.lease, c.cfg.WorkerID)
+		} else {
+			l, err = RenewLease(WithCapacityOp(ctx, OpRenew), c.api, c.table, hl.lease, c.cfg.WorkerID)
+		}
+		var handoff *HandoffRequestedError
 		switch {
+		case errors.As(err, &handoff):
+			// Renew again at once, without the checkpointOwner condition
+			// (handleGracefulShutdown), and from now on while it lasts.
+			c.adoptHandoff(hl, handoff.Lease)
+			wait = 0
+			return true, err
 		case err == nil:
 			hl.applied(l, sent)
 			c.stats.renewals.Add(1)

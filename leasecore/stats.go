@@ -2,6 +2,7 @@ package leasecore
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"time"
 
@@ -32,6 +33,11 @@ type Stats struct {
 	TakerRuns     int64 // taker runs (each one table scan)
 	Throttled     int64 // DynamoDB calls answered with a throttling error
 	Retries       int64 // calls retried after throttling or a transient error
+	// KCL 3.x (AssignByLeader).
+	Discovered   int64 // leases the leader gave this worker, found by the discoverer
+	IndexQueries int64 // discoverer queries of the LeaseOwnerToLeaseKeyIndex (all pages of one count once)
+	Handoffs     int64 // handoffs away from this worker the leader asked for (LeaseHandoff events)
+	HandedOff    int64 // handoffs this worker completed (LeaseHandedOff events)
 	// Requests counts DynamoDB requests by operation (Scan pages count
 	// one each). The coordinator turns the SDK's own retries off, so every
 	// request is counted here, retried or not.
@@ -46,7 +52,8 @@ type Stats struct {
 type counters struct {
 	renewals, renewFailures, checkpoints, taken, stolen, released, lost atomic.Int64
 	takerRuns, throttled, retries                                       atomic.Int64
-	scan, getItem, updateItem                                           atomic.Int64
+	scan, getItem, updateItem, query                                    atomic.Int64
+	discovered, indexQueries, handoffs, handedOff                       atomic.Int64
 }
 
 // meteredAPI counts every request and throttle, and turns the SDK's retryer
@@ -104,6 +111,27 @@ func (m meteredAPI) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput
 	return out, err
 }
 
+// errNoQuery: the client given to the coordinator cannot Query, so the
+// KCL 3.x discoverer cannot find the leases the leader gave this worker.
+var errNoQuery = errors.New("the DynamoDB client given to the lease coordinator has no Query, which KCL 3.x lease discovery needs")
+
+// Query is the discoverer's index query; the client must implement
+// QueryAPI (CoordinatorAPI does not require it, so that 2.x-only clients
+// keep working).
+func (m meteredAPI) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	q, ok := m.api.(QueryAPI)
+	if !ok {
+		return nil, errNoQuery
+	}
+	m.c.query.Add(1)
+	ctx, cancel := withTimeout(ctx, m.item)
+	defer cancel()
+	out, err := q.Query(ctx, in, append(opts, noSDKRetries)...)
+	m.note(err)
+	m.units.RecordQuery(ctx, in, out, err)
+	return out, err
+}
+
 func withTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	if d <= 0 {
 		return ctx, func() {}
@@ -116,6 +144,7 @@ func (c *counters) snapshot() Stats {
 		Renewals: c.renewals.Load(), RenewFailures: c.renewFailures.Load(), Checkpoints: c.checkpoints.Load(),
 		Taken: c.taken.Load(), Stolen: c.stolen.Load(), Released: c.released.Load(), Lost: c.lost.Load(),
 		TakerRuns: c.takerRuns.Load(), Throttled: c.throttled.Load(), Retries: c.retries.Load(),
-		Requests: map[string]int64{"Scan": c.scan.Load(), "GetItem": c.getItem.Load(), "UpdateItem": c.updateItem.Load()},
+		Discovered: c.discovered.Load(), IndexQueries: c.indexQueries.Load(), Handoffs: c.handoffs.Load(), HandedOff: c.handedOff.Load(),
+		Requests: map[string]int64{"Scan": c.scan.Load(), "GetItem": c.getItem.Load(), "UpdateItem": c.updateItem.Load(), "Query": c.query.Load()},
 	}
 }

@@ -34,8 +34,10 @@ func (c *Coordinator) takerLoop(ctx context.Context) {
 // observations, decide what to take or steal, take it. It returns the wait
 // until the next run.
 func (c *Coordinator) runTaker(ctx context.Context) time.Duration {
-	if c.noTaking.Load() {
-		return c.cfg.FailoverTime // nothing to do until Stop; any wait will do
+	if c.noTaking.Load() || c.Assignment() == AssignByLeader {
+		// Nothing to do until Stop, or until SetAssignment kicks the
+		// taker: any wait will do. A 3.x worker never takes or steals.
+		return c.cfg.FailoverTime
 	}
 	c.stats.takerRuns.Add(1)
 	started := c.clock.Now()
