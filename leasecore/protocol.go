@@ -132,14 +132,21 @@ func TakeLease(ctx context.Context, api LeaseUpdateAPI, table string, l Lease, w
 	u.expectCounter(l.LeaseCounter)
 	u.setN(AttrLeaseCounter, valNextCounter, l.LeaseCounter+1)
 	u.setS(AttrLeaseOwner, valOwner, worker)
-	if l.LeaseOwner != "" && l.LeaseOwner != worker {
+	// KCL 3.x's takeLease (getDynamoTakeLeaseUpdate, used by its 2.x-mode
+	// taker) ends any graceful handoff: a take is a fresh assignment, so
+	// checkpointOwner goes, and taking a lease whose checkpoint owner is the
+	// taker counts as an owner switch too. On a 2.x table there is no
+	// checkpointOwner and this changes nothing.
+	u.remove = append(u.remove, u.n(AttrCheckpointOwner))
+	switched := (l.LeaseOwner != "" && l.LeaseOwner != worker) || (l.CheckpointOwner != "" && l.CheckpointOwner == worker)
+	if switched {
 		u.add = append(u.add, u.n(AttrOwnerSwitchesSinceCheckpoint)+" "+u.v(valOne, numberAV(1)))
 	}
 	out, err := updateItem(ctx, api, table, l.LeaseKey, u, types.ReturnValueAllNew)
 	if err == nil {
 		next := l
-		next.LeaseOwner, next.LeaseCounter = worker, l.LeaseCounter+1
-		if l.LeaseOwner != "" && l.LeaseOwner != worker {
+		next.LeaseOwner, next.LeaseCounter, next.CheckpointOwner = worker, l.LeaseCounter+1, ""
+		if switched {
 			next.OwnerSwitchesSinceCheckpoint++
 		}
 		return fromAttributes(out, next), true, nil

@@ -245,3 +245,31 @@ func TestCheckpointDuringHandoff(t *testing.T) {
 		t.Fatalf("after checkpoints in handoff: %+v", cur)
 	}
 }
+
+// TestTakeLeaseEndsHandoff: KCL 3.x's takeLease (its taker in 2.x
+// compatible mode) removes checkpointOwner, and counts an owner switch
+// when the taker was the checkpoint owner (with another old owner, the
+// switch counts anyway).
+func TestTakeLeaseEndsHandoff(t *testing.T) {
+	ctx := context.Background()
+	ddb, table := newKCL3Table(t, 1, "w")
+	key := shardKey(0)
+	leaderHandoff(t, ddb, table, key, "next") // leaseOwner next, checkpointOwner w
+	cur := mustGet(t, ddb, table, key)
+	l, ok, err := TakeLease(ctx, ddb, table, cur, "next")
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	after := mustGet(t, ddb, table, key)
+	if after.CheckpointOwner != "" || l.CheckpointOwner != "" || after.LeaseOwner != "next" || after.OwnerSwitchesSinceCheckpoint != cur.OwnerSwitchesSinceCheckpoint {
+		t.Fatalf("taken by the next owner: %+v (before %+v)", after, cur)
+	}
+	leaderHandoff(t, ddb, table, key, "w") // leaseOwner w, checkpointOwner next
+	cur = mustGet(t, ddb, table, key)
+	if _, ok, err := TakeLease(ctx, ddb, table, cur, "next"); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if after := mustGet(t, ddb, table, key); after.CheckpointOwner != "" || after.OwnerSwitchesSinceCheckpoint != cur.OwnerSwitchesSinceCheckpoint+1 {
+		t.Fatalf("taken by the checkpoint owner: %+v (before %+v)", after, cur)
+	}
+}
