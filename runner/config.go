@@ -6,8 +6,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/kcltool/kcltool/internal/clock"
 	"github.com/kcltool/kcltool/coordination"
+	"github.com/kcltool/kcltool/internal/clock"
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
 	"github.com/kcltool/kcltool/runner/metrics"

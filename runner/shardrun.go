@@ -36,8 +36,8 @@ type shardRun struct {
 	// prev is the previous run of the same lease, which must be gone before
 	// this one reads: two handlers of one shard at once would break its
 	// order.
-	prev  <-chan struct{}
-	done  chan struct{}
+	prev <-chan struct{}
+	done chan struct{}
 	// halt closes when the shard must stop reading while its batch in
 	// flight finishes and is checkpointed: the worker's graceful stop
 	// (stopRuns) or a KCL 3.x handoff away from this worker (handoff,
@@ -46,7 +46,7 @@ type shardRun struct {
 	handoff     chan struct{}
 	handoffOnce sync.Once
 	stats       *metrics.ShardStats
-	log   *slog.Logger
+	log         *slog.Logger
 
 	// endErr is what ended the reading, readable once done is closed.
 	endErr error

@@ -58,7 +58,7 @@ type Worker struct {
 	mode       coordination.State
 	assignedAt time.Time
 	kcl3       kcl3Side
-	runsWG   sync.WaitGroup
+	runsWG     sync.WaitGroup
 
 	// runCtx is the parent of every shard run; cancelling it kills running
 	// handlers without another checkpoint (a crash, a lapsed grace).
