@@ -1,22 +1,26 @@
-// Package coordination is where kcltool's KCL 3.x coordination will live:
-// what a KCL 3.x fleet agrees on above the single lease. It is empty today;
-// it makes room for the next issues, which bring the 3.x worker protocol.
+// Package coordination is kcltool's side of KCL 3.x coordination: what a
+// KCL 3.x fleet agrees on above the single lease.
 //
-// What will live here (docs/kcl-compat.md, KCL 3.x items):
+// What lives here (docs/kcl-compat.md, KCL 3.x items; KCL 3.5.1 source):
 //
-//   - Leader election: the leader lock, the item "Leader" that the Java
-//     KCL's DynamoDB lock client keeps in the lease table (3.5) or in the
-//     <app>-CoordinatorState table (3.0 - 3.4): its owner, its lease
-//     duration, the version number each heartbeat rewrites, and the rule
-//     by which a contender takes a lock nobody heartbeats.
-//   - Lease assignment: the leader's periodic pass that hands leases to
-//     workers by load, with the assign and graceful-handoff writes (the
-//     leaseOwner / checkpointOwner pair), and a worker's side of it: reading
-//     its assignments through the LeaseOwnerToLeaseKeyIndex.
-//   - Worker metrics: the <app>-WorkerMetricStats items each worker upserts
-//     and the leader reads to tell active workers and their load.
-//   - The coordinator state a migration from 2.x reads and writes (the
-//     "Migration3.0" item).
+//   - Detect (detect.go): the mode of a lease table. The index
+//     LeaseOwnerToLeaseKeyIndex, the client version (Migration3.0 cv) and
+//     the table migration (TableMigration3.5 tm) decide the lease protocol
+//     (taking as in 2.x, or given by the leader) and where the items live:
+//     the side tables <app>-CoordinatorState and <app>-WorkerMetricStats
+//     (KCL 3.0 - 3.4, tm INIT or DEPLOYED), the lease table (tm COMPLETE, or
+//     a 3.5 application with no side table), or both (tm PENDING: writes to
+//     the lease table, reads merged, the lock still in the side table).
+//   - ReadLock and ListWorkerMetrics (read.go): the leader lock and every
+//     worker's metrics item, read where the KCL reads them.
+//   - Reporter (reporter.go): this worker's WorkerMetricStats item,
+//     upserted every 30 s where the state says, with the KCL's CPU samplers
+//     (cpusampler.go, ecssampler.go) that the cmd layer picks per platform.
+//
+// Still elsewhere: the leader's own work (the lock, lease assignment), which
+// the next issue brings; leasecore/kcl3probe.go's ProbeKCL3, which the
+// runner used before Detect existed; and doctor's own reading of these
+// items (inspect/doctor/kcl3.go).
 //
 // Why a package of its own: leasecore is the lease model and the per-lease
 // protocol that a 2.x and a 3.x worker share (codec, renew, take,
@@ -40,14 +44,4 @@
 // It is a domain package: time only from the injected clock, the
 // environment from the caller, no flags in its errors
 // (architecture_test.go checks it as it checks the others).
-//
-// Existing code that belongs here, not moved yet: leasecore/kcl3probe.go's
-// reading of the 3.x items (ProbeKCL3: the "Leader" and "Migration3.0"
-// items, the companion tables) and the KCL 3.x markers beside it in
-// leasecore/table.go, and the reading of the leader lock, worker metrics and
-// migration state in inspect/doctor/kcl3.go. They move when 3.x work needs
-// them here; ProbeKCL3 shares leasecore's table description and errors, so
-// moving it is not a rename. runner/kcl3watch.go stays in runner: it is
-// the 2.x worker's reaction to a 3.x fleet, and would call this package to
-// read.
 package coordination

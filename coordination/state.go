@@ -1,8 +1,6 @@
 package coordination
 
 import (
-	"context"
-	"errors"
 	"time"
 
 	"github.com/kcltool/kcltool/leasecore"
@@ -49,6 +47,38 @@ const (
 	LayoutLeaseTable
 )
 
+// Presence is what a describe told of a table.
+type Presence int
+
+const (
+	PresenceAbsent Presence = iota
+	PresencePresent
+	// PresenceUnknown: the caller may not describe the table.
+	PresenceUnknown
+)
+
+func (p Presence) String() string {
+	switch p {
+	case PresencePresent:
+		return "present"
+	case PresenceUnknown:
+		return "unknown"
+	}
+	return "absent"
+}
+
+func (l Layout) String() string {
+	switch l {
+	case LayoutSideTables:
+		return "side tables"
+	case LayoutPending:
+		return "pending (writes to the lease table, reads merged)"
+	case LayoutLeaseTable:
+		return "lease table"
+	}
+	return "none"
+}
+
 // State is what a worker or an operator command needs to know of a
 // table's KCL 3.x coordination, read by Detect.
 type State struct {
@@ -71,21 +101,22 @@ type State struct {
 	// SideTables: the side tables exist.
 	SideTables bool
 	Layout     Layout
+	// CoordinatorStateTable and WorkerMetricsTable: whether each side
+	// table exists. A describe refused with AccessDenied is no evidence
+	// either way (PresenceUnknown), unless a read of the table succeeds.
+	CoordinatorStateTable Presence
+	WorkerMetricsTable    Presence
+	// ClientVersionIn and TableMigrationIn name the table each item was
+	// read from.
+	ClientVersionIn  string
+	TableMigrationIn string
+	// LeaderLockSeen: the "Leader" item was found. Detect looks for it
+	// only when nothing else shows a KCL 3.x application.
+	LeaderLockSeen bool
 	// Reason says in one line why Assignment and Layout are what they
 	// are, naming the evidence (the index, cv, tm), for the start-up log
 	// and --print-config.
 	Reason string
-}
-
-// errNotYet marks functions declared before they are built.
-var errNotYet = errors.New("coordination: not implemented yet")
-
-// Detect reads the lease table's description, the Migration3.0 and
-// TableMigration3.5 items and whether the side tables exist, and decides
-// the State. Cheap enough to repeat every shard sync.
-func Detect(ctx context.Context, api DetectAPI, t Tables) (State, error) {
-	_, _, _ = ctx, api, t
-	return State{}, errNotYet
 }
 
 // Lock is the leader lock item, "Leader".
@@ -100,12 +131,6 @@ type Lock struct {
 	Table         string // where it was read
 }
 
-// ReadLock reads the leader lock where the state says it is.
-func ReadLock(ctx context.Context, api ReadAPI, t Tables, st State) (Lock, error) {
-	_, _, _, _ = ctx, api, t, st
-	return Lock{}, errNotYet
-}
-
 // WorkerMetrics is one worker's metrics item (WorkerMetricStats).
 type WorkerMetrics struct {
 	WorkerID   string    // wid, or the leaseKey in the lease table
@@ -118,11 +143,4 @@ type WorkerMetrics struct {
 	SupportsMigration   bool
 	SupportsMigrationAt time.Time
 	Table               string // where it was read
-}
-
-// ListWorkerMetrics reads every worker's metrics item, merged over both
-// layouts as the KCL reads them (the newest lut wins per worker).
-func ListWorkerMetrics(ctx context.Context, api ReadAPI, t Tables, st State) ([]WorkerMetrics, error) {
-	_, _, _, _ = ctx, api, t, st
-	return nil, errNotYet
 }

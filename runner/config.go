@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/kcltool/kcltool/coordination"
 	"github.com/kcltool/kcltool/internal/clock"
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
@@ -337,4 +338,9 @@ type KCL3Config struct {
 	// WorkerMetricsInterval is how often the worker upserts its metrics
 	// item (WorkerMetricsTableConfig's reporting period, 30 s).
 	WorkerMetricsInterval time.Duration
+	// Samplers are the worker metrics reported (CPU where the KCL reports
+	// it: EC2, ECS, EKS); none elsewhere, and the leader balances this
+	// worker on throughput (WorkerMetricsSelector). The caller picks them
+	// for the platform.
+	Samplers []coordination.Sampler
 }
