@@ -34,7 +34,7 @@ func actions(t *testing.T, tg Target) []string {
 func TestRunGrantsFollowFlags(t *testing.T) {
 	base := actions(t, target("run", "app", "orders", "stream", "orders"))
 	for _, a := range []string{"LeaseTable dynamodb:UpdateItem", "LeaseTable dynamodb:PutItem", "LeaseTable dynamodb:DeleteItem",
-		"KCL3Tables dynamodb:DescribeTable", "Stream kinesis:GetRecords"} {
+		"LeaseTableIndex dynamodb:Query", "CoordinatorState dynamodb:DescribeTable", "WorkerMetrics dynamodb:UpdateItem", "Stream kinesis:GetRecords"} {
 		if !slices.Contains(base, a) {
 			t.Errorf("run lacks %s: %v", a, base)
 		}

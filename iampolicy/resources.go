@@ -17,8 +17,8 @@ type resource struct {
 // (leasecore.KCL3IndexName; iampolicy_test checks they agree).
 const KCL3IndexName = "LeaseOwnerToLeaseKeyIndex"
 
-// KCL 3.0-3.4's side tables, named after the lease table by
-// leasecore.CheckNotKCL3 and after the application by inspect's doctor.
+// KCL 3.0-3.4's side tables, named after the application
+// (coordination.DefaultTables).
 var kcl3Suffixes = []string{"-CoordinatorState", "-WorkerMetricStats"}
 
 // The lease table: --table, else --app (KCL names it after the application).
@@ -35,15 +35,6 @@ var (
 	// --to-app when given.
 	importTable = &resource{sid: "LeaseTable", arns: func(t Target) []string {
 		return []string{t.tableARN(t.or(t.leaseTable(), "to-table", "to-app"))}
-	}}
-	// run looks for the side tables under the lease table's name and the
-	// application's (leasecore.ProbeKCL3), which differ when --table is set.
-	kcl3TablesOfTableAndApp = &resource{sid: "KCL3Tables", arns: func(t Target) []string {
-		out := t.kcl3Tables(t.leaseTable())
-		if t.app() != t.leaseTable() {
-			out = append(out, t.kcl3Tables(t.app())...)
-		}
-		return out
 	}}
 	kcl3TablesOfApp = &resource{sid: "KCL3Tables", arns: func(t Target) []string {
 		return t.kcl3Tables(t.app())
