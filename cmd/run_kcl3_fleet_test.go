@@ -6,6 +6,7 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -126,7 +127,8 @@ func checkpointWatch(t *testing.T, f *kcl3fleet.Fleet) (stop func() []string) {
 // kill -9 of a kcltool worker in a KCL 3.x fleet: nobody takes its leases
 // (3.x workers never take); the leader sees them expire and the worker's
 // metrics go stale, and gives them to the worker left. Every record is
-// handled at least once, and no lease's checkpoint ever goes back.
+// handled at least once, none twice but B's batches in flight, and no
+// lease's checkpoint ever goes back.
 func TestRunKCL3KillWorker(t *testing.T) {
 	s := newE2EStack(t, 4)
 	f := kcl3App(t, s, kcl3fleet.NewApp)
@@ -134,7 +136,10 @@ func TestRunKCL3KillWorker(t *testing.T) {
 	runLeader(t, leader)
 	out := filepath.Join(t.TempDir(), "handled.jsonl")
 	env := []string{"OUT=" + out}
-	args := func(id string) []string { return kcl3RunArgs(s, id, "--batch-size", "25", "--exec", fleetHandler) }
+	const batchSize = 25
+	args := func(id string) []string {
+		return kcl3RunArgs(s, id, "--batch-size", strconv.Itoa(batchSize), "--exec", fleetHandler)
+	}
 	watch := checkpointWatch(t, f)
 
 	a := startWorker(t, "A", env, args("A")...)
@@ -152,13 +157,14 @@ func TestRunKCL3KillWorker(t *testing.T) {
 		}
 	}
 	produce(6)
-	eventuallyE2E(t, 60*time.Second, "B to handle records", func() bool {
+	eventuallyE2E(t, 60*time.Second, "B to handle 100 records", func() bool {
+		n := 0
 		for _, bt := range readBatchesLocked(t, out) {
 			if bt.worker == "B" {
-				return true
+				n += len(bt.records)
 			}
 		}
-		return false
+		return n >= 100
 	})
 	heldByB := fleetOwners(t, f)["B"]
 	if err := b.cmd.Process.Kill(); err != nil { // SIGKILL: no release, no last checkpoint
@@ -184,6 +190,12 @@ func TestRunKCL3KillWorker(t *testing.T) {
 	}
 	if back := watch(); len(back) > 0 {
 		t.Errorf("checkpoints went back: %v", back)
+	}
+	// Handled twice: only what B handled and had not checkpointed when it
+	// died, at most its batch in flight on each lease it held. A resumes
+	// each of B's leases from B's last checkpoint.
+	if dup := countHandlings(readBatches(t, out)) - want; dup > batchSize*heldByB {
+		t.Errorf("%d records handled twice, more than B's batches in flight (%d leases × %d)", dup, heldByB, batchSize)
 	}
 	checkModeLogged(t, a.logs.String(), "leader", "lease table", "LeaseOwnerToLeaseKeyIndex")
 	a.signal(t, syscall.SIGTERM)
