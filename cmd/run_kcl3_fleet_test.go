@@ -346,3 +346,66 @@ func readLines(t *testing.T, path string) []string {
 	}
 	return strings.Split(strings.TrimSpace(string(b)), "\n")
 }
+
+// A worker of a KCL 3.x application in the middle of its table migration
+// (tm PENDING: the lock in <app>-CoordinatorState, everything else in the
+// lease table): the leader gives it the leases, its metrics item is in the
+// lease table, and at a graceful stop it evicts its leases with the KCL's
+// 3.x evict write (no owner left, the counter moved), for the leader's
+// next round. Its calls are judged against `kcltool iam-policy run` with
+// the other end-to-end tests.
+func TestRunKCL3PendingLayout(t *testing.T) {
+	s := newE2EStack(t, 2)
+	f := kcl3App(t, s, kcl3fleet.Pending)
+	runLeader(t, f.NewLeader(kcl3Timings))
+	ctx := context.Background()
+	a := startWorker(t, "A", nil, kcl3RunArgs(s, "A", "--exec", "cat >/dev/null")...)
+	eventuallyE2E(t, 60*time.Second, "the leader to give A both leases and A's metrics item in the lease table", func() bool {
+		reports, err := f.WorkerMetricsReports(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inLeaseTable := false
+		for _, r := range reports {
+			inLeaseTable = inLeaseTable || r.WorkerID == "A" && r.Table == s.app
+		}
+		return inLeaseTable && fleetOwners(t, f)["A"] == 2
+	})
+	// Renewed by A (the leader's assignLease set the counter to 1): A
+	// found them through the index and holds them.
+	eventuallyE2E(t, 30*time.Second, "A to renew both leases", func() bool {
+		ls, err := f.Leases(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		renewed := 0
+		for _, l := range ls {
+			if l.LeaseOwner == "A" && l.LeaseCounter > 1 {
+				renewed++
+			}
+		}
+		return renewed == 2
+	})
+	before, err := f.Leases(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.signal(t, syscall.SIGTERM)
+	if code := a.exitCode(t, 30*time.Second); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	after, err := f.Leases(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counter := map[string]int64{}
+	for _, l := range before {
+		counter[l.LeaseKey] = l.LeaseCounter
+	}
+	for _, l := range after {
+		if l.LeaseOwner != "" || l.CheckpointOwner != "" || l.LeaseCounter <= counter[l.LeaseKey] {
+			t.Errorf("lease %s after the stop: owner %q, checkpointOwner %q, counter %d (was %d); want evicted", l.LeaseKey, l.LeaseOwner, l.CheckpointOwner, l.LeaseCounter, counter[l.LeaseKey])
+		}
+	}
+	checkModeLogged(t, a.logs.String(), "leader", "pending (writes to the lease table, reads merged)", "PENDING")
+}
