@@ -271,3 +271,21 @@ func (w watchedDDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput
 	w.before(in)
 	return w.Client.UpdateItem(ctx, in, opts...)
 }
+
+// heldRuns lists the leases the worker runs, sorted.
+func (w *Worker) heldRuns() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for k := range w.runs {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (w *Worker) runOf(key string) *shardRun {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.runs[key]
+}
