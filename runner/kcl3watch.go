@@ -60,8 +60,8 @@ func (w *Worker) follow(ctx context.Context, st coordination.State) {
 	w.mu.Unlock()
 	w.kcl3.setState(ctx, st)
 	if prev.Assignment != st.Assignment || prev.Layout != st.Layout || prev.ReportMetrics != st.ReportMetrics {
-		w.log.Warn("the lease table's KCL 3.x state changed: following it", "from", prev.Assignment, "assignment", st.Assignment,
-			"layout", st.Layout, "reportMetrics", st.ReportMetrics, "reason", st.Reason)
+		w.log.Warn("the lease table's KCL 3.x state changed: following it", "from", prev.Assignment.String(), "assignment", st.Assignment.String(),
+			"layout", st.Layout.String(), "reportMetrics", st.ReportMetrics, "reason", st.Reason)
 	}
 	if w.coord.Assignment() != st.Assignment {
 		w.coord.SetAssignment(st.Assignment)
