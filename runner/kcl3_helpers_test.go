@@ -12,6 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/kcltool/kcltool/internal/testenv/emulator"
 	"github.com/kcltool/kcltool/internal/testenv/kcl3fleet"
 	"github.com/kcltool/kcltool/leasecore"
@@ -221,4 +225,67 @@ func (h *logTimes) first(text string) time.Time {
 		}
 	}
 	return at
+}
+
+// setCheckpoint writes a lease's checkpoint as its owner's record
+// processor left it, without touching the counter (the Java-like owner
+// keeps renewing).
+func setCheckpoint(t *testing.T, s kcl3Stack, key, seq string) {
+	t.Helper()
+	_, err := s.ddb.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       map[string]ddbtypes.AttributeValue{"leaseKey": &ddbtypes.AttributeValueMemberS{Value: key}},
+		UpdateExpression:          aws.String("SET checkpoint = :cp, checkpointSubSequenceNumber = :zero"),
+		ConditionExpression:       aws.String("attribute_exists(leaseKey)"),
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":cp": &ddbtypes.AttributeValueMemberS{Value: seq}, ":zero": &ddbtypes.AttributeValueMemberN{Value: "0"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startWith is start with the worker's own DynamoDB client.
+func startWith(t *testing.T, s stack, cfg Config, ddb DynamoDBAPI) *running {
+	t.Helper()
+	w, err := NewWorker(cfg, ddb, s.kin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{w: w, done: make(chan error, 1), kill: cancel}
+	go func() { r.done <- w.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-r.done
+	})
+	return r
+}
+
+// watchedDDB calls before at every UpdateItem, before it is sent.
+type watchedDDB struct {
+	*dynamodb.Client
+	before func(*dynamodb.UpdateItemInput)
+}
+
+func (w watchedDDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	w.before(in)
+	return w.Client.UpdateItem(ctx, in, opts...)
+}
+
+// heldRuns lists the leases the worker runs, sorted.
+func (w *Worker) heldRuns() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for k := range w.runs {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (w *Worker) runOf(key string) *shardRun {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.runs[key]
 }

@@ -63,6 +63,14 @@ func TestKCL3JoinsFleet(t *testing.T) {
 			if err := r.stop(t); err != nil {
 				t.Fatal(err)
 			}
+			// The graceful stop evicts (the KCL 3.x evict write): no owner,
+			// the checkpoints kept, for the leader's next round.
+			for _, key := range s.shards {
+				l := s.lease(t, key)
+				if l.LeaseOwner != "" || l.Checkpoint.SequenceNumber != last[key] {
+					t.Errorf("lease %s after the stop: owner %q checkpoint %s, want no owner and %s", key, l.LeaseOwner, l.Checkpoint.SequenceNumber, last[key])
+				}
+			}
 		})
 	}
 }

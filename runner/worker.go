@@ -192,7 +192,6 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	w.kcl3.start(ctx, w, mode)
 	defer w.kcl3.stop(context.WithoutCancel(ctx))
-	// As names: slog's JSON handler would write these int types as numbers.
 	w.log.Info("lease assignment mode", "assignment", mode.Assignment.String(), "layout", mode.Layout.String(), "reportMetrics", mode.ReportMetrics, "reason", mode.Reason)
 	w.log.Info("worker started", "app", cfg.App, "table", cfg.Table, "stream", w.streamsLabel(),
 		"initialPosition", cfg.Initial.Kind, "failover", coord.Config().FailoverTime, "batchSize", cfg.BatchSize, "maxParallel", cfg.MaxParallel)
