@@ -106,3 +106,31 @@ func TestPropertiesKCL3Values(t *testing.T) {
 		}
 	}
 }
+
+// TestPropertiesKCL3PrintConfigMode: --print-config of a KCL 3.x
+// application's file says how the worker gets its leases. It makes no AWS
+// call, so it names the evidence the worker reads at start (the index, cv
+// and tm) rather than the mode; the start-up log names the mode
+// (checkModeLogged in the KCL 3.x end-to-end tests).
+func TestPropertiesKCL3PrintConfigMode(t *testing.T) {
+	r := propsRun(t, kclpy3Props(t), nil, printJSON()...)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.errOut)
+	}
+	for _, s := range r.doc.Settings {
+		if s.Setting != "lease-assignment" {
+			continue
+		}
+		note := ""
+		if s.Note != nil {
+			note = *s.Note
+		}
+		for _, want := range []string{"KCL 3.x", "LeaseOwnerToLeaseKeyIndex", "Migration3.0", "TableMigration3.5", "lease assignment mode"} {
+			if !strings.Contains(s.Value+" "+note, want) {
+				t.Errorf("lease-assignment %q (%s) does not name %s", s.Value, note, want)
+			}
+		}
+		return
+	}
+	t.Errorf("no lease-assignment row in %+v", r.doc.Settings)
+}
