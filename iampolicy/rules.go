@@ -51,6 +51,12 @@ var rules = []rule{
 
 	// Read-only operator commands (inspect): DescribeTable, then Scan.
 	{cmds("leases ls", "leases owners"), always, leaseTable, dynamodb("DescribeTable", "Scan")},
+	// leases owners reads a KCL 3.x application's leader lock and worker
+	// metrics in both layouts (inspect.ReadKCL3: coordination.Detect,
+	// ReadLock, ListWorkerMetrics): GetItem of the Migration3.0, Leader and
+	// TableMigration3.5 items, and the side tables described and read.
+	{cmds("leases owners"), always, leaseTable, dynamodb("GetItem")},
+	{cmds("leases owners"), always, kcl3TablesOfApp, dynamodb("DescribeTable", "GetItem", "Scan")},
 	{cmds("checkpoint diff", "lag"), always, leaseTable, dynamodb("DescribeTable", "Scan")},
 	{cmds("checkpoint diff", "lag"), always, stream, kinesis("ListShards", "GetShardIterator", "GetRecords")},
 	{cmds("shards lineage", "lineage"), always, stream, kinesis("ListShards")},
@@ -82,14 +88,12 @@ var rules = []rule{
 	// placeholder. DescribeStreamSummary only asks whether shard-level
 	// metrics are on, for the CloudWatch reads.
 	{cmds("doctor"), always, leaseTable, dynamodb("DescribeTable", "Scan")},
-	// doctor and leases owners read a KCL 3.x fleet's coordination in both
-	// layouts, merged as the KCL does (coordination.Detect, ReadLock,
-	// ListWorkerMetrics): DescribeTable says whether each side table
-	// exists, GetItem reads Migration3.0, TableMigration3.5 and the leader
-	// lock (in the side table or the lease table), Scan lists the
-	// worker-metrics items. All reads.
-	{cmds("doctor", "leases owners"), always, kcl3TablesOfApp, dynamodb("DescribeTable", "GetItem", "Scan")},
-	{cmds("doctor", "leases owners"), always, leaseTable, dynamodb("GetItem")},
+	// The KCL 3.x state in both layouts (inspect/doctor/kcl3.go through
+	// coordination's readers): the items of the lease table and of
+	// <app>-CoordinatorState (the lock at every read), the side tables
+	// described, and scanned for the worker metrics.
+	{cmds("doctor"), always, leaseTable, dynamodb("GetItem")},
+	{cmds("doctor"), always, kcl3TablesOfApp, dynamodb("DescribeTable", "GetItem", "Scan")},
 	{cmds("doctor"), always, stream, kinesis("ListShards", "GetShardIterator", "GetRecords")},
 	{cmds("doctor"), not(flag("no-cloudwatch")), stream, kinesis("DescribeStreamSummary")},
 	{cmds("doctor"), not(flag("no-cloudwatch")), anyResource, cloudwatch("GetMetricData")},
