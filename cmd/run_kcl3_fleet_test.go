@@ -132,8 +132,6 @@ func checkpointWatch(t *testing.T, f *kcl3fleet.Fleet) (stop func() []string) {
 func TestRunKCL3KillWorker(t *testing.T) {
 	s := newE2EStack(t, 4)
 	f := kcl3App(t, s, kcl3fleet.NewApp)
-	leader := f.NewLeader(kcl3Timings)
-	runLeader(t, leader)
 	out := filepath.Join(t.TempDir(), "handled.jsonl")
 	env := []string{"OUT=" + out}
 	const batchSize = 25
@@ -144,6 +142,22 @@ func TestRunKCL3KillWorker(t *testing.T) {
 
 	a := startWorker(t, "A", env, args("A")...)
 	b := startWorker(t, "B", env, args("B")...)
+	// The leader starts once both workers report metrics: it gives a round's
+	// leases to the active workers, and the harness's leader does not
+	// rebalance later (kcl3fleet's package doc).
+	eventuallyE2E(t, 60*time.Second, "A and B to write their metrics items", func() bool {
+		reports, err := f.WorkerMetricsReports(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := map[string]bool{}
+		for _, r := range reports {
+			ids[r.WorkerID] = true
+		}
+		return ids["A"] && ids["B"]
+	})
+	leader := f.NewLeader(kcl3Timings)
+	runLeader(t, leader)
 	eventuallyE2E(t, 60*time.Second, "the leader to give leases to A and B", func() bool {
 		o := fleetOwners(t, f)
 		return o["A"] > 0 && o["B"] > 0 && o["A"]+o["B"] == 4
