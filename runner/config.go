@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -338,9 +339,11 @@ type KCL3Config struct {
 	// WorkerMetricsInterval is how often the worker upserts its metrics
 	// item (WorkerMetricsTableConfig's reporting period, 30 s).
 	WorkerMetricsInterval time.Duration
-	// Samplers are the worker metrics reported (CPU where the KCL reports
-	// it: EC2, ECS, EKS); none elsewhere, and the leader balances this
-	// worker on throughput (WorkerMetricsSelector). The caller picks them
-	// for the platform.
-	Samplers []coordination.Sampler
+	// Samplers picks the worker metrics reported, CPU where the KCL
+	// reports it (EC2, ECS, EKS), none elsewhere, when the leader balances
+	// this worker on throughput (WorkerMetricsSelector); platform names
+	// where the worker runs, for the log. The caller detects the platform;
+	// the worker calls it once, when it first reports metrics, never on a
+	// KCL 2.x table. Nil: no metric.
+	Samplers func(ctx context.Context) (samplers []coordination.Sampler, platform string)
 }

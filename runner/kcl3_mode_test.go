@@ -135,3 +135,34 @@ func TestKCL3AppearsMidRun(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// clientVersionConfig decides only while a 3.x table has no Migration3.0
+// item, as in the KCL: COMPATIBLE_WITH_2X takes leases and reports metrics
+// (CLIENT_VERSION_UPGRADE_FROM_2X); the default follows the leader.
+func TestKCL3ClientVersionConfigWithoutMigrationItem(t *testing.T) {
+	s := newKCL3Stack(t, 1, kcl3fleet.Layout{Kind: kcl3fleet.NewApp, NoMigrationItem: true})
+	cfg := s.kcl3Config(t, "kcltool-1", outFile(t))
+	cfg.KCL3.ClientVersionConfig = "CLIENT_VERSION_CONFIG_COMPATIBLE_WITH_2X"
+	r := start(t, s.stack, cfg)
+	eventually(t, 20*time.Second, "the lease taken without a leader", func() bool { return len(r.w.heldRuns()) == 1 })
+	if got := r.w.coord.Assignment(); got != leasecore.AssignByTaking {
+		t.Errorf("assignment %s, want taking", got)
+	}
+	eventually(t, 10*time.Second, "kcltool's metrics item", func() bool {
+		reps, _ := s.fleet.WorkerMetricsReports(context.Background())
+		return len(reps) == 1 && reps[0].WorkerID == "kcltool-1"
+	})
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg = s.kcl3Config(t, "kcltool-2", outFile(t))
+	r = start(t, s.stack, cfg)
+	time.Sleep(3 * time.Second)
+	if got := r.w.coord.Assignment(); got != leasecore.AssignByLeader || len(r.w.heldRuns()) != 0 {
+		t.Errorf("default clientVersionConfig: assignment %s, %d leases held without a leader; want leader and none", got, len(r.w.heldRuns()))
+	}
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -27,6 +27,16 @@ func TestKCL3JoinsFleet(t *testing.T) {
 			s.leader(t)
 
 			eventually(t, 30*time.Second, "every record handled", func() bool { return len(readHandled(t, out)) == len(sent) })
+			// The bytes read reach the renewals' throughputKBps, which the
+			// leader balances on (no CPU metric off EC2, ECS and EKS).
+			eventually(t, 10*time.Second, "throughputKBps written", func() bool {
+				for _, key := range s.shards {
+					if tp := s.lease(t, key).ThroughputKBps; tp != nil && *tp > 0 {
+						return true
+					}
+				}
+				return false
+			})
 			last := lastPerShard(readHandled(t, out))
 			eventually(t, 10*time.Second, "checkpoints at the last records", func() bool {
 				for shard, seq := range last {

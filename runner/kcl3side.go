@@ -17,6 +17,37 @@ type kcl3Side struct {
 	w        *Worker
 	ctx      context.Context
 	reporter *coordination.Reporter
+	starting bool               // startReporter runs
+	pending  coordination.State // the state for the reporter it starts
+	stopped  bool
+}
+
+// startReporter picks the metrics for the platform, then starts the
+// reporter with the latest state.
+func (k *kcl3Side) startReporter() {
+	w := k.w
+	var samplers []coordination.Sampler
+	platform := "not detected"
+	if w.cfg.KCL3.Samplers != nil {
+		samplers, platform = w.cfg.KCL3.Samplers(k.ctx)
+	}
+	names := make([]string, len(samplers))
+	for i, s := range samplers {
+		names[i] = s.Name()
+	}
+	r := coordination.NewReporter(w.ddb, w.kcl3Tables(), w.cfg.WorkerID, w.clock, coordination.ReporterOptions{
+		Samplers: samplers, Period: w.cfg.KCL3.WorkerMetricsInterval, Logger: w.log,
+	})
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.stopped || k.ctx.Err() != nil {
+		return
+	}
+	r.SetState(k.pending)
+	r.Start(k.ctx)
+	k.reporter = r
+	w.log.Info("reporting worker metrics for the KCL 3.x leader", "table", r.Table(), "every", w.cfg.KCL3.WorkerMetricsInterval,
+		"platform", platform, "metrics", names)
 }
 
 func (k *kcl3Side) start(ctx context.Context, w *Worker, st coordination.State) {
@@ -38,16 +69,14 @@ func (k *kcl3Side) setState(_ context.Context, st coordination.State) {
 		return
 	}
 	if k.reporter == nil {
-		if !st.ReportMetrics {
+		if !st.ReportMetrics || k.starting {
+			k.pending = st
 			return
 		}
-		w := k.w
-		k.reporter = coordination.NewReporter(w.ddb, w.kcl3Tables(), w.cfg.WorkerID, w.clock, coordination.ReporterOptions{
-			Samplers: w.cfg.KCL3.Samplers, Period: w.cfg.KCL3.WorkerMetricsInterval, Logger: w.log,
-		})
-		k.reporter.SetState(st)
-		k.reporter.Start(k.ctx)
-		w.log.Info("reporting worker metrics for the KCL 3.x leader", "table", k.reporter.Table(), "every", w.cfg.KCL3.WorkerMetricsInterval, "metrics", len(w.cfg.KCL3.Samplers))
+		// Finding the platform may take seconds (the EC2 metadata
+		// service): not on the worker's start path.
+		k.starting, k.pending = true, st
+		go k.startReporter()
 		return
 	}
 	k.reporter.SetState(st)
@@ -58,6 +87,7 @@ func (k *kcl3Side) setState(_ context.Context, st coordination.State) {
 func (k *kcl3Side) stop(ctx context.Context) {
 	k.mu.Lock()
 	r := k.reporter
+	k.stopped = true
 	k.mu.Unlock()
 	if r != nil {
 		_ = r.Stop(ctx)

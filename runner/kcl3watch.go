@@ -5,6 +5,7 @@ import (
 
 	"github.com/kcltool/kcltool/coordination"
 	"github.com/kcltool/kcltool/internal/clock"
+	"github.com/kcltool/kcltool/leasecore"
 )
 
 // kcl3Tables names the tables of the application's KCL 3.x coordination:
@@ -25,7 +26,40 @@ func (w *Worker) kcl3Tables() coordination.Tables {
 // application under CLIENT_VERSION_UPGRADE_FROM_2X or rolled back to
 // CLIENT_VERSION_2X) or from the leader (KCL 3.x).
 func (w *Worker) detectMode(ctx context.Context) (coordination.State, error) {
-	return coordination.Detect(ctx, w.ddb, w.kcl3Tables())
+	st, err := coordination.Detect(ctx, w.ddb, w.kcl3Tables())
+	if err != nil {
+		return st, err
+	}
+	return withClientVersionConfig(st, w.cfg.KCL3.ClientVersionConfig), nil
+}
+
+// Client version configurations (the KCL's ClientVersionConfig).
+const (
+	clientVersionConfig2X       = "CLIENT_VERSION_CONFIG_COMPATIBLE_WITH_2X"
+	clientVersionConfig2XPhase1 = "CLIENT_VERSION_CONFIG_COMPATIBLE_WITH_2X_PHASE1"
+)
+
+// withClientVersionConfig applies the worker's clientVersionConfig where
+// the KCL lets it decide: only while a 3.x table has no Migration3.0 item
+// (MigrationClientVersionStateInitializer.getNextClientVersionBasedOnConfigVersion).
+// Detect assumes the default, CLIENT_VERSION_CONFIG_3X; COMPATIBLE_WITH_2X
+// starts as CLIENT_VERSION_UPGRADE_FROM_2X (taking, with metrics), its
+// PHASE1 as CLIENT_VERSION_INIT (taking, no metrics). Once the item exists
+// its cv decides, whatever the configuration. A KCL 2.x table is left as it
+// is: kcltool never starts a migration.
+func withClientVersionConfig(st coordination.State, config string) coordination.State {
+	if st.ClientVersion != "" || st.Layout == coordination.LayoutNone {
+		return st
+	}
+	switch config {
+	case clientVersionConfig2X:
+		st.Assignment, st.ReportMetrics = leasecore.AssignByTaking, true
+		st.Reason += "; clientVersionConfig " + config + " with no Migration3.0 item: as " + coordination.ClientVersionUpgradeFrom2X
+	case clientVersionConfig2XPhase1:
+		st.Assignment, st.ReportMetrics = leasecore.AssignByTaking, false
+		st.Reason += "; clientVersionConfig " + config + " with no Migration3.0 item: 2.x compatible, no metrics"
+	}
+	return st
 }
 
 // modeLoop re-reads the table's state at every shard sync interval and
