@@ -140,7 +140,7 @@ var runSettings = []runSetting{
 	// WorkerUtilizationAwareAssignmentConfig, and the side tables' names.
 	{flag: "client-version-config", env: "KCLTOOL_CLIENT_VERSION_CONFIG", property: "clientVersionConfig", conv: propUpper, field: "KCL3.ClientVersionConfig",
 		invalid: "3X", complete: runner.ClientVersionConfigs,
-		usage: "the KCL's clientVersionConfig: CLIENT_VERSION_CONFIG_3X, CLIENT_VERSION_CONFIG_COMPATIBLE_WITH_2X or CLIENT_VERSION_CONFIG_COMPATIBLE_WITH_2X_PHASE1 (the worker follows the lease table's Migration3.0 state either way)"},
+		usage: "the KCL's clientVersionConfig: CLIENT_VERSION_CONFIG_3X, CLIENT_VERSION_CONFIG_COMPATIBLE_WITH_2X or CLIENT_VERSION_CONFIG_COMPATIBLE_WITH_2X_PHASE1; as in the KCL it decides the mode only while a KCL 3.x table has no Migration3.0 item, whose cv decides otherwise"},
 	{flag: "lease-assignment-interval", env: "KCLTOOL_LEASE_ASSIGNMENT_INTERVAL", property: "leaseAssignmentIntervalMillis", conv: propMillis, field: "KCL3.LeaseAssignmentInterval", invalid: "-1s",
 		usage: "in a KCL 3.x application, how often the leader assigns leases; this worker looks for leases given to it every half of it (KCL leaseAssignmentIntervalMillis; 0: 2 × --failover-time)"},
 	{flag: "graceful-handoff", env: "KCLTOOL_GRACEFUL_HANDOFF", property: "isGracefulLeaseHandoffEnabled", conv: propBool, field: "KCL3.GracefulHandoff", invalid: "maybe",
