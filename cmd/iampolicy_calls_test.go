@@ -243,6 +243,8 @@ func requestOf(c emulator.Call) iampolicy.Request {
 	switch {
 	case consumer != "":
 		r.Resource = consumer
+	case c.Table != "" && c.Index != "":
+		r.Resource = iampolicy.TableARN(region, testAccount, c.Table) + "/index/" + c.Index
 	case c.Table != "":
 		r.Resource = iampolicy.TableARN(region, testAccount, c.Table)
 	case stream != "":

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kcltool/kcltool/cmd/cmdutil"
 	"github.com/kcltool/kcltool/iampolicy"
+	"github.com/kcltool/kcltool/leasecore"
 )
 
 // TestIAMPolicyTableMatchesTheCommandTree: every command of the table is a
@@ -103,5 +104,13 @@ func TestIAMPolicyUsageErrors(t *testing.T) {
 		if code != cmdutil.ExitUsage || !strings.Contains(errOut, c.want) {
 			t.Errorf("iam-policy %v: exit %d, stderr %q; want exit 2 and %q", c.args, code, errOut, c.want)
 		}
+	}
+}
+
+// TestIAMPolicyIndexIsTheKCLs: the policy's index is the one leasecore
+// queries and creates.
+func TestIAMPolicyIndexIsTheKCLs(t *testing.T) {
+	if iampolicy.KCL3IndexName != leasecore.KCL3IndexName {
+		t.Errorf("iampolicy grants Query on %s, leasecore queries %s", iampolicy.KCL3IndexName, leasecore.KCL3IndexName)
 	}
 }

@@ -85,9 +85,10 @@ func TestRunSecondSignalExitsAtOnce(t *testing.T) {
 	}
 }
 
-// A lease table of a KCL 3.x application is refused with the reason, and a
-// missing one without --create-table names the flag.
-func TestRunRefusesKCL3TableAndMissingTable(t *testing.T) {
+// A lease table of a KCL 3.x application is not refused any more: the
+// worker follows the leader, says so with the evidence, and takes nothing
+// itself. A missing table without --create-table names the flag.
+func TestRunKCL3TableAndMissingTable(t *testing.T) {
 	s := newE2EStack(t, 1)
 	_, err := s.ddb.CreateTable(context.Background(), &dynamodb.CreateTableInput{
 		TableName:   aws.String(s.app),
@@ -107,12 +108,14 @@ func TestRunRefusesKCL3TableAndMissingTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := startWorker(t, "w", nil, "run", "--app", s.app, "--stream", s.stream, "--exec", "cat")
-	if code := w.exitCode(t, 30*time.Second); code != 1 {
-		t.Fatalf("exit %d on a KCL 3.x table, want 1", code)
+	w := startWorker(t, "w", nil, "run", "--app", s.app, "--stream", s.stream, "--exec", "cat", "--log-format", "json")
+	eventuallyE2E(t, 30*time.Second, "the mode logged", func() bool { return strings.Contains(w.logs.String(), "lease assignment mode") })
+	if logs := w.logs.String(); !strings.Contains(logs, `"assignment":"leader"`) || !strings.Contains(logs, "LeaseOwnerToLeaseKeyIndex") {
+		t.Fatalf("the start-up log does not say leader mode and why:\n%s", logs)
 	}
-	if logs := w.logs.String(); !strings.Contains(logs, "belongs to a KCL 3.x application") || !strings.Contains(logs, "LeaseOwnerToLeaseKeyIndex") {
-		t.Fatalf("stderr does not explain the refusal:\n%s", logs)
+	w.signal(t, syscall.SIGTERM)
+	if code := w.exitCode(t, 30*time.Second); code != 0 {
+		t.Fatalf("exit %d after SIGTERM on a KCL 3.x table, want 0", code)
 	}
 
 	w = startWorker(t, "w2", nil, "run", "--app", s.app+"-missing", "--stream", s.stream, "--exec", "cat")

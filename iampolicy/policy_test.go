@@ -34,7 +34,7 @@ func actions(t *testing.T, tg Target) []string {
 func TestRunGrantsFollowFlags(t *testing.T) {
 	base := actions(t, target("run", "app", "orders", "stream", "orders"))
 	for _, a := range []string{"LeaseTable dynamodb:UpdateItem", "LeaseTable dynamodb:PutItem", "LeaseTable dynamodb:DeleteItem",
-		"KCL3Tables dynamodb:DescribeTable", "Stream kinesis:GetRecords"} {
+		"LeaseTableIndex dynamodb:Query", "CoordinatorState dynamodb:DescribeTable", "WorkerMetrics dynamodb:UpdateItem", "Stream kinesis:GetRecords"} {
 		if !slices.Contains(base, a) {
 			t.Errorf("run lacks %s: %v", a, base)
 		}
@@ -167,6 +167,59 @@ func TestAllows(t *testing.T) {
 	} {
 		if got := p.Allows(c.r); got != c.want {
 			t.Errorf("Allows(%+v) = %v, want %v", c.r, got, c.want)
+		}
+	}
+}
+
+// TestRunGrantsKCL3: every run may meet a KCL 3.x table, so its policy
+// holds the 3.x worker's calls: Query on the index and nowhere else, the
+// side tables named after the application or by their flags, read-only
+// CoordinatorState, and only this worker's own upsert in WorkerMetricStats.
+func TestRunGrantsKCL3(t *testing.T) {
+	tg := target("run", "app", "orders", "table", "orders-leases", "stream", "s")
+	tg.Region, tg.Account = "eu-west-1", "123456789012"
+	arn := func(table string) string { return TableARN("eu-west-1", "123456789012", table) }
+	index := arn("orders-leases") + "/index/LeaseOwnerToLeaseKeyIndex"
+	p, err := For(tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		action, resource string
+		want             bool
+	}{
+		{"dynamodb:Query", index, true},
+		{"dynamodb:Query", arn("orders-leases"), false}, // the index only
+		{"dynamodb:Query", arn("orders") + "/index/LeaseOwnerToLeaseKeyIndex", false},
+		{"dynamodb:DescribeTable", arn("orders-CoordinatorState"), true},
+		{"dynamodb:GetItem", arn("orders-CoordinatorState"), true},
+		{"dynamodb:UpdateItem", arn("orders-CoordinatorState"), false}, // the leader's table
+		{"dynamodb:PutItem", arn("orders-CoordinatorState"), false},
+		{"dynamodb:DescribeTable", arn("orders-WorkerMetricStats"), true},
+		{"dynamodb:UpdateItem", arn("orders-WorkerMetricStats"), true},
+		{"dynamodb:Scan", arn("orders-WorkerMetricStats"), false}, // other workers' items
+		{"dynamodb:DeleteItem", arn("orders-WorkerMetricStats"), false},
+		// In the single-table layout, the metrics item and the coordination
+		// items are lease-table items.
+		{"dynamodb:UpdateItem", arn("orders-leases"), true},
+		{"dynamodb:GetItem", arn("orders-leases"), true},
+	} {
+		if got := p.Allows(Request{Action: c.action, Resource: c.resource}); got != c.want {
+			t.Errorf("%s on %s: allowed %v, want %v", c.action, c.resource, got, c.want)
+		}
+	}
+	tg.Flags["coordinator-state-table"], tg.Flags["worker-metrics-table"] = "cs", "wm"
+	p, _ = For(tg)
+	for _, c := range []struct {
+		action, resource string
+		want             bool
+	}{
+		{"dynamodb:GetItem", arn("cs"), true},
+		{"dynamodb:UpdateItem", arn("wm"), true},
+		{"dynamodb:UpdateItem", arn("orders-WorkerMetricStats"), false},
+	} {
+		if got := p.Allows(Request{Action: c.action, Resource: c.resource}); got != c.want {
+			t.Errorf("named side tables: %s on %s: allowed %v, want %v", c.action, c.resource, got, c.want)
 		}
 	}
 }

@@ -13,8 +13,12 @@ type resource struct {
 	condition func(Target) map[string]map[string]string
 }
 
-// KCL 3.0-3.4's side tables, named after the lease table by
-// leasecore.CheckNotKCL3 and after the application by inspect's doctor.
+// KCL3IndexName is the KCL 3.x lease table's global secondary index
+// (leasecore.KCL3IndexName; iampolicy_test checks they agree).
+const KCL3IndexName = "LeaseOwnerToLeaseKeyIndex"
+
+// KCL 3.0-3.4's side tables, named after the application
+// (coordination.DefaultTables).
 var kcl3Suffixes = []string{"-CoordinatorState", "-WorkerMetricStats"}
 
 // The lease table: --table, else --app (KCL names it after the application).
@@ -32,17 +36,23 @@ var (
 	importTable = &resource{sid: "LeaseTable", arns: func(t Target) []string {
 		return []string{t.tableARN(t.or(t.leaseTable(), "to-table", "to-app"))}
 	}}
-	// run looks for the side tables under the lease table's name and the
-	// application's (leasecore.ProbeKCL3), which differ when --table is set.
-	kcl3TablesOfTableAndApp = &resource{sid: "KCL3Tables", arns: func(t Target) []string {
-		out := t.kcl3Tables(t.leaseTable())
-		if t.app() != t.leaseTable() {
-			out = append(out, t.kcl3Tables(t.app())...)
-		}
-		return out
-	}}
 	kcl3TablesOfApp = &resource{sid: "KCL3Tables", arns: func(t Target) []string {
 		return t.kcl3Tables(t.app())
+	}}
+	// leaseOwnerIndex is the KCL 3.x lease table's index: a Query names
+	// it, and IAM judges the call on the index's ARN.
+	leaseOwnerIndex = &resource{sid: "LeaseTableIndex", arns: func(t Target) []string {
+		return []string{t.tableARN(t.leaseTable()) + "/index/" + KCL3IndexName}
+	}}
+	// The KCL 3.x side tables as run names them: the flags (or the
+	// properties file's coordinatorStateTableName and
+	// workerMetricsTableName), else after the application
+	// (coordination.DefaultTables, as the KCL's DdbTableConfig).
+	coordinatorStateTable = &resource{sid: "CoordinatorState", arns: func(t Target) []string {
+		return []string{t.tableARN(t.or(t.app()+kcl3Suffixes[0], "coordinator-state-table"))}
+	}}
+	workerMetricsTable = &resource{sid: "WorkerMetrics", arns: func(t Target) []string {
+		return []string{t.tableARN(t.or(t.app()+kcl3Suffixes[1], "worker-metrics-table"))}
 	}}
 	// stream is every --stream given: run takes several (multi-stream mode),
 	// whose flag value pflag prints as [a,b].
@@ -79,7 +89,7 @@ var (
 )
 
 // sids is the order of the statements.
-var sids = []string{"LeaseTable", "KCL3Tables", "Stream", "StreamConsumer", "CloudWatchPut", "CloudWatchRead"}
+var sids = []string{"LeaseTable", "LeaseTableIndex", "KCL3Tables", "CoordinatorState", "WorkerMetrics", "Stream", "StreamConsumer", "CloudWatchPut", "CloudWatchRead"}
 
 func sidRank(sid string) int { return slices.Index(sids, sid) }
 

@@ -9,18 +9,32 @@ package iampolicy
 //
 // A command missing here makes no AWS calls (completion, help, iam-policy).
 var rules = []rule{
-	// kcltool run: leasecore.EnsureTable and CheckNotKCL3 at start, the
-	// coordinator's renewals, takes, checkpoints and releases (Scan,
-	// UpdateItem, GetItem), shard sync creating leases (PutItem), the
-	// cleanup of finished parents (DeleteItem), and the fetcher.
+	// kcltool run: leasecore.EnsureTable at start, the coordinator's
+	// renewals, takes, checkpoints and releases (Scan, UpdateItem,
+	// GetItem), shard sync creating leases (PutItem), the cleanup of
+	// finished parents (DeleteItem), and the fetcher.
 	{cmds("run"), always, leaseTable, dynamodb("DescribeTable", "Scan", "GetItem", "PutItem", "UpdateItem", "DeleteItem")},
 	{cmds("run"), flag("create-table"), leaseTable, dynamodb("CreateTable")},
-	// CheckNotKCL3 and ProbeKCL3 (at start and at every shard sync) describe
-	// the KCL 3.0-3.4 side tables under the table's and the application's
-	// name; AccessDenied reads as "not evidence", so this grant only
-	// sharpens the refusal of a 3.x table. ProbeKCL3's GetItem of the leader
-	// and migration items is in the lease-table grant above.
-	{cmds("run"), always, kcl3TablesOfTableAndApp, dynamodb("DescribeTable")},
+	// KCL 3.x (docs/kcl3.md). The protocol is the table's, not a flag's:
+	// run reads it at start and again at every shard sync
+	// (coordination.Detect), and a 2.x application may become a 3.x one
+	// mid-run, so every run gets the 3.x grants. They stay narrow:
+	//  - Query on the LeaseOwnerToLeaseKeyIndex only: the discovery of the
+	//    leases the leader gave this worker (KCL DynamoDBLeaseDiscoverer);
+	//    the GetItem of each, the renewals, the handoff and the evict are
+	//    UpdateItem and GetItem on the lease table, granted above, as are
+	//    the worker-metrics item and the Migration3.0 / TableMigration3.5 /
+	//    leader items when they live in the lease table.
+	//  - CoordinatorState: read only. DescribeTable tells whether the side
+	//    table exists (the layout); GetItem reads Migration3.0,
+	//    TableMigration3.5 and the leader lock. A worker never writes there:
+	//    the leader and the KCL's migration tool do.
+	//  - WorkerMetricStats: DescribeTable (the layout) and UpdateItem, the
+	//    upsert of this worker's own item (WorkerMetricStatsDAO's
+	//    updateItem with ignoreNulls). Other workers' items are never read.
+	{cmds("run"), always, leaseOwnerIndex, dynamodb("Query")},
+	{cmds("run"), always, coordinatorStateTable, dynamodb("DescribeTable", "GetItem")},
+	{cmds("run"), always, workerMetricsTable, dynamodb("DescribeTable", "UpdateItem")},
 	// DescribeStreamSummary gives multi-stream leases their account and
 	// epoch (runner/multistream.go); the table's own keys can select that
 	// mode for a single --stream, so it is always granted.

@@ -19,10 +19,12 @@ type KinesisAPI interface {
 
 // DynamoDBAPI is the part of the DynamoDB client a worker calls: the lease
 // coordinator's reads and conditional writes, table setup, lease creation by
-// shard sync and shard end, and the deletion of finished parents.
+// shard sync and shard end, and the deletion of finished parents. Query
+// is the KCL 3.x lease discovery's (the LeaseOwnerToLeaseKeyIndex).
 type DynamoDBAPI interface {
 	leasecore.CoordinatorAPI
 	leasecore.TableAPI
+	leasecore.QueryAPI
 	PutItem(ctx context.Context, params *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	DeleteItem(ctx context.Context, params *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
 }

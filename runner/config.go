@@ -1,11 +1,13 @@
 package runner
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
+	"github.com/kcltool/kcltool/coordination"
 	"github.com/kcltool/kcltool/internal/clock"
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
@@ -158,7 +160,7 @@ func DefaultConfig() Config {
 		CloudWatchInterval: DefaultCloudWatchInterval,
 
 		KCL3: KCL3Config{
-			ClientVersionConfig:   "CLIENT_VERSION_CONFIG_3X",
+			ClientVersionConfig:   ClientVersionConfig3X,
 			GracefulHandoff:       true,
 			HandoffTimeout:        leasecore.DefaultHandoffTimeout,
 			WorkerMetricsInterval: 30 * time.Second,
@@ -311,16 +313,16 @@ func (c Config) checkSettings() error {
 			return &SettingError{Setting: d.setting, Value: d.d, Must: "be positive"}
 		}
 	}
-	return nil
+	return c.KCL3.check()
 }
 
 // KCL3Config are the worker-side settings of KCL 3.x (the MultiLangDaemon's
 // 3.x properties keys map to them through cmd/run's settings table).
 type KCL3Config struct {
-	// ClientVersionConfig is the KCL's clientVersionConfig:
-	// "CLIENT_VERSION_CONFIG_3X" (the default) or
-	// "CLIENT_VERSION_CONFIG_COMPATIBLE_WITH_2X". kcltool follows the
-	// table's state either way; the setting is checked against it.
+	// ClientVersionConfig is the KCL's clientVersionConfig, one of
+	// ClientVersionConfigs (default ClientVersionConfig3X). kcltool
+	// follows the table's state either way; the setting is checked
+	// against it.
 	ClientVersionConfig string
 	// LeaseAssignmentInterval is leaseAssignmentIntervalMillis; zero means
 	// 2 × the failover time.
@@ -337,4 +339,11 @@ type KCL3Config struct {
 	// WorkerMetricsInterval is how often the worker upserts its metrics
 	// item (WorkerMetricsTableConfig's reporting period, 30 s).
 	WorkerMetricsInterval time.Duration
+	// Samplers picks the worker metrics reported, CPU where the KCL
+	// reports it (EC2, ECS, EKS), none elsewhere, when the leader balances
+	// this worker on throughput (WorkerMetricsSelector); platform names
+	// where the worker runs, for the log. The caller detects the platform;
+	// the worker calls it once, when it first reports metrics, never on a
+	// KCL 2.x table. Nil: no metric.
+	Samplers func(ctx context.Context) (samplers []coordination.Sampler, platform string)
 }

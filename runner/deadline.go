@@ -117,6 +117,14 @@ func (c deadlineDynamoDB) Scan(ctx context.Context, in *dynamodb.ScanInput, opts
 	return out, err
 }
 
+func (c deadlineDynamoDB) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	ctx, cancel := withDeadline(ctx, c.d)
+	defer cancel()
+	out, err := c.api.Query(ctx, in, opts...)
+	c.units.RecordQuery(ctx, in, out, err)
+	return out, err
+}
+
 func (c deadlineDynamoDB) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
 	ctx, cancel := withDeadline(ctx, c.d)
 	defer cancel()

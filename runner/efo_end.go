@@ -70,7 +70,7 @@ func (f *fanOutReader) confirmEnd() (ended bool, err error) {
 		case f.pages <- p:
 		case <-f.ctx.Done():
 			return false, f.ctx.Err()
-		case <-r.w.stopRuns:
+		case <-r.halt:
 			return false, processor.ErrStopped
 		}
 		if p.End {

@@ -244,7 +244,7 @@ func (f *fanOutReader) subscribe() (ended bool, err error) {
 			return false, errors.New("no event on the subscription for " + w.cfg.KinesisTimeout.String())
 		case <-f.ctx.Done():
 			return false, f.ctx.Err()
-		case <-w.stopRuns:
+		case <-f.r.halt:
 			return false, processor.ErrStopped
 		}
 	}
@@ -270,7 +270,7 @@ func (f *fanOutReader) event(ev *types.SubscribeToShardEvent) (ended bool, err e
 	case f.pages <- p:
 	case <-f.ctx.Done():
 		return false, f.ctx.Err()
-	case <-w.stopRuns:
+	case <-f.r.halt:
 		return false, processor.ErrStopped
 	}
 	// Only once the page is handed on: a continuation past records that
@@ -376,7 +376,7 @@ func (f *fanOutReader) sleep(d time.Duration) error {
 		return nil
 	case <-f.ctx.Done():
 		return f.ctx.Err()
-	case <-f.r.w.stopRuns:
+	case <-f.r.halt:
 		return processor.ErrStopped
 	}
 }

@@ -2,56 +2,103 @@ package runner
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"github.com/kcltool/kcltool/internal/clock"
 
+	"github.com/kcltool/kcltool/coordination"
+	"github.com/kcltool/kcltool/internal/clock"
 	"github.com/kcltool/kcltool/leasecore"
 )
 
-// KCL3AppearedError ends a worker that found a KCL 3.x application on its
-// lease table while it ran. errors.Is(err, leasecore.ErrKCL3Table) holds.
-type KCL3AppearedError struct {
-	Err *leasecore.KCL3TableError
+// kcl3Tables names the tables of the application's KCL 3.x coordination:
+// the side tables after the application unless configured.
+func (w *Worker) kcl3Tables() coordination.Tables {
+	t := coordination.DefaultTables(w.cfg.Table, w.cfg.App)
+	if w.cfg.KCL3.CoordinatorStateTable != "" {
+		t.CoordinatorState = w.cfg.KCL3.CoordinatorStateTable
+	}
+	if w.cfg.KCL3.WorkerMetricsTable != "" {
+		t.WorkerMetrics = w.cfg.KCL3.WorkerMetricsTable
+	}
+	return t
 }
 
-func (e *KCL3AppearedError) Error() string {
-	return fmt.Sprintf("a KCL 3.x application appeared on lease table %q while this worker ran (%s): "+
-		"it stopped taking and stealing leases, released the leases it held and stopped, because KCL 3.x assigns leases "+
-		"through an elected leader and a worker using the KCL 2.x protocol would fight it for every lease; "+
-		"stop this application's kcltool workers, or give the KCL 3.x application its own lease table (tableName)",
-		e.Err.Table, e.Err.Evidence)
+// detectMode reads the table's KCL 3.x state (the index, cv, tm), which
+// decides how this worker gets its leases: by taking (KCL 2.x, or a 3.x
+// application under CLIENT_VERSION_UPGRADE_FROM_2X or rolled back to
+// CLIENT_VERSION_2X) or from the leader (KCL 3.x).
+func (w *Worker) detectMode(ctx context.Context) (coordination.State, error) {
+	st, err := coordination.Detect(ctx, w.ddb, w.kcl3Tables())
+	if err != nil {
+		return st, err
+	}
+	return withClientVersionConfig(st, w.cfg.KCL3.ClientVersionConfig), nil
 }
 
-func (e *KCL3AppearedError) Unwrap() error { return e.Err }
+// Client version configurations (the KCL's ClientVersionConfig).
+const (
+	clientVersionConfig2X       = "CLIENT_VERSION_CONFIG_COMPATIBLE_WITH_2X"
+	clientVersionConfig2XPhase1 = "CLIENT_VERSION_CONFIG_COMPATIBLE_WITH_2X_PHASE1"
+)
 
-// kcl3Loop repeats the KCL 3.x check made at start at every shard sync
-// interval, with ProbeKCL3's cheap reads, and stops the worker gracefully
-// when a 3.x application has appeared: nothing more is taken or stolen,
-// running handlers finish within the grace, every lease is released, and
-// Run returns a *KCL3AppearedError. Errors of the probe itself are only
-// logged: the check is repeated.
-func (w *Worker) kcl3Loop(ctx context.Context) {
+// withClientVersionConfig applies the worker's clientVersionConfig where
+// the KCL lets it decide: only while a 3.x table has no Migration3.0 item
+// (MigrationClientVersionStateInitializer.getNextClientVersionBasedOnConfigVersion).
+// Detect assumes the default, CLIENT_VERSION_CONFIG_3X; COMPATIBLE_WITH_2X
+// starts as CLIENT_VERSION_UPGRADE_FROM_2X (taking, with metrics), its
+// PHASE1 as CLIENT_VERSION_INIT (taking, no metrics). Once the item exists
+// its cv decides, whatever the configuration. A KCL 2.x table is left as it
+// is: kcltool never starts a migration.
+func withClientVersionConfig(st coordination.State, config string) coordination.State {
+	if st.ClientVersion != "" || st.Layout == coordination.LayoutNone {
+		return st
+	}
+	switch config {
+	case clientVersionConfig2X:
+		st.Assignment, st.ReportMetrics = leasecore.AssignByTaking, true
+		st.Reason += "; clientVersionConfig " + config + " with no Migration3.0 item: as " + coordination.ClientVersionUpgradeFrom2X
+	case clientVersionConfig2XPhase1:
+		st.Assignment, st.ReportMetrics = leasecore.AssignByTaking, false
+		st.Reason += "; clientVersionConfig " + config + " with no Migration3.0 item: 2.x compatible, no metrics"
+	}
+	return st
+}
+
+// modeLoop re-reads the table's state at every shard sync interval and
+// follows it without a restart, as KCL workers follow the Migration3.0
+// item (MigrationStateMachine polls it every minute): a 3.x application
+// that appears mid-run, or a rollback to CLIENT_VERSION_2X, switches the
+// coordinator's assignment (held leases stay held) and the worker-metrics
+// reporter. A failed read is logged and retried at the next interval; the
+// worker goes on in the mode it has.
+func (w *Worker) modeLoop(ctx context.Context) {
 	for {
 		if clock.Sleep(ctx, w.clock, w.cfg.ShardSyncInterval) != nil {
 			return
 		}
-		err := leasecore.ProbeKCL3(ctx, w.ddb, w.cfg.Table, w.cfg.App)
-		var kcl3 *leasecore.KCL3TableError
+		st, err := w.detectMode(ctx)
 		switch {
 		case ctx.Err() != nil:
 			return
-		case errors.As(err, &kcl3):
-			w.coord.StopTaking()
-			w.mu.Lock()
-			w.fatal = &KCL3AppearedError{Err: kcl3}
-			w.mu.Unlock()
-			w.log.Error("a KCL 3.x application appeared on the lease table: stopping, releasing every lease", "evidence", kcl3.Evidence)
-			w.Shutdown()
-			return
 		case err != nil:
-			w.log.Info("KCL 3.x check failed; trying again later", "err", err)
+			w.log.Info("KCL 3.x state check failed; keeping the current mode, trying again later", "err", err)
+			continue
 		}
+		w.follow(ctx, st)
+	}
+}
+
+// follow applies a state read by modeLoop.
+func (w *Worker) follow(ctx context.Context, st coordination.State) {
+	w.mu.Lock()
+	prev := w.mode
+	w.mode = st
+	w.mu.Unlock()
+	w.kcl3.setState(ctx, st)
+	if prev.Assignment != st.Assignment || prev.Layout != st.Layout || prev.ReportMetrics != st.ReportMetrics {
+		w.log.Warn("the lease table's KCL 3.x state changed: following it", "from", prev.Assignment.String(), "assignment", st.Assignment.String(),
+			"layout", st.Layout.String(), "reportMetrics", st.ReportMetrics, "reason", st.Reason)
+	}
+	if w.coord.Assignment() != st.Assignment {
+		w.coord.SetAssignment(st.Assignment)
 	}
 }
 

@@ -70,7 +70,7 @@ func (r *shardRun) processHeld(b processor.Batch) (processor.ProcessStats, error
 		ctx, stop := context.WithCancelCause(r.ctx)
 		watched := make(chan struct{})
 		go func() { defer close(watched); r.watchDeadline(ctx, stop) }()
-		st, err := r.proc.ProcessRecords(ctx, r.w.stopRuns, b, checkpoint)
+		st, err := r.proc.ProcessRecords(ctx, r.halt, b, checkpoint)
 		var stopped *leaseDeadlineError
 		deadline := err != nil && r.ctx.Err() == nil && errors.As(context.Cause(ctx), &stopped)
 		stop(nil)
@@ -135,7 +135,7 @@ func (r *shardRun) waitHeld() error {
 			select {
 			case <-r.ctx.Done():
 				return context.Cause(r.ctx)
-			case <-r.w.stopRuns:
+			case <-r.halt:
 				return processor.ErrStopped
 			}
 		}

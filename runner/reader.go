@@ -91,7 +91,7 @@ func (r *shardRun) fetch(ctx context.Context, f *retrieval.Fetcher, pages chan<-
 		case pages <- p:
 		case <-ctx.Done():
 			return
-		case <-r.w.stopRuns:
+		case <-r.halt:
 			return
 		}
 		if p.End {
@@ -104,7 +104,7 @@ func (r *shardRun) fetch(ctx context.Context, f *retrieval.Fetcher, pages chan<-
 			case <-ctx.Done():
 				t.Stop()
 				return
-			case <-r.w.stopRuns:
+			case <-r.halt:
 				t.Stop()
 				return
 			}

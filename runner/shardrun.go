@@ -8,6 +8,7 @@ import (
 	"github.com/kcltool/kcltool/internal/clock"
 	"log/slog"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/kcltool/kcltool/kinesisrec"
@@ -35,10 +36,17 @@ type shardRun struct {
 	// prev is the previous run of the same lease, which must be gone before
 	// this one reads: two handlers of one shard at once would break its
 	// order.
-	prev  <-chan struct{}
-	done  chan struct{}
-	stats *metrics.ShardStats
-	log   *slog.Logger
+	prev <-chan struct{}
+	done chan struct{}
+	// halt closes when the shard must stop reading while its batch in
+	// flight finishes and is checkpointed: the worker's graceful stop
+	// (stopRuns) or a KCL 3.x handoff away from this worker (handoff,
+	// closed by requestHandoff; handoff.go).
+	halt        chan struct{}
+	handoff     chan struct{}
+	handoffOnce sync.Once
+	stats       *metrics.ShardStats
+	log         *slog.Logger
 
 	// endErr is what ended the reading, readable once done is closed.
 	endErr error
@@ -62,7 +70,7 @@ type shardRun struct {
 func newShardRun(w *Worker, l leasecore.Lease, tenure uint64, prev <-chan struct{}) *shardRun {
 	r := &shardRun{
 		w: w, lease: l, key: l.LeaseKey, shardID: l.ShardIDOrKey(), tenure: tenure, prev: prev,
-		done: make(chan struct{}),
+		done: make(chan struct{}), halt: make(chan struct{}), handoff: make(chan struct{}),
 	}
 	r.ctx, r.cancel = context.WithCancelCause(w.runCtx)
 	r.stream, _ = w.streamOfLease(l)
@@ -80,10 +88,13 @@ func newShardRun(w *Worker, l leasecore.Lease, tenure uint64, prev <-chan struct
 func (r *shardRun) run() {
 	defer close(r.done)
 	defer r.cancel(nil)
+	go r.watchHalt()
 	if r.prev != nil {
 		select {
 		case <-r.prev:
 		case <-r.ctx.Done():
+			return
+		case <-r.halt:
 			return
 		}
 	}
@@ -156,9 +167,24 @@ func (r *shardRun) stopping() bool {
 	select {
 	case <-r.w.stopRuns:
 		return true
+	case <-r.handoff:
+		return true
 	default:
 		return false
 	}
+}
+
+// watchHalt closes halt on the worker's graceful stop or a handoff, so
+// that every wait of the run has one channel to watch; it ends with the
+// run.
+func (r *shardRun) watchHalt() {
+	select {
+	case <-r.w.stopRuns:
+	case <-r.handoff:
+	case <-r.done:
+		return
+	}
+	close(r.halt)
 }
 
 // sleep waits d, or fails when the run ends or the worker stops.
@@ -168,7 +194,7 @@ func (r *shardRun) sleep(d time.Duration) error {
 	select {
 	case <-t.C():
 		return nil
-	case <-r.w.stopRuns:
+	case <-r.halt:
 		return processor.ErrStopped
 	case <-r.ctx.Done():
 		return context.Cause(r.ctx)
@@ -210,7 +236,7 @@ func (r *shardRun) waitForParents() bool {
 		case <-t.C():
 		case <-wake:
 			t.Stop()
-		case <-r.w.stopRuns:
+		case <-r.halt:
 			t.Stop()
 			return false
 		case <-r.ctx.Done():
@@ -278,12 +304,13 @@ func (r *shardRun) read(start leasecore.SequenceNumber) (err error) {
 		select {
 		case p, ok := <-pages:
 			if ok {
+				r.readBytes(p)
 				b.add(p, r.w.clock.Now())
 			} else {
 				fetching = false
 			}
 		case <-due:
-		case <-r.w.stopRuns:
+		case <-r.halt:
 			return processor.ErrStopped
 		case <-r.ctx.Done():
 			return context.Cause(r.ctx)
@@ -292,6 +319,14 @@ func (r *shardRun) read(start leasecore.SequenceNumber) (err error) {
 			t.Stop()
 		}
 	}
+}
+
+// readBytes counts a page's bytes for the lease's throughputKBps, which
+// the KCL 3.x renewal writes and the leader balances on (the KCL records
+// them as its data fetchers receive them, LeaseStatsRecorder); pages of
+// both readers, polling and fan-out, pass here.
+func (r *shardRun) readBytes(p retrieval.Page) {
+	r.w.coord.RecordBytes(r.key, p.Bytes)
 }
 
 // drain adds the pages that are ready without waiting, so that a batch
@@ -306,6 +341,7 @@ func (r *shardRun) drain(pages <-chan retrieval.Page, b *batcher, now time.Time,
 			if !ok {
 				return false
 			}
+			r.readBytes(p)
 			b.add(p, now)
 		default:
 			return true

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kcltool/kcltool/coordination"
 	"github.com/kcltool/kcltool/internal/awserr"
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
@@ -18,7 +19,9 @@ import (
 )
 
 // Worker is one member of a consumer fleet: it holds leases with the KCL 2.x
-// protocol (leasecore.Coordinator), reads the shards of the leases it holds,
+// protocol (leasecore.Coordinator), or, on a KCL 3.x table, as a follower of
+// the fleet's elected leader (kcl3watch.go, handoff.go), reads the shards of
+// the leases it holds,
 // one reader each, and hands their records to the handler in batches,
 // checkpointing after each success. Start the same worker on more machines
 // and the fleet rebalances.
@@ -51,8 +54,13 @@ type Worker struct {
 	mu       sync.Mutex
 	runs     map[string]*shardRun // by lease key: the latest run of each held lease
 	stopping bool
-	fatal    error // why the worker stopped by itself (kcl3watch.go)
-	runsWG   sync.WaitGroup
+	fatal    error // why the worker stopped by itself (efo.go)
+	// mode is the table's KCL 3.x state last read (kcl3watch.go);
+	// assignedAt is when this worker last held a lease (leaderwatch.go).
+	mode       coordination.State
+	assignedAt time.Time
+	kcl3       kcl3Side
+	runsWG     sync.WaitGroup
 
 	// runCtx is the parent of every shard run; cancelling it kills running
 	// handlers without another checkpoint (a crash, a lapsed grace).
@@ -121,22 +129,22 @@ func (w *Worker) Shutdown() {
 // nil after a graceful stop. Cancelling ctx stops at once, as a crash would
 // as far as the table can tell: handlers are killed, nothing more is
 // checkpointed and the leases expire after the failover time; Run then
-// returns ctx's error. A KCL 3.x application that appears on the table
-// stops the worker the graceful way; Run then returns a *KCL3AppearedError. Errors before the worker starts (no table, a KCL 3.x
-// table, no stream) are returned as they are.
+// returns ctx's error. The table's KCL 3.x state, read at start and at
+// every shard sync interval, decides how leases are assigned (kcl3watch.go):
+// by taking (KCL 2.x) or by the fleet's leader (KCL 3.x). Errors before the
+// worker starts (no table, no stream) are returned as they are.
 func (w *Worker) Run(ctx context.Context) error {
 	cfg := w.cfg
 	if err := leasecore.EnsureTable(ctx, w.ddb, cfg.Table, cfg.CreateTable); err != nil {
 		return err
 	}
-	// A 2.x-protocol worker would fight a 3.x leader for every lease.
-	if err := leasecore.CheckNotKCL3(ctx, w.ddb, cfg.Table); err != nil {
+	// A 2.x-protocol worker would fight a 3.x leader for every lease: the
+	// table's state decides the protocol.
+	mode, err := w.detectMode(ctx)
+	if err != nil {
 		return err
 	}
-	// Its companion tables are named after the application, not --table.
-	if err := leasecore.ProbeKCL3(ctx, w.ddb, cfg.Table, cfg.App); err != nil {
-		return err
-	}
+	w.mode = mode
 	if err := w.resolveStreams(ctx); err != nil {
 		return err
 	}
@@ -152,7 +160,11 @@ func (w *Worker) Run(ctx context.Context) error {
 		// Leases may already exist; the periodic sync tries again.
 		w.log.Warn("initial shard sync failed; retrying periodically", "err", err)
 	}
-	coord, err := leasecore.NewCoordinator(w.leaseDDB, cfg.Table, cfg.Lease, w.clock, leasecore.Options{Logger: cfg.Log, OnEvent: w.onEvent, Include: w.include, Capacity: w.units})
+	lcfg := cfg.Lease
+	lcfg.LeaseAssignmentInterval = cfg.KCL3.LeaseAssignmentInterval
+	coord, err := leasecore.NewCoordinator(w.leaseDDB, cfg.Table, lcfg, w.clock, leasecore.Options{
+		Logger: cfg.Log, OnEvent: w.onEvent, Include: w.include, Capacity: w.units, Assignment: mode.Assignment,
+	})
 	if err != nil {
 		return err
 	}
@@ -161,10 +173,11 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.runCtx, w.cancelRuns = context.WithCancelCause(ctx)
 	loopsCtx, stopLoops := context.WithCancel(ctx)
 	var loops sync.WaitGroup
-	loops.Add(3)
+	loops.Add(4)
 	go func() { defer loops.Done(); w.syncLoop(loopsCtx) }()
 	go func() { defer loops.Done(); w.cleanupLoop(loopsCtx) }()
-	go func() { defer loops.Done(); w.kcl3Loop(loopsCtx) }()
+	go func() { defer loops.Done(); w.modeLoop(loopsCtx) }()
+	go func() { defer loops.Done(); w.leaderWatchLoop(loopsCtx) }()
 	cwCtx, stopCW := context.WithCancel(ctx)
 	var cwDone sync.WaitGroup
 	if w.cw != nil {
@@ -173,9 +186,15 @@ func (w *Worker) Run(ctx context.Context) error {
 		go func() { defer cwDone.Done(); w.cw.Run(cwCtx, cfg.CloudWatchInterval, coord.Stats) }()
 	}
 	defer func() { stopLoops(); stopCW(); loops.Wait(); cwDone.Wait() }()
+	w.mu.Lock()
+	w.assignedAt = w.clock.Now()
+	w.mu.Unlock()
 	if err := coord.Start(ctx); err != nil {
 		return err
 	}
+	w.kcl3.start(ctx, w, mode)
+	defer w.kcl3.stop(context.WithoutCancel(ctx))
+	w.log.Info("lease assignment mode", "assignment", mode.Assignment.String(), "layout", mode.Layout.String(), "reportMetrics", mode.ReportMetrics, "reason", mode.Reason)
 	w.log.Info("worker started", "app", cfg.App, "table", cfg.Table, "stream", w.streamsLabel(),
 		"initialPosition", cfg.Initial.Kind, "failover", coord.Config().FailoverTime, "batchSize", cfg.BatchSize, "maxParallel", cfg.MaxParallel)
 
@@ -272,17 +291,21 @@ func (w *Worker) onEvent(e leasecore.LeaseEvent) {
 		r := newShardRun(w, e.Lease, e.Tenure, prev)
 		r.stolenFrom, r.notBefore = e.StolenFrom, e.NotBefore
 		w.runs[key] = r
+		w.assignedAt = w.clock.Now()
 		w.runsWG.Add(1)
 		go func() {
 			defer w.runsWG.Done()
 			r.run()
 		}()
-	case leasecore.LeaseLost, leasecore.LeaseReleased:
+	case leasecore.LeaseHandoff:
+		w.startHandoff(e)
+	case leasecore.LeaseLost, leasecore.LeaseReleased, leasecore.LeaseHandedOff:
 		r := w.runs[key]
 		if r == nil || r.tenure != e.Tenure {
 			return
 		}
 		delete(w.runs, key)
+		w.assignedAt = w.clock.Now()
 		// At once: a handler still running for a lost lease is killed, and
 		// its batch is never checkpointed (the new holder handles it again).
 		r.cancel(fmt.Errorf("%w: %s", errLeaseGone, e.Kind))

@@ -26,10 +26,14 @@ func FlagOfProperty(key string) (string, bool) {
 
 // PropertyHasOwnStep reports whether a step of its own applies the key.
 func PropertyHasOwnStep(key string) bool {
-	return specialKeys[key] || fanoutKeys[key] || quietKeys[key] || multiLangKeys[key]
+	return specialKeys[key] || fanoutKeys[key] || quietKeys[key] || multiLangKeys[key] || isKCL3Key(key)
 }
 
 // HasOption reports whether runOptions has the named field.
 func HasOption(name string) bool {
 	return reflect.ValueOf(runOptions{}).FieldByName(name).IsValid()
 }
+
+// IsKCL3Key reports whether the key is one of the KCL 3.x keys kcltool
+// reads without a flag (run_properties_kcl3.go).
+func IsKCL3Key(key string) bool { return isKCL3Key(key) }

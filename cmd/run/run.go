@@ -228,6 +228,10 @@ func runWorker(ctx context.Context, f *cmdutil.Factory, o *runOptions, cfg runne
 	if cfg.FanOut != nil {
 		cfg.FanOut.API = kin
 	}
+	// The worker metrics of a KCL 3.x fleet: CPU on EC2, ECS and EKS,
+	// found as the KCL finds the platform (run_platform.go).
+	plat := defaultPlatform(f.Getenv, f.Clock)
+	cfg.KCL3.Samplers = plat.samplers
 	log := cfg.Log
 	w, err := runner.NewWorker(cfg, ddb, kin)
 	if err != nil {

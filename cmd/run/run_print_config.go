@@ -107,6 +107,7 @@ func runConfigRows(cmd *cobra.Command, o *runOptions, p *propertiesRun) []config
 		}
 		rows = append(rows, row)
 	}
+	rows = append(rows, assignmentRow)
 	if p == nil {
 		return rows
 	}
@@ -121,6 +122,17 @@ func runConfigRows(cmd *cobra.Command, o *runOptions, p *propertiesRun) []config
 		rows = append(rows, row)
 	}
 	return rows
+}
+
+// assignmentRow says how run gets its leases. --print-config makes no AWS
+// call, so it cannot say which mode a table is in: the worker decides at
+// start, and again at every shard sync, from the table (runner's
+// kcl3watch.go) and logs it ("lease assignment mode").
+var assignmentRow = configRow{
+	Setting: "lease-assignment", Value: "from the lease table at start", Source: sourceDefault,
+	Note: "taking (KCL 2.x) or by the fleet's leader (KCL 3.x), from the table's LeaseOwnerToLeaseKeyIndex, " +
+		"its Migration3.0 item (cv) and its TableMigration3.5 item (tm); read again every --shard-sync-interval; " +
+		"the start-up log line \"lease assignment mode\" says which and why",
 }
 
 func printedValue(fl *pflag.Flag) string {

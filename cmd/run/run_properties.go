@@ -71,6 +71,22 @@ func propSeconds(v string) (string, error) {
 	return (time.Duration(n) * time.Second).String(), nil
 }
 
+// propUpper upper-cases an enum's value, as the MultiLangDaemon's
+// converters do (ClientVersionConfig, BillingMode, ...).
+func propUpper(v string) (string, error) { return strings.ToUpper(v), nil }
+
+// propBool reads a Boolean key: true or false in any case, as for the
+// other Boolean keys kcltool honours (cleanupLeasesUponShardCompletion);
+// anything else is refused rather than read as the MLD's converter
+// default.
+func propBool(v string) (string, error) {
+	switch strings.ToLower(v) {
+	case "true", "false":
+		return strings.ToLower(v), nil
+	}
+	return "", fmt.Errorf("use true or false")
+}
+
 func propInt(v string) (string, error) {
 	if _, err := strconv.ParseInt(v, 10, 32); err != nil {
 		return "", fmt.Errorf("not an integer")
@@ -185,6 +201,7 @@ func (p *propertiesRun) apply(cmd *cobra.Command, f *cmdutil.Factory) error {
 		}
 		switch {
 		case specialKeys[k], fanoutKeys[k], quietKeys[k], isCredentialsKey(k):
+		case isKCL3Key(k): // applyKCL3Keys
 		case k == "callProcessRecordsEvenForEmptyRecordList":
 			if err := p.applyEmptyPages(e); err != nil {
 				return err
@@ -195,6 +212,9 @@ func (p *propertiesRun) apply(cmd *cobra.Command, f *cmdutil.Factory) error {
 		default:
 			p.warn(f, "properties key "+k+" is not supported by kcltool and is ignored", e)
 		}
+	}
+	if err := p.applyKCL3Keys(f); err != nil {
+		return err
 	}
 	for _, step := range []func(*cobra.Command, *cmdutil.Factory) error{p.applyStreamARN, p.applyTimestamp, p.applyEndpoints,
 		p.applyCleanup, p.applyRetrieval, p.applyCredentials, p.applyProgram} {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/kcltool/kcltool/runner"
 )
 
 // runSetting is one setting of `kcltool run`: the flag that sets it, the
@@ -131,6 +133,26 @@ var runSettings = []runSetting{
 		usage: "how often a child shard checks whether its parents on other workers are done"},
 	{flag: "cleanup-interval", env: "KCLTOOL_CLEANUP_INTERVAL", field: "CleanupInterval", invalid: "0s",
 		usage: "how often finished parent leases are deleted once their children have started"},
+
+	// KCL 3.x (docs/multilang.md, KCL 3.x keys): the worker-side settings
+	// of a 3.x application, read from CoordinatorConfig,
+	// LeaseManagementConfig and its GracefulLeaseHandoffConfig and
+	// WorkerUtilizationAwareAssignmentConfig, and the side tables' names.
+	{flag: "client-version-config", env: "KCLTOOL_CLIENT_VERSION_CONFIG", property: "clientVersionConfig", conv: propUpper, field: "KCL3.ClientVersionConfig",
+		invalid: "3X", complete: runner.ClientVersionConfigs,
+		usage: "the KCL's clientVersionConfig: CLIENT_VERSION_CONFIG_3X, CLIENT_VERSION_CONFIG_COMPATIBLE_WITH_2X or CLIENT_VERSION_CONFIG_COMPATIBLE_WITH_2X_PHASE1; as in the KCL it decides the mode only while a KCL 3.x table has no Migration3.0 item, whose cv decides otherwise"},
+	{flag: "lease-assignment-interval", env: "KCLTOOL_LEASE_ASSIGNMENT_INTERVAL", property: "leaseAssignmentIntervalMillis", conv: propMillis, field: "KCL3.LeaseAssignmentInterval", invalid: "-1s",
+		usage: "in a KCL 3.x application, how often the leader assigns leases; this worker looks for leases given to it every half of it (KCL leaseAssignmentIntervalMillis; 0: 2 × --failover-time)"},
+	{flag: "graceful-handoff", env: "KCLTOOL_GRACEFUL_HANDOFF", property: "isGracefulLeaseHandoffEnabled", conv: propBool, field: "KCL3.GracefulHandoff", invalid: "maybe",
+		usage: "KCL isGracefulLeaseHandoffEnabled: whether a KCL 3.x leader moves leases with a graceful handoff (a leader's setting: a worker honours a handoff either way, as the KCL's workers do)"},
+	{flag: "handoff-timeout", env: "KCLTOOL_HANDOFF_TIMEOUT", property: "gracefulLeaseHandoffTimeoutMillis", conv: propMillis, field: "KCL3.HandoffTimeout", invalid: "0s",
+		usage: "in a graceful handoff away from this worker, how long its handler may finish and checkpoint before the lease is handed over anyway (KCL gracefulLeaseHandoffTimeoutMillis)"},
+	{flag: "coordinator-state-table", env: "KCLTOOL_COORDINATOR_STATE_TABLE", property: "coordinatorStateTableName", field: "KCL3.CoordinatorStateTable", invalid: "a b", noFiles: true,
+		usage: "the KCL 3.x coordinator state table (KCL coordinatorStateTableName; default: APP-CoordinatorState)"},
+	{flag: "worker-metrics-table", env: "KCLTOOL_WORKER_METRICS_TABLE", property: "workerMetricsTableName", field: "KCL3.WorkerMetricsTable", invalid: "a b", noFiles: true,
+		usage: "the KCL 3.x worker metrics table (KCL workerMetricsTableName; default: APP-WorkerMetricStats)"},
+	{flag: "worker-metrics-interval", env: "KCLTOOL_WORKER_METRICS_INTERVAL", property: "workerMetricsReporterFreqInMillis", conv: propMillis, field: "KCL3.WorkerMetricsInterval", invalid: "0s",
+		usage: "in a KCL 3.x application, how often this worker writes its worker metrics item (KCL workerMetricsReporterFreqInMillis; a leader counts a worker whose item is older than twice its own interval as gone)"},
 
 	// Served by cmd (runWorker): no runner.Config field. An address that
 	// cannot be listened on fails when the worker starts.

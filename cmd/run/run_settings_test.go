@@ -91,6 +91,44 @@ func TestRunSettingsTable(t *testing.T) {
 	})
 }
 
+// kcl3SourceKeys are the KCL 3.x keys of KCL 3.5.1's MultiLangDaemon,
+// spelled as its properties files spell them: the 3.x fields of
+// MultiLangDaemonConfiguration and every property of the beans it
+// delegates to (top-level keys, no prefix: Lombok's @Delegate puts their
+// setters on the configuration itself).
+var kcl3SourceKeys = []string{
+	// MultiLangDaemonConfiguration (CoordinatorConfig, LeaseManagementConfig)
+	"clientVersionConfig", "leaseAssignmentIntervalMillis", "migrateAllEntitiesToLeaseTable", "tableMigrationCompleteBakeTimeSeconds",
+	// GracefulLeaseHandoffConfigBean
+	"gracefulLeaseHandoffTimeoutMillis", "isGracefulLeaseHandoffEnabled",
+	// WorkerUtilizationAwareAssignmentConfigBean
+	"inMemoryWorkerMetricsCaptureFrequencyMillis", "workerMetricsReporterFreqInMillis", "noOfPersistedMetricsPerWorkerMetrics",
+	"disableWorkerMetrics", "maxThroughputPerHostKBps", "dampeningPercentage", "reBalanceThresholdPercentage",
+	"allowThroughputOvershoot", "varianceBalancingFrequency", "workerMetricsEMAAlpha", "staleWorkerMetricsEntryCleanupDuration",
+	// WorkerMetricStatsTableConfigBean
+	"workerMetricsTableName", "workerMetricsBillingMode", "workerMetricsReadCapacity", "workerMetricsWriteCapacity",
+	"workerMetricsPointInTimeRecoveryEnabled", "workerMetricsDeletionProtectionEnabled", "workerMetricsTags",
+	// CoordinatorStateTableConfigBean
+	"coordinatorStateTableName", "coordinatorStateBillingMode", "coordinatorStateReadCapacity", "coordinatorStateWriteCapacity",
+	"coordinatorStatePointInTimeRecoveryEnabled", "coordinatorStateDeletionProtectionEnabled", "coordinatorStateTags",
+}
+
+// TestRunSettingsKCL3Keys: every KCL 3.x key is either a run setting's
+// property (the walk above checks the setting) or read by the 3.x step
+// (run_properties_kcl3.go), and never both: none falls through to "not
+// supported".
+func TestRunSettingsKCL3Keys(t *testing.T) {
+	for _, k := range kcl3SourceKeys {
+		_, setting := run.FlagOfProperty(k)
+		switch own := run.IsKCL3Key(k); {
+		case setting && own:
+			t.Errorf("%s: a run setting's property and a key of the 3.x step", k)
+		case !setting && !own:
+			t.Errorf("%s: neither a run setting's property nor a key of the 3.x step", k)
+		}
+	}
+}
+
 // configHasField follows a path of field names ("Lease.FailoverTime")
 // through runner.Config's type, pointers included.
 func configHasField(path string) bool {

@@ -26,10 +26,13 @@ import (
 // Call is one AWS request as a Recorder saw it: the operation and the
 // resource it names, which is what an IAM policy judges.
 type Call struct {
-	Service   string `json:"service"` // dynamodb, kinesis or cloudwatch
-	Action    string `json:"action"`  // the operation: Scan, ListShards, PutMetricData
-	Region    string `json:"region,omitempty"`
-	Table     string `json:"table,omitempty"`
+	Service string `json:"service"` // dynamodb, kinesis or cloudwatch
+	Action  string `json:"action"`  // the operation: Scan, ListShards, PutMetricData
+	Region  string `json:"region,omitempty"`
+	Table   string `json:"table,omitempty"`
+	// Index is the secondary index a Query names: IAM authorizes the call
+	// on the index's ARN (table/T/index/I), not the table's.
+	Index     string `json:"index,omitempty"`
 	Stream    string `json:"stream,omitempty"`
 	StreamARN string `json:"streamARN,omitempty"`
 	Namespace string `json:"namespace,omitempty"`
@@ -303,9 +306,9 @@ func callOf(req *http.Request, body []byte) Call {
 		}
 		return c
 	}
-	var named struct{ TableName, StreamName, StreamARN, Namespace, ConsumerName, ConsumerARN string }
+	var named struct{ TableName, IndexName, StreamName, StreamARN, Namespace, ConsumerName, ConsumerARN string }
 	if err := json.Unmarshal(body, &named); err == nil || errors.Is(err, io.EOF) {
-		c.Table, c.Stream, c.StreamARN, c.Namespace = named.TableName, named.StreamName, named.StreamARN, named.Namespace
+		c.Table, c.Index, c.Stream, c.StreamARN, c.Namespace = named.TableName, named.IndexName, named.StreamName, named.StreamARN, named.Namespace
 		c.ConsumerName, c.ConsumerARN = named.ConsumerName, named.ConsumerARN
 	}
 	return c

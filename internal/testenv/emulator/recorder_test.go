@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
@@ -39,6 +40,14 @@ func TestRecorderLogsEachCallOnceAndPassesItOn(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A Query on an index names the index: IAM judges it on the index's ARN.
+	kcl3 := Name(t, "rec3")
+	CreateKCL3LeaseTable(t, ddb, kcl3)
+	if _, err := ddb.Query(ctx, &dynamodb.QueryInput{TableName: aws.String(kcl3), IndexName: aws.String("LeaseOwnerToLeaseKeyIndex"),
+		KeyConditionExpression:    aws.String("leaseOwner = :w"),
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":w": &ddbtypes.AttributeValueMemberS{Value: "w1"}}}); err != nil {
+		t.Fatal(err)
+	}
 	kin := kinesis.NewFromConfig(Config(), func(o *kinesis.Options) { o.BaseEndpoint = aws.String(urls[1]) })
 	stream := Name(t, "rec")
 	CreateStream(t, kin, stream, 1)
@@ -66,6 +75,7 @@ func TestRecorderLogsEachCallOnceAndPassesItOn(t *testing.T) {
 	}
 	for _, want := range []Call{
 		{Service: "dynamodb", Action: "Scan", Region: Region, Table: table},
+		{Service: "dynamodb", Action: "Query", Region: Region, Table: kcl3, Index: "LeaseOwnerToLeaseKeyIndex"},
 		{Service: "kinesis", Action: "CreateStream", Region: Region, Stream: stream},
 		{Service: "cloudwatch", Action: "PutMetricData", Region: Region, Namespace: "orders"},
 	} {

@@ -135,7 +135,12 @@ func processRecords(m msg) {
 		os.Exit(2)
 	}
 	f.Close()
-	checkpoint(nil)
+	// MLCHILD_CHECKPOINT=shutdown: checkpoint only when asked to shut
+	// down (a graceful handoff's shutdownRequested), as a processor that
+	// checkpoints only there.
+	if os.Getenv("MLCHILD_CHECKPOINT") != "shutdown" {
+		checkpoint(nil)
+	}
 }
 
 // checkpoint asks for a checkpoint (nil: the last record delivered) and

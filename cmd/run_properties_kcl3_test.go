@@ -1,0 +1,136 @@
+package cmd
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/kcltool/kcltool/cmd/cmdutil"
+)
+
+// kclpy3Props is a kclpy 3.x-style properties file with every KCL 3.x key.
+func kclpy3Props(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("testdata/properties/kclpy3.properties")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestPropertiesKCL3Keys: a kclpy 3.x file runs. Its worker-side 3.x keys
+// fill their run settings; the leader's keys are read, shown and warned
+// about once, together; the side tables' creation keys are shown, quietly;
+// no 3.x key is "not supported".
+func TestPropertiesKCL3Keys(t *testing.T) {
+	r := propsRun(t, kclpy3Props(t), nil, printJSON()...)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.errOut)
+	}
+	r.want(t, "client-version-config", "CLIENT_VERSION_CONFIG_3X", "file") // the file says _3x
+	r.want(t, "lease-assignment-interval", "20s", "file")
+	r.want(t, "graceful-handoff", "true", "file")
+	r.want(t, "handoff-timeout", "45s", "file")
+	r.want(t, "worker-metrics-interval", "20s", "file")
+	r.want(t, "worker-metrics-table", "PythonKCLSample-Metrics", "file")
+	r.want(t, "coordinator-state-table", "PythonKCLSample-Coordinator", "file")
+	r.want(t, "workerMetricsBillingMode", "PROVISIONED", "file")
+	r.want(t, "staleWorkerMetricsEntryCleanupDuration", "PT12H", "file")
+	r.want(t, "noOfPersistedMetricsPerWorkerMetrics", "10", "file")
+
+	if strings.Contains(r.errOut, "not supported") {
+		t.Errorf("a 3.x key at its default is warned about:\n%s", r.errOut)
+	}
+	leader := []string{"allowThroughputOvershoot", "dampeningPercentage", "maxThroughputPerHostKBps", "reBalanceThresholdPercentage",
+		"staleWorkerMetricsEntryCleanupDuration", "tableMigrationCompleteBakeTimeSeconds", "varianceBalancingFrequency", "workerMetricsEMAAlpha"}
+	if len(r.doc.Warnings) != 1 {
+		t.Fatalf("warnings %q, want one (the leader's keys)", r.doc.Warnings)
+	}
+	for _, k := range leader {
+		if !strings.Contains(r.doc.Warnings[0], k) {
+			t.Errorf("the leader warning does not name %s: %s", k, r.doc.Warnings[0])
+		}
+	}
+	if !strings.Contains(r.doc.Warnings[0], "used by a kcltool leader in a later version") {
+		t.Errorf("warning %q", r.doc.Warnings[0])
+	}
+	notes := map[string]string{}
+	for _, s := range r.doc.Settings {
+		if s.Note != nil {
+			notes[s.Setting] = *s.Note
+		}
+	}
+	for k, want := range map[string]string{"dampeningPercentage": "leader", "coordinatorStateTags": "used only if kcltool creates them",
+		"workerMetricsReadCapacity": "used only if kcltool creates them", "migrateAllEntitiesToLeaseTable": "TableMigration3.5"} {
+		if !strings.Contains(notes[k], want) {
+			t.Errorf("%s: note %q, want it to say %q", k, notes[k], want)
+		}
+	}
+
+	// The command line and KCLTOOL_* variables win over the file, as for
+	// every key.
+	r = propsRun(t, kclpy3Props(t), map[string]string{"KCLTOOL_HANDOFF_TIMEOUT": "10s"}, printJSON("--lease-assignment-interval", "0s")...)
+	r.want(t, "handoff-timeout", "10s", "env")
+	r.want(t, "lease-assignment-interval", "0s", "flag")
+}
+
+// TestPropertiesKCL3Values: the 3.x keys' values are checked as the
+// MultiLangDaemon converts them; worker keys kcltool does not offer are
+// warned about only when they ask for something else than the KCL's
+// default, which kcltool follows.
+func TestPropertiesKCL3Values(t *testing.T) {
+	for props, want := range map[string]string{
+		baseProps + "clientVersionConfig = CLIENT_VERSION_CONFIG_4X\n":  "--client-version-config must be one of",
+		baseProps + "gracefulLeaseHandoffTimeoutMillis = 0\n":           "--handoff-timeout must be positive",
+		baseProps + "leaseAssignmentIntervalMillis = -5\n":              "--lease-assignment-interval must not be negative",
+		baseProps + "workerMetricsReporterFreqInMillis = soon\n":        `invalid workerMetricsReporterFreqInMillis = "soon"`,
+		baseProps + "isGracefulLeaseHandoffEnabled = sometimes\n":       `invalid isGracefulLeaseHandoffEnabled = "sometimes"`,
+		baseProps + "workerMetricsTableName = no spaces\n":              "--worker-metrics-table must be a DynamoDB table name",
+		baseProps + "coordinatorStateBillingMode = FREE\n":              `invalid coordinatorStateBillingMode = "FREE"`,
+		baseProps + "staleWorkerMetricsEntryCleanupDuration = 1d\n":     `invalid staleWorkerMetricsEntryCleanupDuration = "1d"`,
+		baseProps + "staleWorkerMetricsEntryCleanupDuration = -PT1H\n":  `invalid staleWorkerMetricsEntryCleanupDuration = "-PT1H"`,
+		baseProps + "workerMetricsEMAAlpha = half\n":                    `invalid workerMetricsEMAAlpha = "half"`,
+		baseProps + "noOfPersistedMetricsPerWorkerMetrics = ten\n":      `invalid noOfPersistedMetricsPerWorkerMetrics = "ten"`,
+		baseProps + "coordinatorStateDeletionProtectionEnabled = yes\n": `invalid coordinatorStateDeletionProtectionEnabled = "yes"`,
+	} {
+		r := propsRun(t, props, nil, printJSON("--exec", "cat")...)
+		if r.code != cmdutil.ExitUsage || !strings.Contains(r.errOut, want) {
+			t.Errorf("%q: exit %d, stderr %s; want 2 and %q", props, r.code, r.errOut, want)
+		}
+	}
+	for key, value := range map[string]string{"disableWorkerMetrics": "true", "noOfPersistedMetricsPerWorkerMetrics": "5",
+		"inMemoryWorkerMetricsCaptureFrequencyMillis": "500", "migrateAllEntitiesToLeaseTable": "TRUE"} {
+		r := propsRun(t, baseProps+key+" = "+value+"\n", nil, printJSON("--exec", "cat")...)
+		if r.code != 0 || len(r.doc.Warnings) != 1 || !strings.Contains(r.doc.Warnings[0], "properties key "+key+" = "+value+" is not supported") {
+			t.Errorf("%s = %s: exit %d, warnings %q; want one that it is not supported", key, value, r.code, r.doc.Warnings)
+		}
+	}
+}
+
+// TestPropertiesKCL3PrintConfigMode: --print-config of a KCL 3.x
+// application's file says how the worker gets its leases. It makes no AWS
+// call, so it names the evidence the worker reads at start (the index, cv
+// and tm) rather than the mode; the start-up log names the mode
+// (checkModeLogged in the KCL 3.x end-to-end tests).
+func TestPropertiesKCL3PrintConfigMode(t *testing.T) {
+	r := propsRun(t, kclpy3Props(t), nil, printJSON()...)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.errOut)
+	}
+	for _, s := range r.doc.Settings {
+		if s.Setting != "lease-assignment" {
+			continue
+		}
+		note := ""
+		if s.Note != nil {
+			note = *s.Note
+		}
+		for _, want := range []string{"KCL 3.x", "LeaseOwnerToLeaseKeyIndex", "Migration3.0", "TableMigration3.5", "lease assignment mode"} {
+			if !strings.Contains(s.Value+" "+note, want) {
+				t.Errorf("lease-assignment %q (%s) does not name %s", s.Value, note, want)
+			}
+		}
+		return
+	}
+	t.Errorf("no lease-assignment row in %+v", r.doc.Settings)
+}

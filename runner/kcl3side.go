@@ -1,0 +1,95 @@
+package runner
+
+import (
+	"context"
+	"sync"
+
+	"github.com/kcltool/kcltool/coordination"
+)
+
+// kcl3Side runs this worker's worker-metrics item (coordination.Reporter)
+// while the table's state asks for it: KCL 3.x and
+// CLIENT_VERSION_UPGRADE_FROM_2X, where the leader waits for every
+// worker's metrics. It starts at the first such state, start-up or a
+// later re-detect; a KCL 2.x table never gets a write.
+type kcl3Side struct {
+	mu       sync.Mutex
+	w        *Worker
+	ctx      context.Context
+	reporter *coordination.Reporter
+	starting bool               // startReporter runs
+	pending  coordination.State // the state for the reporter it starts
+	stopped  bool
+}
+
+// startReporter picks the metrics for the platform, then starts the
+// reporter with the latest state.
+func (k *kcl3Side) startReporter() {
+	w := k.w
+	var samplers []coordination.Sampler
+	platform := "not detected"
+	if w.cfg.KCL3.Samplers != nil {
+		samplers, platform = w.cfg.KCL3.Samplers(k.ctx)
+	}
+	names := make([]string, len(samplers))
+	for i, s := range samplers {
+		names[i] = s.Name()
+	}
+	r := coordination.NewReporter(w.ddb, w.kcl3Tables(), w.cfg.WorkerID, w.clock, coordination.ReporterOptions{
+		Samplers: samplers, Period: w.cfg.KCL3.WorkerMetricsInterval, Logger: w.log,
+	})
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.stopped || k.ctx.Err() != nil {
+		return
+	}
+	r.SetState(k.pending)
+	r.Start(k.ctx)
+	k.reporter = r
+	w.log.Info("reporting worker metrics for the KCL 3.x leader", "table", r.Table(), "every", w.cfg.KCL3.WorkerMetricsInterval,
+		"platform", platform, "metrics", names)
+}
+
+func (k *kcl3Side) start(ctx context.Context, w *Worker, st coordination.State) {
+	k.mu.Lock()
+	k.w, k.ctx = w, ctx
+	k.mu.Unlock()
+	k.setState(ctx, st)
+}
+
+// setState passes a state read by Detect on to the reporter, starting it
+// when the state first asks for metrics. A state that stops asking
+// (CLIENT_VERSION_2X) keeps the reporter running idle: it writes nothing
+// until metrics are asked for again, as the KCL stops its reporter on a
+// rollback and starts it again on a roll-forward.
+func (k *kcl3Side) setState(_ context.Context, st coordination.State) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.w == nil {
+		return
+	}
+	if k.reporter == nil {
+		if !st.ReportMetrics || k.starting {
+			k.pending = st
+			return
+		}
+		// Finding the platform may take seconds (the EC2 metadata
+		// service): not on the worker's start path.
+		k.starting, k.pending = true, st
+		go k.startReporter()
+		return
+	}
+	k.reporter.SetState(st)
+}
+
+// stop ends the reporter; its item stays for the leader to expire, as a
+// stopped Java worker's does.
+func (k *kcl3Side) stop(ctx context.Context) {
+	k.mu.Lock()
+	r := k.reporter
+	k.stopped = true
+	k.mu.Unlock()
+	if r != nil {
+		_ = r.Stop(ctx)
+	}
+}
