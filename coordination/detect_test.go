@@ -3,8 +3,11 @@ package coordination
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/kcltool/kcltool/leasecore"
 )
@@ -277,4 +280,98 @@ func TestDetectAccessDenied(t *testing.T) {
 	// The index still shows a 3.x application; the side tables stay the
 	// layout, since only a missing side table means a single-table one.
 	wantState(t, st, LayoutSideTables, leasecore.AssignByLeader, true)
+}
+
+// Under PENDING the lock is read from the side table; when it is not there
+// (the leader finished the step to COMPLETE and took the lock in the lease
+// table before this worker saw it), from the lease table; when nowhere,
+// Found is false and Table names where it should be.
+func TestReadLockFallback(t *testing.T) {
+	r := newRig(t, true, true)
+	r.tableMigration(r.tb.CoordinatorState, TableMigrationPending)
+	r.migration(r.tb.Lease, ClientVersion3X)
+	st := r.detect()
+	ctx := context.Background()
+	lock, err := ReadLock(ctx, r.c, r.tb, st)
+	if err != nil || lock.Found || lock.Table != r.tb.CoordinatorState {
+		t.Fatalf("no lock: %+v, %v", lock, err)
+	}
+	r.lock(r.tb.Lease, "java-3", "v1")
+	lock, err = ReadLock(ctx, r.c, r.tb, st)
+	if err != nil || !lock.Found || lock.Owner != "java-3" || lock.Table != r.tb.Lease {
+		t.Fatalf("lock in the lease table: %+v, %v", lock, err)
+	}
+}
+
+// A WorkerMetricStats table the worker may not describe nor scan is
+// skipped; the lease table's items are still listed.
+func TestListWorkerMetricsUnreadableSideTable(t *testing.T) {
+	r := newRig(t, true, true)
+	r.tableMigration(r.tb.CoordinatorState, TableMigrationPending)
+	r.migration(r.tb.Lease, ClientVersion3X)
+	r.metrics(r.tb.WorkerMetrics, "side", 100, 1)
+	r.metrics(r.tb.Lease, "lease", 100, 2)
+	api := denyAPI{r.c, func(op, table string) bool { return table == r.tb.WorkerMetrics }}
+	st, err := Detect(context.Background(), api, r.tb)
+	if err != nil || st.WorkerMetricsTable != PresenceUnknown {
+		t.Fatalf("Detect = %+v, %v", st, err)
+	}
+	ms, err := ListWorkerMetrics(context.Background(), api, r.tb, st)
+	if err != nil || len(ms) != 1 || ms[0].WorkerID != "lease" {
+		t.Fatalf("ListWorkerMetrics = %+v, %v", ms, err)
+	}
+}
+
+// countAPI counts the calls Detect makes.
+type countAPI struct {
+	*dynamodb.Client
+	mu    sync.Mutex
+	calls map[string]int
+}
+
+func (c *countAPI) note(op string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls[op]++
+}
+
+func (c *countAPI) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, o ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
+	c.note("DescribeTable")
+	return c.Client.DescribeTable(ctx, in, o...)
+}
+
+func (c *countAPI) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	c.note("GetItem")
+	return c.Client.GetItem(ctx, in, o...)
+}
+
+// Detect is cheap enough to repeat every shard sync: three describes and
+// at most three single-item reads, whatever the layout.
+func TestDetectCost(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		index, side bool
+		setup       func(r *rig)
+		gets        int
+	}{
+		{"2.x", false, false, func(r *rig) {}, 3},                                                            // tm, cv, Leader in the lease table
+		{"side tables", true, true, func(r *rig) { r.migration(r.tb.CoordinatorState, ClientVersion3X) }, 2}, // tm, cv in the side table
+		{"pending", true, true, func(r *rig) {
+			r.tableMigration(r.tb.CoordinatorState, TableMigrationPending)
+			r.migration(r.tb.Lease, ClientVersion3X)
+		}, 3}, // tm; cv: side table, then the lease table
+		{"lease table", true, false, func(r *rig) { r.migration(r.tb.Lease, ClientVersion3X) }, 2}, // tm, cv in the lease table
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := newRig(t, c.index, c.side)
+			c.setup(r)
+			api := &countAPI{Client: r.c, calls: map[string]int{}}
+			if _, err := Detect(context.Background(), api, r.tb); err != nil {
+				t.Fatal(err)
+			}
+			if api.calls["DescribeTable"] != 3 || api.calls["GetItem"] != c.gets {
+				t.Fatalf("calls %v, want 3 DescribeTable and %d GetItem", api.calls, c.gets)
+			}
+		})
+	}
 }

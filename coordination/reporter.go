@@ -190,13 +190,22 @@ func (r *Reporter) loop(ctx context.Context) {
 		now = r.clk.Now()
 		if len(r.opt.Samplers) > 0 && !now.Before(nextCapture) {
 			r.capture()
-			nextCapture = nextCapture.Add(r.opt.CaptureInterval)
+			nextCapture = skipPast(nextCapture, now, r.opt.CaptureInterval)
 		}
 		if !now.Before(nextReport) {
 			_ = r.Report(ctx)
-			nextReport = nextReport.Add(r.opt.Period)
+			nextReport = skipPast(nextReport, now, r.opt.Period)
 		}
 	}
+}
+
+// skipPast is the next tick after now: ticks missed while the process was
+// stopped or the write was slow are skipped, not run in a burst.
+func skipPast(tick, now time.Time, every time.Duration) time.Time {
+	for !tick.After(now) {
+		tick = tick.Add(every)
+	}
+	return tick
 }
 
 // capture records one value of each metric (WorkerMetricStatsManager.

@@ -336,3 +336,41 @@ func TestReporterDeployedFollowsTheFleet(t *testing.T) {
 		})
 	}
 }
+
+func TestSkipPast(t *testing.T) {
+	if got := skipPast(t0, t0.Add(95*time.Second), 30*time.Second); !got.Equal(t0.Add(120 * time.Second)) {
+		t.Fatalf("skipPast = %v", got)
+	}
+	if got := skipPast(t0, t0, 30*time.Second); !got.Equal(t0.Add(30 * time.Second)) {
+		t.Fatalf("skipPast at the tick = %v", got)
+	}
+}
+
+// A worker stopped for minutes (SIGSTOP, a suspended VM) writes one item
+// when it runs again, not one per period missed.
+func TestReporterSkipsMissedPeriods(t *testing.T) {
+	r := newRig(t, true, false)
+	r.migration(r.tb.Lease, ClientVersion3X)
+	clk := clocktest.New(t0)
+	rep := NewReporter(r.c, r.tb, "w1", clk, ReporterOptions{})
+	rep.SetState(r.detect())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rep.Start(ctx)
+	defer func() { _ = rep.Stop(ctx) }()
+	for _, d := range []time.Duration{2 * time.Second, 95 * time.Second} {
+		if err := clk.WaitTimers(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(d)
+	}
+	if err := clk.WaitTimers(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Reports() != 2 {
+		t.Fatalf("%d reports, want 2", rep.Reports())
+	}
+	if next, _ := clk.Next(); !next.Equal(t0.Add(122 * time.Second)) {
+		t.Fatalf("next report at %v, want +122s", next.Sub(t0))
+	}
+}
