@@ -2,7 +2,8 @@
 // simulations of a whole fleet of lease workers on a fake clock
 // (internal/testenv/fleetsim). It answers the calls leasecore's coordinator, its
 // taker and renewer and the shard sync make (GetItem, PutItem, UpdateItem,
-// DeleteItem, Scan) with the SDK's own input, output and error types, and
+// DeleteItem, Scan, and Query of a KEYS_ONLY index for KCL 3.x's
+// discovery) with the SDK's own input, output and error types, and
 // honours what decides a lease fleet's behaviour and its bill:
 //
 //   - condition expressions, as far as the lease protocol uses them (see
@@ -58,6 +59,9 @@ type Config struct {
 	InitialBurst float64
 	// PageBytes is the Scan page limit, 1 MB when zero (tests shrink it).
 	PageBytes int
+	// Indexes are the table's global secondary indexes (KEYS_ONLY), which
+	// Query reads (query.go).
+	Indexes []Index
 }
 
 // BurstSeconds is how much unused capacity DynamoDB keeps for bursts.
@@ -413,8 +417,15 @@ func (m *Model) PutItem(ctx context.Context, in *dynamodb.PutItemInput, _ ...fun
 	if err := m.begin(op, aws.ToString(in.TableName), false, true); err != nil {
 		return nil, err
 	}
+	condExpr, names, values := in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues
 	if len(in.Expected) > 0 {
-		return nil, opErr(op, validation("legacy Expected is not modelled; use ConditionExpression"))
+		if condExpr != nil {
+			return nil, opErr(op, validation("Expected and ConditionExpression together"))
+		}
+		var err error
+		if condExpr, names, values, err = legacyCondition(in.Expected, names, values); err != nil {
+			return nil, opErr(op, err)
+		}
 	}
 	key, err := m.keyOf(op, map[string]types.AttributeValue{m.cfg.HashKey: in.Item[m.cfg.HashKey]})
 	if err != nil {
@@ -423,7 +434,7 @@ func (m *Model) PutItem(ctx context.Context, in *dynamodb.PutItemInput, _ ...fun
 	old := m.items[key]
 	wu := writeUnits(max(m.sizes[key], leasecore.ItemSize(in.Item)))
 	now := m.clock.Now()
-	if err := m.check(op, in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues, old); err != nil {
+	if err := m.check(op, condExpr, names, values, old); err != nil {
 		return nil, m.condErr(op, err, old, in.ReturnValuesOnConditionCheckFailure, wu, now)
 	}
 	m.store(key, old, clone(in.Item), leasecore.ItemSize(in.Item))
@@ -447,20 +458,31 @@ func (m *Model) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, _ 
 	if err := m.begin(op, aws.ToString(in.TableName), false, true); err != nil {
 		return nil, err
 	}
+	condExpr, updExpr := in.ConditionExpression, in.UpdateExpression
+	names, values := in.ExpressionAttributeNames, in.ExpressionAttributeValues
 	if len(in.Expected) > 0 || len(in.AttributeUpdates) > 0 {
-		return nil, opErr(op, validation("legacy Expected/AttributeUpdates are not modelled; use expressions"))
+		if condExpr != nil || updExpr != nil {
+			return nil, opErr(op, validation("legacy parameters and expressions together"))
+		}
+		var err error
+		if condExpr, names, values, err = legacyCondition(in.Expected, names, values); err != nil {
+			return nil, opErr(op, err)
+		}
+		if updExpr, names, values, err = legacyUpdate(in.AttributeUpdates, names, values); err != nil {
+			return nil, opErr(op, err)
+		}
 	}
 	key, err := m.keyOf(op, in.Key)
 	if err != nil {
 		return nil, err
 	}
-	actions, err := m.parseUpdate(aws.ToString(in.UpdateExpression))
+	actions, err := m.parseUpdate(aws.ToString(updExpr))
 	if err != nil {
 		return nil, opErr(op, err)
 	}
 	old := m.items[key]
 	now := m.clock.Now()
-	if err := m.check(op, in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues, old); err != nil {
+	if err := m.check(op, condExpr, names, values, old); err != nil {
 		return nil, m.condErr(op, err, old, in.ReturnValuesOnConditionCheckFailure, writeUnits(m.sizes[key]), now)
 	}
 	next := clone(old)
@@ -468,7 +490,7 @@ func (m *Model) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, _ 
 		next = clone(in.Key)
 	}
 	for _, a := range actions {
-		name, err := resolveName(a.path, in.ExpressionAttributeNames)
+		name, err := resolveName(a.path, names)
 		if err != nil {
 			return nil, opErr(op, err)
 		}
@@ -480,7 +502,7 @@ func (m *Model) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, _ 
 			delete(next, name)
 			continue
 		}
-		v, err := resolveValue(a.operand, in.ExpressionAttributeValues)
+		v, err := resolveValue(a.operand, values)
 		if err != nil {
 			return nil, opErr(op, err)
 		}
@@ -561,8 +583,15 @@ func (m *Model) Scan(ctx context.Context, in *dynamodb.ScanInput, _ ...func(*dyn
 	if err := m.begin(op, aws.ToString(in.TableName), true, false); err != nil {
 		return nil, err
 	}
-	if in.FilterExpression != nil || in.ProjectionExpression != nil || in.ScanFilter != nil || in.AttributesToGet != nil {
-		return nil, opErr(op, validation("filters and projections are not modelled"))
+	if in.ProjectionExpression != nil || in.ScanFilter != nil || in.AttributesToGet != nil {
+		return nil, opErr(op, validation("projections and legacy filters are not modelled"))
+	}
+	var filter cond
+	if in.FilterExpression != nil {
+		var err error
+		if filter, err = parseCondition(*in.FilterExpression); err != nil {
+			return nil, opErr(op, err)
+		}
 	}
 	seg, total := aws.ToInt32(in.Segment), aws.ToInt32(in.TotalSegments)
 	if (in.Segment != nil) != (in.TotalSegments != nil) || (total > 0 && (seg < 0 || seg >= total)) {
@@ -606,6 +635,21 @@ func (m *Model) Scan(ctx context.Context, in *dynamodb.ScanInput, _ ...func(*dyn
 		out.LastEvaluatedKey = map[string]types.AttributeValue{m.cfg.HashKey: last[m.cfg.HashKey]}
 	}
 	out.Count, out.ScannedCount = int32(len(out.Items)), int32(len(out.Items))
+	// A filter drops items after they are read (and billed), as DynamoDB's
+	// does; the page's LastEvaluatedKey is the last item read.
+	if filter != nil {
+		kept := out.Items[:0:0]
+		for _, item := range out.Items {
+			ok, err := filter.eval(item, in.ExpressionAttributeNames, in.ExpressionAttributeValues)
+			if err != nil {
+				return nil, opErr(op, err)
+			}
+			if ok {
+				kept = append(kept, item)
+			}
+		}
+		out.Items, out.Count = kept, int32(len(kept))
+	}
 	ru := 0.0 // an empty page costs nothing (dynalite; DynamoDB's documentation is silent)
 	if bytes > 0 {
 		ru = readUnits(bytes, aws.ToBool(in.ConsistentRead))

@@ -122,7 +122,7 @@ func (l *Leader) TakeLock(ctx context.Context) (bool, error) {
 }
 
 // startHeartbeatLocked runs the lock client's background heartbeat
-// thread (run(), lock client lines 1000-1030): a heartbeat every period.
+// thread (run(), lock client lines 1244-1276): a heartbeat every period.
 func (l *Leader) startHeartbeatLocked() {
 	ctx, cancel := context.WithCancel(context.Background())
 	l.stopBeat = cancel

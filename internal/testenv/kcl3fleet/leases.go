@@ -20,7 +20,7 @@ import (
 // Lease default, leases/Lease.java line 83) and no owner, written by
 // DynamoDBLeaseRefresher.createLeaseIfNotExists (lines 758-789: PutItem,
 // Expected leaseKey does not exist) through
-// DynamoDBLeaseSerializer.toDynamoRecord (lines 68-131, which always adds
+// DynamoDBLeaseSerializer.toDynamoRecord (lines 68-132, which always adds
 // entityType LEASE in 3.5). The keys get the even hash key ranges of a
 // stream created with len(keys) shards, in order. Multi-stream keys
 // ("account:stream:epoch:shardId") are written as plain keys: tests that

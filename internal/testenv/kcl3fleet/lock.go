@@ -57,7 +57,7 @@ func (f *Fleet) ReadLock(ctx context.Context) (LockItem, bool, error) {
 	return LockItem{Owner: str(lockOwnerName), Version: str(lockVersion), LeaseDuration: str(lockDuration), EntityType: str(entityTypeAttr), Table: table}, true, nil
 }
 
-// newUUID is generateRecordVersionNumber (lock client line 1394,
+// newUUID is generateRecordVersionNumber (lock client lines 1326-1328,
 // UUID.randomUUID: a version 4 UUID).
 func newUUID() string {
 	var b [16]byte
@@ -70,7 +70,7 @@ func newUUID() string {
 }
 
 // acquireLock is the lock client's acquireLock for a lock that does not
-// exist (lines 515-524 build the item: the additional attributes, the
+// exist (lines 511-520 build the item: the additional attributes, the
 // partition key, ownerName, leaseDuration as String.valueOf(millis) and
 // recordVersionNumber; upsertAndMonitorNewLock, lines 727-768: a PutItem
 // conditioned on attribute_not_exists(#pk), updateExistingLockRecord being
@@ -78,7 +78,7 @@ func newUUID() string {
 // (DynamoDBLockBasedLeaderDecider.getLockAttributes, lines 182-187):
 // entityType LEADER (CoordinatorState.serialize). It returns the version
 // written.
-func acquireLock(ctx context.Context, ddb *dynamodb.Client, table, keyAttr, owner string, leaseDuration time.Duration) (string, error) {
+func acquireLock(ctx context.Context, ddb API, table, keyAttr, owner string, leaseDuration time.Duration) (string, error) {
 	version := newUUID()
 	_, err := ddb.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: aws.String(table),
@@ -98,12 +98,12 @@ func acquireLock(ctx context.Context, ddb *dynamodb.Client, table, keyAttr, owne
 	return version, nil
 }
 
-// sendHeartbeat is the lock client's sendHeartbeat (lines 1146-1220):
+// sendHeartbeat is the lock client's sendHeartbeat (lines 1146-1238):
 // UpdateItem "SET #ld = :ld, #rvn = :newRvn" (UPDATE_LEASE_DURATION_AND_RVN)
 // conditioned on "attribute_exists(#pk) AND #rvn = :rvn AND #on = :on"
 // (PK_EXISTS_AND_OWNER_NAME_SAME_AND_RVN_SAME_CONDITION), with a new random
 // version. It returns the new version.
-func sendHeartbeat(ctx context.Context, ddb *dynamodb.Client, table, keyAttr, owner, version string, leaseDuration time.Duration) (string, error) {
+func sendHeartbeat(ctx context.Context, ddb API, table, keyAttr, owner, version string, leaseDuration time.Duration) (string, error) {
 	next := newUUID()
 	_, err := ddb.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:           aws.String(table),
@@ -126,9 +126,9 @@ func sendHeartbeat(ctx context.Context, ddb *dynamodb.Client, table, keyAttr, ow
 
 // releaseLock is the lock client's releaseLock with deleteLock true (the
 // AcquireLockOptions default, AcquireLockOptions.java line 87; lines
-// 844-893): DeleteItem conditioned on "attribute_exists(#pk) AND #rvn =
+// 844-894): DeleteItem conditioned on "attribute_exists(#pk) AND #rvn =
 // :rvn AND #on = :on".
-func releaseLock(ctx context.Context, ddb *dynamodb.Client, table, keyAttr, owner, version string) error {
+func releaseLock(ctx context.Context, ddb API, table, keyAttr, owner, version string) error {
 	_, err := ddb.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName:                 aws.String(table),
 		Key:                       map[string]ddbtypes.AttributeValue{keyAttr: s(LeaderKey)},

@@ -49,7 +49,7 @@ func types(item map[string]ddbtypes.AttributeValue) map[string]string {
 	return out
 }
 
-func getItem(t *testing.T, ddb *dynamodb.Client, table, keyAttr, key string) map[string]ddbtypes.AttributeValue {
+func getItem(t *testing.T, ddb API, table, keyAttr, key string) map[string]ddbtypes.AttributeValue {
 	t.Helper()
 	out, err := ddb.GetItem(context.Background(), &dynamodb.GetItemInput{
 		TableName: aws.String(table), ConsistentRead: aws.Bool(true),

@@ -81,7 +81,7 @@ func tableMigrationItem(keyAttr, tm, by string, now time.Time) map[string]ddbtyp
 // (delegate/CoordinatorStateDAODelegate.java, v3.5.1 lines 265-289): a
 // PutItem whose legacy Expected says the partition key does not exist
 // (getDynamoNonExistentExpectation).
-func createIfNotExists(ctx context.Context, ddb *dynamodb.Client, table, keyAttr string, item map[string]ddbtypes.AttributeValue) error {
+func createIfNotExists(ctx context.Context, ddb API, table, keyAttr string, item map[string]ddbtypes.AttributeValue) error {
 	_, err := ddb.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: aws.String(table),
 		Item:      item,

@@ -2,6 +2,7 @@ package kcl3fleet
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -28,8 +29,9 @@ const (
 	// SideTables is KCL 3.0-3.4, or tm INIT / DEPLOYED: <app>-CoordinatorState
 	// holds the lock and Migration3.0 (and TableMigration3.5 when
 	// Layout.TableMigration is set), <app>-WorkerMetricStats the metrics
-	// (CoordinatorStateDAO.getWriteDelegate, WorkerMetricStatsDAO.getWriteDelegate
-	// lines 179-190: INIT and DEPLOYED write to the legacy tables).
+	// (CoordinatorStateDAO.getWriteDelegate, lines 441-452, and
+	// WorkerMetricStatsDAO.getWriteDelegate, lines 179-190: INIT and
+	// DEPLOYED write to the legacy tables).
 	SideTables
 	// Pending is tm PENDING: the leader moved every CoordinatorState entry but
 	// the lock and TableMigration3.5 to the lease table before it wrote
@@ -84,9 +86,21 @@ type Layout struct {
 	TableMigration string
 }
 
-// Fleet is one application's tables on the local DynamoDB server.
+// API is the DynamoDB calls the fleet makes: a *dynamodb.Client, or the
+// in-process model of fleetsim (internal/testenv/ddbmodel).
+type API interface {
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
+	Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
+	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+}
+
+// Fleet is one application's tables on the local DynamoDB server (or the
+// model).
 type Fleet struct {
-	DDB    *dynamodb.Client
+	DDB    API
 	Tables coordination.Tables
 	Layout Layout
 	// Clock is where the leader and the workers built from this Fleet take
@@ -153,12 +167,8 @@ func Setup(t testing.TB, ddb *dynamodb.Client, l Layout) *Fleet {
 		createHashTable(t, ddb, f.Tables.WorkerMetrics, workerMetricsHashKey)
 	}
 	now := f.Clock.Now()
-	if !l.NoMigrationItem {
-		table, keyAttr := f.migrationLocation()
-		item := migrationItem(keyAttr, l.ClientVersion, defaultModifiedBy, now)
-		if err := createIfNotExists(ctx, ddb, table, keyAttr, item); err != nil {
-			t.Fatalf("kcl3fleet: create %s in %s: %v", MigrationKey, table, err)
-		}
+	if err := f.createMigrationItem(ctx); err != nil {
+		t.Fatal(err)
 	}
 	if l.TableMigration != "" {
 		// The state machine keeps TableMigration3.5 in the legacy table
@@ -177,6 +187,33 @@ func Setup(t testing.TB, ddb *dynamodb.Client, l Layout) *Fleet {
 		}
 	}
 	return f
+}
+
+// Attach builds a Fleet on a lease table that exists already (with the
+// LeaseOwnerToLeaseKeyIndex), such as fleetsim's model table: only the
+// NewApp layout, one table, and the Migration3.0 item is written unless
+// the layout says not to. clk is the fleet's clock.
+func Attach(ctx context.Context, api API, l Layout, clk clock.Clock) (*Fleet, error) {
+	if l.Kind != NewApp || l.LeaseTable == "" {
+		return nil, fmt.Errorf("kcl3fleet: Attach needs the NewApp layout and a lease table name")
+	}
+	if l.ClientVersion == "" {
+		l.ClientVersion = coordination.ClientVersion3X
+	}
+	f := &Fleet{DDB: api, Tables: coordination.DefaultTables(l.LeaseTable, l.App), Layout: l, Clock: clk}
+	return f, f.createMigrationItem(ctx)
+}
+
+func (f *Fleet) createMigrationItem(ctx context.Context) error {
+	if f.Layout.NoMigrationItem {
+		return nil
+	}
+	table, keyAttr := f.migrationLocation()
+	item := migrationItem(keyAttr, f.Layout.ClientVersion, defaultModifiedBy, f.Clock.Now())
+	if err := createIfNotExists(ctx, f.DDB, table, keyAttr, item); err != nil {
+		return fmt.Errorf("kcl3fleet: create %s in %s: %w", MigrationKey, table, err)
+	}
+	return nil
 }
 
 func createHashTable(t testing.TB, ddb *dynamodb.Client, name, hashKey string) {

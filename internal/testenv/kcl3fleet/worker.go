@@ -194,7 +194,7 @@ func (w *OtherWorker) ReportMetrics(ctx context.Context) error {
 }
 
 // Discover is DynamoDBLeaseDiscoverer.discoverNewLeases
-// (leases/dynamodb/DynamoDBLeaseDiscoverer.java lines 60-135): query the
+// (leases/dynamodb/DynamoDBLeaseDiscoverer.java lines 60-105): query the
 // LeaseOwnerToLeaseKeyIndex for leaseOwner = this worker
 // (DynamoDBLeaseRefresher.listLeaseKeysForWorker, lines 496-545: key
 // condition "leaseOwner = :leaseOwner"), then GetItem each key not held
@@ -268,8 +268,8 @@ func (w *OtherWorker) stopProcessingLocked(h *heldLease, now time.Time) {
 }
 
 // Renew renews every held lease once (DynamoDBLeaseRenewer.renewLease,
-// leases/dynamodb/DynamoDBLeaseRenewer.java lines 207-260, with
-// DynamoDBLeaseRefresher.renewLease, lines 833-918) and completes the
+// leases/dynamodb/DynamoDBLeaseRenewer.java lines 207-280, with
+// DynamoDBLeaseRefresher.renewLease, lines 833-916) and completes the
 // handoffs whose batch is done.
 func (w *OtherWorker) Renew(ctx context.Context) error {
 	w.mu.Lock()
@@ -321,7 +321,7 @@ func (w *OtherWorker) renewOne(ctx context.Context, key string) error {
 	if rerr != nil && !errors.Is(rerr, errNoLease) {
 		return rerr
 	}
-	// renewLease's graceful path (lines 871-888, handleGracefulShutdown,
+	// renewLease's graceful path (lines 876-889, handleGracefulShutdown,
 	// lines 1424-1450): the item shows a handoff of this worker's lease,
 	// so adopt checkpointOwner and leaseOwner and renew again without the
 	// checkpointOwner condition.
@@ -336,13 +336,24 @@ func (w *OtherWorker) renewOne(ctx context.Context, key string) error {
 			// known (LeaseGracefulShutdownHandler.initiateShutdown).
 			w.stopProcessingLocked(h, h.handoffSeen)
 			w.mu.Unlock()
-			_, err := w.maybeCompleteHandoff(ctx, key)
-			return err
+			// The shard consumer's shutdown task writes the transfer once the
+			// batch is done (ShutdownTask -> attemptLeaseTransfer), not at a
+			// renewal; the handler's timeout writes it otherwise.
+			wait := w.cfg.HandoffDelay
+			if w.cfg.NeverFinishBatch {
+				wait = w.cfg.HandoffTimeout
+			}
+			go func() {
+				if clock.Sleep(ctx, w.clock, wait) == nil && !w.isDead() {
+					_, _ = w.maybeCompleteHandoff(ctx, key)
+				}
+			}()
+			return nil
 		} else if !errors.Is(err, ErrConditionFailed) {
 			return err
 		}
 	}
-	// Spurious-failure check (lines 889-905): the lease is still ours if
+	// Spurious-failure check (lines 895-911): the lease is still ours if
 	// the item shows this worker and counter N+1; otherwise it is lost.
 	if rerr == nil && actualOwner(item) == w.cfg.ID && item.LeaseCounter == counter+1 && item.CheckpointOwner == "" {
 		w.mu.Lock()

@@ -62,7 +62,7 @@ func assignUpdate(seen leasecore.Lease, newOwner string) map[string]ddbtypes.Att
 // graceful handoff uses it to complete the handoff
 // (LeaseGracefulShutdownHandler), with seen = {leaseOwner: next owner,
 // checkpointOwner: itself} and newOwner = the next owner.
-func assignLease(ctx context.Context, ddb *dynamodb.Client, table string, seen leasecore.Lease, newOwner string) (leasecore.Lease, error) {
+func assignLease(ctx context.Context, ddb API, table string, seen leasecore.Lease, newOwner string) (leasecore.Lease, error) {
 	out, err := ddb.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                           aws.String(table),
 		Key:                                 map[string]ddbtypes.AttributeValue{leasecore.AttrLeaseKey: s(seen.LeaseKey)},
@@ -82,7 +82,7 @@ func assignLease(ctx context.Context, ddb *dynamodb.Client, table string, seen l
 // owner seen, the counter untouched (so that the current owner's renewals
 // go on, lines 994-999); expected leaseOwner = the owner seen, no
 // checkpointOwner, and leaseKey exists (lines 1015-1023); ALL_NEW.
-func initiateHandoff(ctx context.Context, ddb *dynamodb.Client, table string, seen leasecore.Lease, newOwner string) (leasecore.Lease, error) {
+func initiateHandoff(ctx context.Context, ddb API, table string, seen leasecore.Lease, newOwner string) (leasecore.Lease, error) {
 	out, err := ddb.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(table),
 		Key:       map[string]ddbtypes.AttributeValue{leasecore.AttrLeaseKey: s(seen.LeaseKey)},
@@ -107,10 +107,10 @@ func initiateHandoff(ctx context.Context, ddb *dynamodb.Client, table string, se
 // PUT leaseCounter = N+1 (getDynamoLeaseCounterUpdate, serializer lines
 // 255-266) expecting leaseCounter = N (getDynamoLeaseCounterExpectation,
 // lines 207-217) and, unless the worker already knows of a handoff
-// (shutdownRequested), no checkpointOwner (lines 846-851);
+// (shutdownRequested), no checkpointOwner (lines 849-854);
 // ReturnValuesOnConditionCheckFailure ALL_OLD. throughputKBps is not
 // written (see the package doc).
-func renewLease(ctx context.Context, ddb *dynamodb.Client, table, key string, counter int64, shutdownRequested bool) error {
+func renewLease(ctx context.Context, ddb API, table, key string, counter int64, shutdownRequested bool) error {
 	expected := map[string]ddbtypes.ExpectedAttributeValue{
 		leasecore.AttrLeaseCounter: {Value: n(counter)},
 	}
