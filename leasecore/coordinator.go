@@ -41,10 +41,15 @@ type Options struct {
 	Assignment Assignment
 }
 
-// Coordinator is one worker's side of the KCL 2.x lease protocol: a renewer
-// that renews the held leases at a fixed rate and a taker that scans the
-// table, takes expired or unowned leases and steals toward an even share. It
-// needs no coordinator of its own and nothing beyond the lease table.
+// Coordinator is one worker's side of the KCL lease protocol: a renewer
+// that renews the held leases at a fixed rate and, in KCL 2.x mode
+// (AssignByTaking), a taker that scans the table, takes expired or unowned
+// leases and steals toward an even share. It needs no coordinator of its
+// own and nothing beyond the lease table. In KCL 3.x mode (AssignByLeader)
+// a discoverer finds the leases the leader gave this worker instead
+// (discoverer.go), renewals carry the 3.x condition and throughputKBps,
+// and the leader's graceful handoffs are reported and completed
+// (assign3.go); the client must then also implement QueryAPI.
 type Coordinator struct {
 	api   meteredAPI
 	table string
@@ -71,7 +76,7 @@ type Coordinator struct {
 	poke     chan struct{}
 	include  func(Lease) bool // Options.Include, nil for every lease
 	latest   latestScan       // the taker's last scan, for LatestScan
-	// KCL 3.x (assign3.go, discoverer.go, renew3.go).
+	// KCL 3.x (assign3.go, discoverer.go, leasestats.go).
 	assign       atomic.Int32 // the Assignment in force
 	tput         *leaseStats
 	discoverPoke chan struct{}
@@ -215,8 +220,11 @@ func (c *Coordinator) takerIntervalDescription() string {
 
 // Stop ends the loops. With release it then gives up every held lease
 // (ReleaseLease), so that the other workers take them at their next taker
-// run instead of after the failover time. Finish processing and write the
-// final checkpoints before calling Stop: the leases are renewed until then.
+// run instead of after the failover time; in AssignByLeader mode with the
+// KCL 3.x evict write (EvictLease3), so that the leader reassigns them at
+// its next run (a lease in handoff goes to its next owner at once). Finish
+// processing and write the final checkpoints before calling Stop: the
+// leases are renewed until then.
 // Events queued so far are delivered before Stop returns.
 func (c *Coordinator) Stop(ctx context.Context, release bool) error {
 	c.mu.Lock()

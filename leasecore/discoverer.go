@@ -3,6 +3,7 @@ package leasecore
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 )
 
@@ -13,28 +14,37 @@ import (
 // it at once.
 func (c *Coordinator) discoverLoop(ctx context.Context) {
 	interval := c.cfg.DiscoveryInterval()
-	next := c.clock.Now()
 	for {
-		if c.Assignment() == AssignByLeader && !c.noTaking.Load() {
+		// Out of leader mode (or after StopTaking) the loop holds no timer:
+		// a 2.x worker's clock sees no wake-ups of it.
+		for c.Assignment() != AssignByLeader || c.noTaking.Load() {
+			select {
+			case <-ctx.Done():
+				return
+			case <-c.discoverPoke:
+			}
+		}
+		next := c.clock.Now()
+		for c.Assignment() == AssignByLeader && !c.noTaking.Load() {
 			c.discover(ctx)
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		next = next.Add(interval)
-		wait := next.Sub(c.clock.Now())
-		if wait <= 0 {
-			next, wait = c.clock.Now(), 0 // fell behind: skip the missed ticks
-		}
-		t := c.clock.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C():
-		case <-c.discoverPoke:
-			t.Stop()
-			next = c.clock.Now()
+			if ctx.Err() != nil {
+				return
+			}
+			next = next.Add(interval)
+			wait := next.Sub(c.clock.Now())
+			if wait <= 0 {
+				next, wait = c.clock.Now(), 0 // fell behind: skip the missed ticks
+			}
+			t := c.clock.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C():
+			case <-c.discoverPoke:
+				t.Stop()
+				next = c.clock.Now()
+			}
 		}
 	}
 }
@@ -71,23 +81,46 @@ func (c *Coordinator) discover(ctx context.Context) {
 		return
 	}
 	listed := make(map[string]bool, len(keys))
+	var fresh []string
 	for _, key := range keys {
 		listed[key] = true
+		if c.lookup(key) == nil {
+			fresh = append(fresh, key)
+		}
+	}
+	// The reads run in parallel, as the KCL's fetchLease calls on its
+	// discovery thread pool: a worker given many leases at once (its start,
+	// a rebalance) gains them within one run's time, not one read each.
+	type read struct {
+		sent  time.Time
+		l     Lease
+		found bool
+		err   error
+	}
+	reads := make([]read, len(fresh))
+	sem := make(chan struct{}, maxRenewalConcurrency)
+	var wg sync.WaitGroup
+	for i, key := range fresh {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			r := &reads[i]
+			r.sent = c.clock.Now()
+			r.l, r.found, r.err = GetLease(WithCapacityOp(ctx, OpDiscover), c.api, c.table, key, true)
+		}()
+	}
+	wg.Wait()
+	for i, key := range fresh {
 		if c.noTaking.Load() || ctx.Err() != nil || c.Assignment() != AssignByLeader {
 			break
 		}
-		if c.lookup(key) != nil {
-			continue
-		}
-		sent := c.clock.Now()
-		l, found, err := GetLease(WithCapacityOp(ctx, OpDiscover), c.api, c.table, key, true)
+		l, r := reads[i].l, reads[i]
 		switch {
-		case err != nil:
-			if ctx.Err() == nil {
-				c.skip(key, "read failed", "err", err)
-			}
+		case r.err != nil:
+			c.skip(key, "read failed", "err", r.err)
 			continue
-		case !found:
+		case !r.found:
 			c.skip(key, "deleted")
 			continue
 		case l.LeaseOwner != c.cfg.WorkerID:
@@ -99,14 +132,14 @@ func (c *Coordinator) discover(ctx context.Context) {
 		case c.include != nil && !c.include(l):
 			c.skip(key, "not this worker's business (Include)")
 			continue
-		case c.noTaking.Load():
-			return
+		case c.lookup(key) != nil:
+			continue
 		}
 		delete(c.skipped, key)
-		c.tput.seed(key, l.ThroughputKBps, sent)
+		c.tput.seed(key, l.ThroughputKBps, r.sent)
 		c.stats.discovered.Add(1)
 		c.log.Info("lease assigned by the leader", "lease", key, "leaseCounter", l.LeaseCounter)
-		c.gain(l, sent, "", time.Time{})
+		c.gain(l, r.sent, "", time.Time{})
 	}
 	for key := range c.skipped {
 		if !listed[key] {

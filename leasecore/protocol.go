@@ -112,7 +112,9 @@ func RenewLease(ctx context.Context, api LeaseUpdateAPI, table string, l Lease, 
 	if gerr != nil {
 		return l, &UnresolvedError{LeaseKey: l.LeaseKey, Op: "renew", Err: gerr}
 	}
-	if ok && cur.LeaseOwner == worker && cur.LeaseCounter == l.LeaseCounter+1 {
+	// On the actual owner, as the KCL's renewLease: in a 3.x handoff
+	// leaseOwner already names the next owner.
+	if ok && cur.ActualOwner() == worker && cur.LeaseCounter == l.LeaseCounter+1 {
 		return cur, nil
 	}
 	return l, lostFromItem("renew", l, cur, ok, nil)

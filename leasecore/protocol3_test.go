@@ -3,9 +3,12 @@ package leasecore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
@@ -22,6 +25,25 @@ func TestQueryOwnedKeys(t *testing.T) {
 	if keys, err := QueryOwnedKeys(context.Background(), ddb, table, "nobody"); err != nil || len(keys) != 0 {
 		t.Fatalf("keys of nobody %v, %v", keys, err)
 	}
+	// Every page: with one item per page the server pages three times.
+	paged := &onePerPage{Client: ddb}
+	keys, err = QueryOwnedKeys(context.Background(), paged, table, "w")
+	slices.Sort(keys)
+	if want := []string{shardKey(0), shardKey(2), shardKey(4)}; err != nil || !slices.Equal(keys, want) || paged.pages < 3 {
+		t.Fatalf("paged: keys %v (%v) in %d pages, want %v", keys, err, paged.pages, want)
+	}
+}
+
+// onePerPage asks the real server for one item per page.
+type onePerPage struct {
+	*dynamodb.Client
+	pages int
+}
+
+func (o *onePerPage) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	o.pages++
+	in.Limit = aws.Int32(1)
+	return o.Client.Query(ctx, in, opts...)
 }
 
 func TestRenewLease3(t *testing.T) {
@@ -271,5 +293,41 @@ func TestTakeLeaseEndsHandoff(t *testing.T) {
 	}
 	if after := mustGet(t, ddb, table, key); after.CheckpointOwner != "" || after.OwnerSwitchesSinceCheckpoint != cur.OwnerSwitchesSinceCheckpoint+1 {
 		t.Fatalf("taken by the checkpoint owner: %+v (before %+v)", after, cur)
+	}
+}
+
+// TestRenewLeaseOwnWriteInHandoff: the 2.x renewal (a worker switched back
+// to taking while it hands a lease over) also recognises its own applied
+// write on the actual owner.
+func TestRenewLeaseOwnWriteInHandoff(t *testing.T) {
+	ctx := context.Background()
+	ddb, table := newKCL3Table(t, 1, "w")
+	key := shardKey(0)
+	leaderHandoff(t, ddb, table, key, "next")
+	held := mustGet(t, ddb, table, key)
+	if _, err := RenewLease(ctx, ddb, table, held, "w"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := RenewLease(ctx, ddb, table, held, "w"); err != nil {
+		t.Fatalf("repeated renewal in handoff: %v, want recognised", err)
+	}
+}
+
+// noReads fails every GetItem: the item must come from the error.
+type noReads struct{}
+
+func (noReads) GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	return nil, errors.New("read not expected")
+}
+
+// TestItemOnFailureUsesReturnedItem: DynamoDB returns the item with the
+// condition failure (ReturnValuesOnConditionCheckFailure ALL_OLD), so no
+// read is needed; dynalite does not (the other tests take the read path).
+func TestItemOnFailureUsesReturnedItem(t *testing.T) {
+	want := Lease{LeaseKey: "k", LeaseOwner: "next", CheckpointOwner: "w", LeaseCounter: 7, Checkpoint: SequenceNumber{SequenceNumber: TRIM_HORIZON}}
+	err := fmt.Errorf("update: %w", &types.ConditionalCheckFailedException{Item: EncodeLease(want)})
+	got, ok, rerr := itemOnFailure(context.Background(), noReads{}, "t", "k", err)
+	if rerr != nil || !ok || got.LeaseOwner != "next" || got.CheckpointOwner != "w" || got.LeaseCounter != 7 {
+		t.Fatalf("item from the error: %+v, %v, %v", got, ok, rerr)
 	}
 }
