@@ -289,3 +289,28 @@ func (w *Worker) runOf(key string) *shardRun {
 	defer w.mu.Unlock()
 	return w.runs[key]
 }
+
+// assignment is the coordinator's protocol, nil-safe and race-free for
+// tests that poll a running worker.
+func (w *Worker) assignment() (leasecore.Assignment, bool) {
+	w.mu.Lock()
+	c := w.coord
+	w.mu.Unlock()
+	if c == nil {
+		return 0, false
+	}
+	return c.Assignment(), true
+}
+
+// assignmentIs reports whether the worker runs with protocol a.
+func (w *Worker) assignmentIs(a leasecore.Assignment) bool {
+	got, ok := w.assignment()
+	return ok && got == a
+}
+
+// coordAssignment is assignment (AssignByTaking before the worker has
+// started).
+func (w *Worker) coordAssignment() leasecore.Assignment {
+	a, _ := w.assignment()
+	return a
+}

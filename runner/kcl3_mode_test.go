@@ -78,7 +78,7 @@ func TestKCL3RollbackTo2X(t *testing.T) {
 	if err := s.fleet.SetClientVersion(context.Background(), coordination.ClientVersion2X, "test"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the switch to taking", func() bool { return r.w.coord.Assignment() == leasecore.AssignByTaking })
+	eventually(t, 10*time.Second, "the switch to taking", func() bool { return r.w.assignmentIs(leasecore.AssignByTaking) })
 	eventually(t, 10*time.Second, "the dead worker's lease taken", func() bool { return len(r.w.heldRuns()) == 2 })
 	if run := r.w.runOf(mine); run == nil || run.tenure != tenure {
 		t.Errorf("the lease held before the rollback was lost and taken again")
@@ -89,7 +89,7 @@ func TestKCL3RollbackTo2X(t *testing.T) {
 	if err := s.fleet.SetClientVersion(context.Background(), coordination.ClientVersion3X, "test"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the switch back to the leader", func() bool { return r.w.coord.Assignment() == leasecore.AssignByLeader })
+	eventually(t, 10*time.Second, "the switch back to the leader", func() bool { return r.w.assignmentIs(leasecore.AssignByLeader) })
 	if err := r.stop(t); err != nil {
 		t.Fatal(err)
 	}
@@ -106,8 +106,8 @@ func TestKCL3AppearsMidRun(t *testing.T) {
 	cfg.Log, buf = recordedLogger(t, "kcltool-1")
 	r := start(t, s.stack, cfg)
 	eventually(t, 20*time.Second, "the lease taken (2.x)", func() bool { return len(r.w.heldRuns()) == 1 })
-	if r.w.coord.Assignment() != leasecore.AssignByTaking {
-		t.Fatalf("assignment %s under CLIENT_VERSION_2X", r.w.coord.Assignment())
+	if r.w.coordAssignment() != leasecore.AssignByTaking {
+		t.Fatalf("assignment %s under CLIENT_VERSION_2X", r.w.coordAssignment())
 	}
 	if reps, _ := s.fleet.WorkerMetricsReports(context.Background()); len(reps) != 0 {
 		t.Errorf("metrics written under CLIENT_VERSION_2X: %+v", reps)
@@ -115,7 +115,7 @@ func TestKCL3AppearsMidRun(t *testing.T) {
 	if err := s.fleet.SetClientVersion(context.Background(), coordination.ClientVersion3X, "test"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the switch to the leader", func() bool { return r.w.coord.Assignment() == leasecore.AssignByLeader })
+	eventually(t, 10*time.Second, "the switch to the leader", func() bool { return r.w.assignmentIs(leasecore.AssignByLeader) })
 	eventually(t, 10*time.Second, "kcltool's metrics item", func() bool {
 		reps, _ := s.fleet.WorkerMetricsReports(context.Background())
 		return len(reps) == 1 && reps[0].WorkerID == "kcltool-1"
@@ -145,7 +145,7 @@ func TestKCL3ClientVersionConfigWithoutMigrationItem(t *testing.T) {
 	cfg.KCL3.ClientVersionConfig = "CLIENT_VERSION_CONFIG_COMPATIBLE_WITH_2X"
 	r := start(t, s.stack, cfg)
 	eventually(t, 20*time.Second, "the lease taken without a leader", func() bool { return len(r.w.heldRuns()) == 1 })
-	if got := r.w.coord.Assignment(); got != leasecore.AssignByTaking {
+	if got := r.w.coordAssignment(); got != leasecore.AssignByTaking {
 		t.Errorf("assignment %s, want taking", got)
 	}
 	eventually(t, 10*time.Second, "kcltool's metrics item", func() bool {
@@ -157,9 +157,12 @@ func TestKCL3ClientVersionConfigWithoutMigrationItem(t *testing.T) {
 	}
 
 	cfg = s.kcl3Config(t, "kcltool-2", outFile(t))
+	var buf *logBuffer
+	cfg.Log, buf = recordedLogger(t, "kcltool-2")
 	r = start(t, s.stack, cfg)
-	time.Sleep(3 * time.Second)
-	if got := r.w.coord.Assignment(); got != leasecore.AssignByLeader || len(r.w.heldRuns()) != 0 {
+	eventually(t, 20*time.Second, "kcltool-2 started", func() bool { return strings.Contains(buf.String(), "worker started") })
+	time.Sleep(3 * time.Second) // two discovery runs
+	if got := r.w.coordAssignment(); got != leasecore.AssignByLeader || len(r.w.heldRuns()) != 0 {
 		t.Errorf("default clientVersionConfig: assignment %s, %d leases held without a leader; want leader and none", got, len(r.w.heldRuns()))
 	}
 	if err := r.stop(t); err != nil {

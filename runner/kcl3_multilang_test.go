@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,19 +17,34 @@ func TestKCL3MultiLangHandoff(t *testing.T) {
 	s := newKCL3Stack(t, 1, kcl3fleet.Layout{Kind: kcl3fleet.NewApp})
 	shard := s.shards[0]
 	// The child checkpoints only when asked to shut down.
-	cfg, su := mlConfig(t, s.stack, "kcltool-1", "MLCHILD_CHECKPOINT=shutdown")
+	// Each processRecords takes 300 ms and small pages are read ahead
+	// meanwhile: none may be given to the child once the handoff is seen.
+	times := filepath.Join(t.TempDir(), "times")
+	cfg, su := mlConfig(t, s.stack, "kcltool-1", "MLCHILD_CHECKPOINT=shutdown", "MLCHILD_TIMES="+times, "MLCHILD_SLEEP=300ms")
+	cfg.MaxRecords = 2
 	cfg.App, cfg.Table, cfg.CreateTable = s.table, s.table, false
 	cfg.Lease.FailoverTime = kcl3Failover
 	cfg.KCL3.WorkerMetricsInterval = kcl3MetricsPeriod
+	var lt *logTimes
+	cfg.Log, lt, _ = timedLogger(t, "kcltool-1")
 	r := start(t, s.stack, cfg)
 	leader := s.leader(t)
-	s.put(t, func(k string) string { return "v-" + k }, keys("a", 10)...)
-	eventually(t, 30*time.Second, "the child handled every record", func() bool { return len(readHandled(t, su.out)) == 10 })
+	s.put(t, func(k string) string { return "v-" + k }, keys("a", 40)...)
+	eventually(t, 30*time.Second, "the child handling records", func() bool { return len(readHandled(t, su.out)) >= 4 })
 	before := s.lease(t, shard).Checkpoint
 
 	java := s.javaWorker(t, "java-1", 0)
 	leader.RequestHandoff(shard, "java-1")
 	eventually(t, 20*time.Second, "java-1 processing the shard", func() bool { return len(java.Processing()) == 1 })
+	seen := lt.first("graceful handoff asked by the leader")
+	for _, sp := range readSpans(t, times) {
+		if sp.start.After(seen) {
+			t.Errorf("processRecords sent at %s, after the handoff was seen at %s", sp.start.Format(time.StampMicro), seen.Format(time.StampMicro))
+		}
+	}
+	if n := len(readHandled(t, su.out)); n == 40 {
+		t.Errorf("every record was handled before the handoff: nothing was read ahead")
+	}
 
 	var shutdowns int
 	for _, e := range eventLines(t, su.events) {

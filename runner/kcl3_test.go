@@ -67,7 +67,7 @@ func TestKCL3JoinsFleet(t *testing.T) {
 			if !mine.Active(time.Now(), kcl3MetricsPeriod) {
 				t.Errorf("the leader does not count kcltool active: %+v", *mine)
 			}
-			if got := r.w.coord.Assignment(); got != leasecore.AssignByLeader {
+			if got := r.w.coordAssignment(); got != leasecore.AssignByLeader {
 				t.Errorf("assignment %s, want leader", got)
 			}
 			if err := r.stop(t); err != nil {

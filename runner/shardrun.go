@@ -276,6 +276,13 @@ func (r *shardRun) read(start leasecore.SequenceNumber) (err error) {
 		now := r.w.clock.Now()
 		fetching = r.drain(pages, b, now, fetching)
 		if batch, ok := b.next(now, !fetching); ok {
+			// Records read ahead are not started once the shard is told
+			// to stop (a graceful stop, a handoff away): only the batch in
+			// flight finishes. A MultiLang child is not asked whether to
+			// stop, so the run checks it here for both processors.
+			if r.stopping() {
+				return processor.ErrStopped
+			}
 			r.stats.Delivered(b.taken, r.w.clock.Now())
 			if err := r.handle(batch, b.millisBehind); err != nil {
 				return err

@@ -144,7 +144,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	w.mu.Lock() // tests read it while Run runs
 	w.mode = mode
+	w.mu.Unlock()
 	if err := w.resolveStreams(ctx); err != nil {
 		return err
 	}
@@ -168,7 +170,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	w.mu.Lock()
 	w.coord = coord
+	w.mu.Unlock()
 	w.metrics.Bind(cfg.App, w.streamsLabel(), cfg.WorkerID, coord.Stats, w.slots.InUse, w.clock)
 	w.runCtx, w.cancelRuns = context.WithCancelCause(ctx)
 	loopsCtx, stopLoops := context.WithCancel(ctx)

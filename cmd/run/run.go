@@ -101,11 +101,14 @@ released so that the other workers take over at once, and kcltool exits 0.
 A second signal exits at once with 130 (leases then expire after the
 failover time).
 
-A lease table used by a KCL 3.x application is refused: 3.x assigns leases
-through an elected leader that a 2.x-protocol worker would fight. One that
-appears while run works (checked every --shard-sync-interval) stops it: no
-more taking or stealing, running commands may finish, every lease is
-released, and kcltool exits 1 with the evidence.
+The lease table's KCL 3.x state (its LeaseOwnerToLeaseKeyIndex, the
+Migration3.0 item's cv, the TableMigration3.5 item's tm) decides how leases
+are assigned, read at start and every --shard-sync-interval: on a KCL 2.x
+table run takes and steals them; on a KCL 3.x table it follows the fleet's
+elected leader, reports its worker metrics and hands leases over gracefully
+when the leader moves them. The start-up log says which mode and why; a
+change (a 3.x application appearing, a rollback to 2.x) is followed without
+a restart.
 
 --efo reads with enhanced fan-out instead of polling GetRecords: one
 SubscribeToShard subscription per held shard, records pushed as they

@@ -83,6 +83,17 @@ func main() {
 }
 
 func processRecords(m msg) {
+	// MLCHILD_TIMES: log when each processRecords starts (unix ns);
+	// MLCHILD_SLEEP: then take that long, a batch in flight.
+	if p := os.Getenv("MLCHILD_TIMES"); p != "" {
+		if f, err := os.OpenFile(p, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+			fmt.Fprintf(f, "start %d %s %d\n", time.Now().UnixNano(), shard, os.Getpid())
+			f.Close()
+		}
+	}
+	if d, err := time.ParseDuration(os.Getenv("MLCHILD_SLEEP")); err == nil {
+		time.Sleep(d)
+	}
 	var recs []record
 	if err := json.Unmarshal(m.Records, &recs); err != nil {
 		fmt.Fprintln(os.Stderr, "mlchild: records:", err)
