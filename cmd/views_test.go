@@ -2,6 +2,8 @@ package cmd
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -301,7 +303,9 @@ func TestLeasesOwnersBalance(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	for _, w := range []string{"worker-a   4        3            +1", "worker-b   1        3            -2", "6 leases, 2 workers, fair share 3", "imbalanced", "unassigned: 1 lease (" + shardID(5) + ")"} {
+	for _, w := range []string{"worker-a   4        3            +1", "worker-b   1        3            -2", "6 leases, 2 workers, fair share 3", "imbalanced", "unassigned: 1 lease (" + shardID(5) + ")",
+		// A KCL 2.x table: a `kcltool run` worker takes leases (issue 25).
+		"\nmode: workers take leases: KCL 2.x (no Migration3.0 item; no index LeaseOwnerToLeaseKeyIndex)\n"} {
 		if !strings.Contains(out, w) {
 			t.Errorf("owners lacks %q:\n%s", w, out)
 		}
@@ -325,5 +329,22 @@ func TestLeasesOwnersKCL3(t *testing.T) {
 	if !strings.Contains(out, "\nworker-b   1        1            +0        12.3   shardId-000000000001\n") || !strings.Contains(out, "\nKCL 3.x leader: worker-b (lock in "+table+")\n") {
 		t.Errorf("owners table:\n%s", out)
 	}
+	// The mode a `kcltool run` worker would follow here, and why (issue 25).
+	if !strings.Contains(out, "\nmode: leader assigns: KCL 3.x (") {
+		t.Errorf("owners table without the leader's mode:\n%s", out)
+	}
 	awkColumns(t, out, 6)
+	js, errOut, code := s.kcltool("leases", "owners", "--app", table, "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var rows []map[string]any
+	if err := json.Unmarshal([]byte(js), &rows); err != nil || len(rows) == 0 {
+		t.Fatalf("json %v: %s", err, js)
+	}
+	for _, r := range rows {
+		if r["assignment"] != "leader" || !strings.HasPrefix(fmt.Sprint(r["assignmentReason"]), "KCL 3.x (") || r["layout"] != "lease-table" {
+			t.Errorf("json row %v", r)
+		}
+	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/kcltool/kcltool/coordination"
 	"github.com/kcltool/kcltool/leasecore"
 )
 
@@ -40,6 +41,10 @@ type Owners struct {
 	Leader, LeaderTable string
 	// Metrics are the KCL 3.x worker-metrics items.
 	Metrics []WorkerMetrics
+	// Mode is the table's coordination state as Detect read it: the lease
+	// assignment a `kcltool run` worker would follow now, and why (set by
+	// WithMode; nil when not read).
+	Mode *coordination.State
 	// sampled: the listing was sampled, so every worker has Renewals.
 	sampled bool
 }

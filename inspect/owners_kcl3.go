@@ -22,10 +22,26 @@ type KCL3 struct {
 // items the lease table's read held: a table with some is read as 3.5's
 // layout even when Detect found no Migration3.0 or index.
 func ReadKCL3(ctx context.Context, api coordination.ReadAPI, t coordination.Tables, nonLeases int) (*KCL3, error) {
+	_, k, err := ReadKCL3State(ctx, api, t, nonLeases)
+	return k, err
+}
+
+// ReadKCL3State is ReadKCL3 that also hands back what Detect read, for a
+// KCL 2.x table too: the lease assignment mode a `kcltool run` worker would
+// follow on the table now (the runner decides with the same Detect). The
+// state is nil only when Detect failed; a failed lock or metrics read
+// after it keeps the state.
+func ReadKCL3State(ctx context.Context, api coordination.ReadAPI, t coordination.Tables, nonLeases int) (*coordination.State, *KCL3, error) {
 	st, err := coordination.Detect(ctx, api, t)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	k, err := readKCL3(ctx, api, t, st, nonLeases)
+	return &st, k, err
+}
+
+func readKCL3(ctx context.Context, api coordination.ReadAPI, t coordination.Tables, st coordination.State, nonLeases int) (*KCL3, error) {
+	var err error
 	read := st
 	if read.Layout == coordination.LayoutNone {
 		switch {
@@ -77,5 +93,12 @@ func (o *Owners) WithKCL3(k *KCL3) *Owners {
 	}
 	sort.Slice(o.Workers, func(i, j int) bool { return o.Workers[i].Worker < o.Workers[j].Worker })
 	o.balance()
+	return o
+}
+
+// WithMode records the table's lease assignment mode (ReadKCL3State); nil
+// when it could not be read.
+func (o *Owners) WithMode(st *coordination.State) *Owners {
+	o.Mode = st
 	return o
 }

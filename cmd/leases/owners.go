@@ -37,7 +37,13 @@ summed throughputKBps (from its leases, as the leader balances by it), and the
 worker-metrics items (last update age and CPU series), read where the
 application keeps them: KCL 3.0-3.4's <app>-CoordinatorState and
 <app>-WorkerMetricStats tables, the lease table of KCL 3.5, or both during the
-table migration. kcltool workers appear there like Java ones.`,
+table migration. kcltool workers appear there like Java ones.
+
+A "mode:" line under the table says how a kcltool run worker would get
+leases on this table now: "workers take leases" (KCL 2.x, or 3.x upgrading
+from or rolled back to 2.x) or "leader assigns" (KCL 3.x), with the evidence:
+the LeaseOwnerToLeaseKeyIndex, the Migration3.0 item's cv and the
+TableMigration3.5 item's tm.`,
 		Example: `  kcltool leases owners --app orders
   kcltool leases owners --app orders --sample 10s
   kcltool leases owners --app orders -o json | jq '.[] | {worker, leases}'`,
@@ -65,11 +71,13 @@ table migration. kcltool workers appear there like Java ones.`,
 			// application keeps them (side tables, lease table, or both).
 			// A side table this caller may not read costs the 3.x columns,
 			// not the listing.
-			k3, err := inspect.ReadKCL3(ctx, ddb, coordination.DefaultTables(table, o.App), len(listing.NonLeases))
+			// The same read gives the lease assignment mode a `kcltool run`
+			// worker would follow on this table now (2.x tables too).
+			mode, k3, err := inspect.ReadKCL3State(ctx, ddb, coordination.DefaultTables(table, o.App), len(listing.NonLeases))
 			if err != nil {
 				fmt.Fprintf(f.IO.ErrOut, "kcltool: warning: KCL 3.x leader and worker metrics not read: %v\n", err)
 			}
-			return renderOwners(f, o.Output, owners.WithKCL3(k3), o.Sample > 0)
+			return renderOwners(f, o.Output, owners.WithKCL3(k3).WithMode(mode), o.Sample > 0)
 		},
 	}
 	o.Register(c)
@@ -97,9 +105,16 @@ type OwnerJSON struct {
 	ThroughputKBps *float64 `json:"throughputKBps"`
 	// MetricsTable is where its worker-metrics item was read; null without one.
 	MetricsTable *string `json:"metricsTable"`
+	// The table's lease assignment mode, the same in every row (ownerMode).
+	Assignment       *string `json:"assignment"`
+	AssignmentReason *string `json:"assignmentReason"`
+	ClientVersion    *string `json:"clientVersion"`
+	TableMigration   *string `json:"tableMigration"`
+	Layout           *string `json:"layout"`
 }
 
 func ownersJSON(o *inspect.Owners, sampled bool) []OwnerJSON {
+	mode := ownerModeOf(o.Mode)
 	metrics := map[string]inspect.WorkerMetrics{}
 	for _, m := range o.Metrics {
 		metrics[m.Worker] = m
@@ -108,6 +123,7 @@ func ownersJSON(o *inspect.Owners, sampled bool) []OwnerJSON {
 	for _, w := range o.Workers {
 		j := OwnerJSON{Worker: w.Worker, Leases: len(w.Shards), FairShare: o.FairShare, Shards: cmdutil.OrEmpty(w.Shards),
 			CPU: []float64{}, Leader: o.Leader != "" && o.Leader == w.Worker, ThroughputKBps: w.ThroughputKBps}
+		j.Assignment, j.AssignmentReason, j.ClientVersion, j.TableMigration, j.Layout = mode.Assignment, mode.AssignmentReason, mode.ClientVersion, mode.TableMigration, mode.Layout
 		if sampled {
 			n := w.Expired
 			j.Expired, j.Renewals = &n, w.Renewals
@@ -194,6 +210,9 @@ func ownersTable(p *cmdutil.Printer, now func() time.Time, o *inspect.Owners, sa
 			where = " (lock in " + o.LeaderTable + ")"
 		}
 		p.Println(st.Dim.Render("KCL 3.x leader: " + o.Leader + where))
+	}
+	if o.Mode != nil {
+		p.Println(st.Dim.Render(modeLine(o.Mode)))
 	}
 	if o.Imbalanced {
 		p.Println(st.Warn.Render("imbalanced: workers differ by more than one lease (KCL 2.x steals one lease per taker run, every 20s by default)"))
