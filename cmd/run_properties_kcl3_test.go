@@ -111,7 +111,8 @@ func TestPropertiesKCL3Values(t *testing.T) {
 // application's file says how the worker gets its leases. It makes no AWS
 // call, so it names the evidence the worker reads at start (the index, cv
 // and tm) rather than the mode; the start-up log names the mode
-// (checkModeLogged in the KCL 3.x end-to-end tests).
+// (checkModeLogged in the KCL 3.x end-to-end tests), and it points to
+// `leases owners`, which reads the table's mode now.
 func TestPropertiesKCL3PrintConfigMode(t *testing.T) {
 	r := propsRun(t, kclpy3Props(t), nil, printJSON()...)
 	if r.code != 0 {
@@ -125,7 +126,7 @@ func TestPropertiesKCL3PrintConfigMode(t *testing.T) {
 		if s.Note != nil {
 			note = *s.Note
 		}
-		for _, want := range []string{"KCL 3.x", "LeaseOwnerToLeaseKeyIndex", "Migration3.0", "TableMigration3.5", "lease assignment mode"} {
+		for _, want := range []string{"KCL 3.x", "LeaseOwnerToLeaseKeyIndex", "Migration3.0", "TableMigration3.5", "lease assignment mode", "kcltool leases owners"} {
 			if !strings.Contains(s.Value+" "+note, want) {
 				t.Errorf("lease-assignment %q (%s) does not name %s", s.Value, note, want)
 			}

@@ -132,7 +132,8 @@ var assignmentRow = configRow{
 	Setting: "lease-assignment", Value: "from the lease table at start", Source: sourceDefault,
 	Note: "taking (KCL 2.x) or by the fleet's leader (KCL 3.x), from the table's LeaseOwnerToLeaseKeyIndex, " +
 		"its Migration3.0 item (cv) and its TableMigration3.5 item (tm); read again every --shard-sync-interval; " +
-		"the start-up log line \"lease assignment mode\" says which and why",
+		"the start-up log line \"lease assignment mode\" says which and why; " +
+		"kcltool leases owners shows the mode a worker would use on the table now (its \"mode:\" line)",
 }
 
 func printedValue(fl *pflag.Flag) string {
