@@ -21,7 +21,9 @@ import (
 // for the round after the one that last saw the counter move. kcltool's
 // coordinator evicts them with the 3.x evict write (EvictLease3: no
 // leaseOwner, counter + 1), and the leader reassigns an unowned lease at
-// its next round. MeasureStop3 times both on the same fleet.
+// its next round, but to any worker it counts as active, the stopped one
+// included until its metrics item is two reporter periods old: hence the
+// modes that also delete that item. MeasureStop3 times them on one fleet.
 
 // KCL3AssignmentInterval is the leader's round interval at the KCL
 // defaults (leaseAssignmentIntervalMillis = 2 x failoverTimeMillis), which
@@ -103,7 +105,7 @@ type StopResult struct {
 // MeasureStop3 runs a fleet of kcltool coordinators under the leader at the
 // KCL defaults (failover 10 s, assignment every 20 s), waits until every
 // lease is held and a minute more, stops one worker at a random moment of
-// the leader's cycle (drawn from seed) with Stop(release), and times until
+// the leader's cycle (drawn from seed) as mode says, and times until
 // each of its leases is held by another worker. It must run inside a
 // synctest bubble.
 func MeasureStop3(p Point, mode StopMode, seed uint64) StopResult {
