@@ -106,8 +106,8 @@ func Detect(ctx context.Context, api DetectAPI, t Tables) (State, error) {
 
 	kcl3 := st.ClientVersion != "" || st.Index != "" || st.TableMigration != ""
 	if !kcl3 {
-		// Nothing yet: a lease table that holds the leader lock is a 3.x
-		// application all the same (ProbeKCL3 looks for it too).
+		// Nothing yet: a lease table that holds the leader lock (a KCL 3.5
+		// application's first item) is a 3.x application all the same.
 		item, err := getItem(ctx, api, t.Lease, attrLeaseKey, keyLeaderLock)
 		if err != nil {
 			return st, err
