@@ -151,7 +151,11 @@ func Detect(ctx context.Context, api DetectAPI, t Tables) (State, error) {
 			st.Assignment, st.ReportMetrics, label = leasecore.AssignByTaking, false, "KCL 2.x"
 		}
 	default:
-		return st, fmt.Errorf("lease table %q: item %q has an unknown client version %q", t.Lease, keyMigration, st.ClientVersion)
+		// A KCL newer than 3.5.1 may add a version: guessing its protocol
+		// could fight its leader, so say what is known and what to do.
+		return st, fmt.Errorf("lease table %q: item %q (in %s) has the client version cv=%q, which kcltool does not know (it knows %s, %s, %s and %s, as KCL 3.5.1 writes them); "+
+			"a newer KCL may have written it: use a kcltool release that knows it, or check the item for a typo if it was edited by hand",
+			t.Lease, keyMigration, st.ClientVersionIn, st.ClientVersion, ClientVersion3X, ClientVersion3XWithRollback, ClientVersionUpgradeFrom2X, ClientVersion2X)
 	}
 	st.Reason = label + " (" + strings.Join(st.evidence(t), "; ") + ")"
 	return st, nil
