@@ -32,12 +32,12 @@ import (
 //     once COMPLETE.
 func Detect(ctx context.Context, api DetectAPI, t Tables) (State, error) {
 	var st State
-	desc, err := describe(ctx, api, t.Lease)
+	desc, err := leasecore.DescribeTable(ctx, api, t.Lease)
 	if err != nil {
 		return st, err
 	}
 	if desc == nil {
-		return st, &leasecore.TableNotFoundError{Table: t.Lease, Region: regionOf(api)}
+		return st, &leasecore.TableNotFoundError{Table: t.Lease, Region: leasecore.RegionOf(api)}
 	}
 	for _, gsi := range desc.GlobalSecondaryIndexes {
 		if aws.ToString(gsi.IndexName) == leasecore.KCL3IndexName {
@@ -223,7 +223,7 @@ func presence(ctx context.Context, api DetectAPI, table string) (Presence, error
 	if table == "" {
 		return PresenceAbsent, nil
 	}
-	d, err := describe(ctx, api, table)
+	d, err := leasecore.DescribeTable(ctx, api, table)
 	switch {
 	case awserr.AccessDenied(err):
 		return PresenceUnknown, nil
@@ -270,29 +270,11 @@ func getItem(ctx context.Context, api leasecore.GetItemAPI, table, keyAttr, key 
 	return out.Item, nil
 }
 
-func describe(ctx context.Context, api leasecore.DescribeTableAPI, table string) (*types.TableDescription, error) {
-	out, err := api.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
-	if awserr.NotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("describe table %q: %w", table, err)
-	}
-	return out.Table, nil
-}
-
 // isLease: the item decodes as a lease (a lease that happens to be keyed
 // "Leader" is no lock).
 func isLease(item map[string]types.AttributeValue) bool {
 	_, err := leasecore.DecodeLease(item)
 	return err == nil
-}
-
-func regionOf(api any) string {
-	if c, ok := api.(interface{ Options() dynamodb.Options }); ok {
-		return c.Options().Region
-	}
-	return ""
 }
 
 // lockDurationOf reads the lock client's leaseDuration: milliseconds,

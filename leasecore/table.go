@@ -50,13 +50,13 @@ func EnsureTable(ctx context.Context, api TableAPI, table string, create bool) e
 }
 
 func ensureTable(ctx context.Context, api TableAPI, table string, create bool, clk clock.Clock) error {
-	desc, err := describe(ctx, api, table)
+	desc, err := DescribeTable(ctx, api, table)
 	if err != nil {
 		return err
 	}
 	if desc == nil {
 		if !create {
-			return &TableNotFoundError{Table: table, Region: regionOf(api)}
+			return &TableNotFoundError{Table: table, Region: RegionOf(api)}
 		}
 		_, err := api.CreateTable(ctx, &dynamodb.CreateTableInput{
 			TableName:            aws.String(table),
@@ -75,8 +75,8 @@ func ensureTable(ctx context.Context, api TableAPI, table string, create bool, c
 	return waitActive(ctx, api, table, clk)
 }
 
-// describe returns nil (and no error) when the table does not exist.
-func describe(ctx context.Context, api DescribeTableAPI, table string) (*types.TableDescription, error) {
+// DescribeTable describes table; nil (and no error) when it does not exist.
+func DescribeTable(ctx context.Context, api DescribeTableAPI, table string) (*types.TableDescription, error) {
 	out, err := api.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
 	if awserr.NotFound(err) {
 		return nil, nil
@@ -102,7 +102,7 @@ func waitActive(ctx context.Context, api DescribeTableAPI, table string, clk clo
 	deadline := clk.Now().Add(tableWaitTimeout)
 	delay := tableFirstPoll
 	for {
-		desc, err := describe(ctx, api, table)
+		desc, err := DescribeTable(ctx, api, table)
 		if err != nil {
 			return err
 		}
@@ -119,8 +119,9 @@ func waitActive(ctx context.Context, api DescribeTableAPI, table string, clk clo
 	}
 }
 
-// regionOf reads the region from a *dynamodb.Client, for the error message.
-func regionOf(api any) string {
+// RegionOf reads the region from a *dynamodb.Client, for error messages;
+// "" for any other client.
+func RegionOf(api any) string {
 	if c, ok := api.(interface{ Options() dynamodb.Options }); ok {
 		return c.Options().Region
 	}
