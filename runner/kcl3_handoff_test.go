@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -236,7 +237,9 @@ func TestKCL3HandoffTransferRefusedReleases(t *testing.T) {
 	cfg.Log, _, buf = timedLogger(t, "kcltool-1")
 	r := startWith(t, s.stack, cfg, refusingDDB{Client: s.ddb})
 	leader := s.leader(t)
-	eventually(t, 30*time.Second, "kcltool holds the shard", func() bool { return s.lease(t, shard).LeaseOwner == "kcltool-1" })
+	// Held and run: the leader's write alone is not enough, kcltool must
+	// have discovered it.
+	eventually(t, 30*time.Second, "kcltool runs the shard", func() bool { return slices.Contains(r.w.heldRuns(), shard) })
 	s.javaWorker(t, "java-1", 0)
 	leader.RequestHandoff(shard, "java-1")
 	// Before the stop, whose evict would end the handoff anyway.
