@@ -19,6 +19,7 @@ import (
 	"github.com/kcltool/kcltool/cmd/doctor"
 	iampolicycmd "github.com/kcltool/kcltool/cmd/iampolicy"
 	"github.com/kcltool/kcltool/cmd/leases"
+	"github.com/kcltool/kcltool/cmd/migration"
 	"github.com/kcltool/kcltool/cmd/run"
 	"github.com/kcltool/kcltool/cmd/shards"
 	"github.com/spf13/cobra"
@@ -132,6 +133,7 @@ AWS_ENDPOINT_URL_KINESIS and AWS_ENDPOINT_URL_CLOUDWATCH are honoured.`,
 	root.AddCommand(
 		run.NewCmd(f),
 		leases.NewCmd(f),
+		migration.NewCmd(f),
 		checkpoint.NewCmd(f),
 		withGroup(checkpoint.NewDiffCmd(f, "lag"), "operate", "Alias of 'checkpoint diff'"),
 		shards.NewCmd(f),

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -26,6 +27,52 @@ type MigrationStatus struct {
 	// Owners are the lease owners; Fresh those with fresh worker metrics.
 	Owners, Fresh []string
 	Steps         []MigrationStep
+	// Checks are the readiness checks of the cv step, each named, passed
+	// or not (empty when cv is not CLIENT_VERSION_UPGRADE_FROM_2X).
+	Checks []MigrationCheck
+}
+
+// MigrationCheck is one readiness check MigrationReadyMonitor makes.
+type MigrationCheck struct {
+	Name   string
+	OK     bool
+	Detail string
+}
+
+// cvChecks names MigrationReadyMonitor's checks one by one, passed ones
+// too, for an operator who wants to see what is already ready.
+func (s *MigrationStatus) cvChecks() []MigrationCheck {
+	c := s.Facts.Coord
+	if c.ClientVersion != coordination.ClientVersionUpgradeFrom2X {
+		return nil
+	}
+	fresh := map[string]bool{}
+	for _, w := range s.Fresh {
+		fresh[w] = true
+	}
+	var without []string
+	for _, w := range s.Owners {
+		if !fresh[w] {
+			without = append(without, w)
+		}
+	}
+	checks := []MigrationCheck{{Name: "index LeaseOwnerToLeaseKeyIndex ACTIVE", OK: c.Index == "ACTIVE", Detail: orNone(c.Index)}}
+	m := MigrationCheck{Name: fmt.Sprintf("every lease owner has worker metrics newer than %s", WorkerMetricsFreshness), OK: len(without) == 0,
+		Detail: fmt.Sprintf("%d of %d owners", len(s.Owners)-len(without), len(s.Owners))}
+	if len(without) > 0 {
+		m.Detail += "; without: " + strings.Join(without, ", ")
+	}
+	checks = append(checks, m,
+		MigrationCheck{Name: "no lease without an owner", OK: s.Unassigned == 0, Detail: plural(s.Unassigned, "lease") + " unassigned"})
+	wait := MigrationCheck{Name: fmt.Sprintf("the KCL's wait (a check every %s, stable for %s)", CVMonitorInterval, CVStabilization), OK: true}
+	if c.ClientVersionAt.IsZero() {
+		wait.Detail = "cv has no mts: the wait starts when the leader first finds the fleet ready"
+	} else if left := max(0, CVMonitorInterval+CVStabilization-s.Facts.Now.Sub(c.ClientVersionAt)); left > 0 {
+		wait.Detail = fmt.Sprintf("%s left since cv was written", left.Round(time.Second))
+	} else {
+		wait.Detail = "run out since cv was written; the leader flips at most " + (CVMonitorInterval + CVStabilization).String() + " after every check first passes"
+	}
+	return append(checks, wait)
 }
 
 // Blocked: something holds a step the leader would take.
@@ -91,6 +138,7 @@ func ReadMigration(ctx context.Context, api coordination.ReadAPI, t coordination
 	}
 	slices.Sort(st.Fresh)
 	st.Steps = MigrationSteps(st.Facts)
+	st.Checks = st.cvChecks()
 	return st, nil
 }
 
