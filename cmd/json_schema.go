@@ -8,6 +8,7 @@ import (
 	"github.com/kcltool/kcltool/cmd/consumers"
 	"github.com/kcltool/kcltool/cmd/doctor"
 	"github.com/kcltool/kcltool/cmd/leases"
+	"github.com/kcltool/kcltool/cmd/migration"
 	"github.com/kcltool/kcltool/cmd/shards"
 	"github.com/kcltool/kcltool/reset"
 )
@@ -203,6 +204,43 @@ var jsonSchemas = []jsonCommand{
 			{"StreamARN", tString, "the stream it reads"},
 		},
 		CSV: consumers.CSVColumns,
+	},
+	{
+		Name:  "migration status",
+		Shape: "One object, indented: the application's KCL 3.x migration state and the next steps with what blocks them.",
+		Keys: []jsonKey{
+			{"table", tString, "the lease table"},
+			{"coordinatorStateTable", tString, "the KCL 3.0-3.4 coordinator state table read (`--coordinator-state-table`, else `APP-CoordinatorState`)"},
+			{"workerMetricsTable", tString, "the KCL 3.0-3.4 worker metrics table read (`--worker-metrics-table`, else `APP-WorkerMetricStats`)"},
+			{"kcl", tString, "`2.x`, `3.x upgrading from 2.x`, `3.x rolled back to 2.x` or `3.x`"},
+			{"layout", tString, "where the KCL 3.x coordination items live: `none` (KCL 2.x), `side-tables`, `pending` (table migration under way) or `lease-table`, as in `leases owners`"},
+			{"cv", tStringOrNull, "the Migration3.0 item's client version; null without the item"},
+			{"mb", tStringOrNull, "who wrote cv (the item's `mb`); null when unknown"},
+			{"mts", tStringOrNull, "when cv was written (the item's `mts`), RFC 3339 UTC; null when unknown"},
+			{"tm", tStringOrNull, "the TableMigration3.5 item's status; null without the item"},
+			{"tmMts", tStringOrNull, "when tm was written (that item's `mts`), RFC 3339 UTC; null when unknown"},
+			{"index", tStringOrNull, "the LeaseOwnerToLeaseKeyIndex's status (`ACTIVE`, `CREATING`, ...); null without the index"},
+			{"leases", tNumber, "leases in the table"},
+			{"unassigned", tNumber, "leases without an owner"},
+			{"owners", tStrings, "the workers holding a lease"},
+			{"freshWorkers", tStrings, "the workers with worker metrics newer than 60s"},
+			{"next", tStringOrNull, "the next step in a line; null when nothing is pending"},
+			{"checks", tObjects, "the cv flip's readiness checks, one by one (MigrationReadyMonitor); `[]` unless cv is `CLIENT_VERSION_UPGRADE_FROM_2X`"},
+			{"checks[].check", tString, "what is checked"},
+			{"checks[].ok", tBoolean, "it passes"},
+			{"checks[].detail", tString, "what was found"},
+			{"steps", tObjects, "the pending steps of the cv and tm migrations; `[]` when none"},
+			{"steps[].step", tString, "the step: `cv FROM → TO` or `tm FROM → TO`"},
+			{"steps[].by", tString, "`leader` (the KCL's leader takes it when ready) or `operator` (a deployment or the KCL's migration script)"},
+			{"steps[].note", tString, "what happens next"},
+			{"steps[].blockers", tStrings, "what holds the step, one condition each"},
+			{"steps[].workers", tStrings, "the workers named in the blockers"},
+			{"steps[].waitLeftMillis", tNumberOrNull, "the time left of the KCL's own wait since the state was written; null when it has run out or the step has none"},
+			{"steps[].overdue", tBoolean, "something blocks and the KCL's own wait has run out"},
+			{"blocked", tBoolean, "something blocks a step (the command exits 3)"},
+		},
+		CSV:     migration.CSVColumns,
+		CSVNote: "One row per pending step (one row with `next` in `step` when none is pending); `blockers` joined with `; `, `workers` with spaces.",
 	},
 	{
 		Name:  "doctor",

@@ -8,8 +8,11 @@ import (
 	"github.com/kcltool/kcltool/cmd/consumers"
 	"github.com/kcltool/kcltool/cmd/doctor"
 	"github.com/kcltool/kcltool/cmd/leases"
+	"github.com/kcltool/kcltool/cmd/migration"
 	"github.com/kcltool/kcltool/cmd/run"
 	"github.com/kcltool/kcltool/cmd/shards"
+	"github.com/kcltool/kcltool/coordination"
+	"github.com/kcltool/kcltool/internal/testenv/kcl3fleet"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -69,7 +72,7 @@ func TestJSONSchemaMatchesStructs(t *testing.T) {
 		"leases ls": leases.LeaseJSON{}, "leases ls --non-leases": leases.NonLeaseJSON{}, "leases owners": leases.OwnerJSON{},
 		"checkpoint diff": checkpoint.LagJSON{}, "shards lineage": shards.LineageJSON{}, "doctor": doctor.ReportJSON{},
 		"checkpoint reset": checkpoint.ChangeJSON{}, "plan file": checkpoint.PlanFileJSON{}, "checkpoint backups ls": checkpoint.BackupJSON{}, "run --print-config": run.RunConfigJSON{},
-		"consumers ls": consumers.ConsumerJSON{},
+		"consumers ls": consumers.ConsumerJSON{}, "migration status": migration.StatusJSON{},
 	} {
 		got, want := structPaths(reflect.TypeOf(v), ""), schemaPaths(name)
 		if !slices.Equal(got, want) {
@@ -338,6 +341,11 @@ func TestJSONKeysAlwaysPresent(t *testing.T) {
 	// An enhanced fan-out consumer on the stream (consumers_test.go).
 	s.register("json-keys")
 	both("consumers ls", 0, append([]string{"consumers", "ls"}, stream...)...)
+	// migration status: the scenario's 2.x table (nulls), and a fleet
+	// upgrading from 2.x with tm INIT (the checks, both steps, the waits).
+	both("migration status", 0, append([]string{"migration", "status"}, app...)...)
+	up := kcl3fleet.Setup(t, s.ddb, kcl3fleet.Layout{Kind: kcl3fleet.SideTables, ClientVersion: coordination.ClientVersionUpgradeFrom2X, TableMigration: kcl3fleet.TableMigrationInit})
+	both("migration status", 0, "migration", "status", "--app", up.Tables.Lease)
 	doctor := []string{"doctor", "--failover-time", "300ms", "--window", "900ms", "--no-cloudwatch", "--fail-on", "never"}
 	both("doctor", 0, append(append(doctor, app...), stream...)...)
 	c.document("doctor", "doctor without --stream", run(0, append(append(doctor, app...), "-o", "json")...))

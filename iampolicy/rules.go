@@ -108,6 +108,15 @@ var rules = []rule{
 	{cmds("consumers ls", "consumers deregister"), always, stream, kinesis("DescribeStreamSummary", "ListStreamConsumers")},
 	{cmds("consumers deregister"), always, consumerAppTable, dynamodb("DescribeTable", "Scan")},
 	{cmds("consumers deregister"), flag("execute"), consumer, kinesis("DeregisterStreamConsumer", "DescribeStreamConsumer")},
+
+	// migration status (inspect.ReadMigration) only reads: coordination.Detect
+	// (the tables described, Migration3.0 and TableMigration3.5 read), one
+	// scan of the lease table, the worker metrics in both layouts
+	// (ListWorkerMetrics) and, during tm PENDING, the coordinator state
+	// table's keys. The side tables are the flags' names, else the app's.
+	{cmds("migration status"), always, leaseTable, dynamodb("DescribeTable", "GetItem", "Scan")},
+	{cmds("migration status"), always, coordinatorStateTable, dynamodb("DescribeTable", "GetItem", "Scan")},
+	{cmds("migration status"), always, workerMetricsTable, dynamodb("DescribeTable", "Scan")},
 }
 
 // efoRun: run reads with enhanced fan-out with --efo. iam-policy resolves

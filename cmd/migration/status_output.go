@@ -10,9 +10,9 @@ import (
 	"github.com/kcltool/kcltool/inspect"
 )
 
-// statusJSON is `migration status -o json`, with the KCL's attribute names
+// StatusJSON is `migration status -o json`, with the KCL's attribute names
 // (cv, mb, mts, tm) where it has them; cmd/json_schema.go documents it.
-type statusJSON struct {
+type StatusJSON struct {
 	Table                 string      `json:"table"`
 	CoordinatorStateTable string      `json:"coordinatorStateTable"`
 	WorkerMetricsTable    string      `json:"workerMetricsTable"`
@@ -29,18 +29,18 @@ type statusJSON struct {
 	Owners                []string    `json:"owners"`
 	FreshWorkers          []string    `json:"freshWorkers"`
 	Next                  *string     `json:"next"`
-	Checks                []checkJSON `json:"checks"`
-	Steps                 []stepJSON  `json:"steps"`
+	Checks                []CheckJSON `json:"checks"`
+	Steps                 []StepJSON  `json:"steps"`
 	Blocked               bool        `json:"blocked"`
 }
 
-type checkJSON struct {
+type CheckJSON struct {
 	Check  string `json:"check"`
 	OK     bool   `json:"ok"`
 	Detail string `json:"detail"`
 }
 
-type stepJSON struct {
+type StepJSON struct {
 	Step           string   `json:"step"`
 	By             string   `json:"by"`
 	Note           string   `json:"note"`
@@ -48,6 +48,20 @@ type stepJSON struct {
 	Workers        []string `json:"workers"`
 	WaitLeftMillis *int64   `json:"waitLeftMillis"`
 	Overdue        bool     `json:"overdue"`
+}
+
+// layoutJSON names a layout in one token, as `leases owners -o json` does
+// (Layout.String is prose for the log).
+func layoutJSON(l coordination.Layout) string {
+	switch l {
+	case coordination.LayoutSideTables:
+		return "side-tables"
+	case coordination.LayoutPending:
+		return "pending"
+	case coordination.LayoutLeaseTable:
+		return "lease-table"
+	}
+	return "none"
 }
 
 // kclOf names the fleet's KCL mode in a word.
@@ -97,19 +111,19 @@ func orEmpty(s []string) []string {
 	return s
 }
 
-func toJSON(st *inspect.MigrationStatus) statusJSON {
+func toJSON(st *inspect.MigrationStatus) StatusJSON {
 	c, t := st.Facts.Coord, st.Facts.Tables
-	out := statusJSON{Table: t.Lease, CoordinatorStateTable: t.CoordinatorState, WorkerMetricsTable: t.WorkerMetrics,
-		KCL: kclOf(c), Layout: c.Layout.String(),
+	out := StatusJSON{Table: t.Lease, CoordinatorStateTable: t.CoordinatorState, WorkerMetricsTable: t.WorkerMetrics,
+		KCL: kclOf(c), Layout: layoutJSON(c.Layout),
 		CV: strOrNil(c.ClientVersion), MB: strOrNil(c.ClientVersionBy), MTS: timeOrNil(c.ClientVersionAt),
 		TM: strOrNil(c.TableMigration), TMMTS: timeOrNil(st.Facts.TMAt), Index: strOrNil(c.Index),
 		Leases: st.Leases, Unassigned: st.Unassigned, Owners: orEmpty(st.Owners), FreshWorkers: orEmpty(st.Fresh),
-		Next: strOrNil(nextOf(st)), Checks: []checkJSON{}, Steps: []stepJSON{}, Blocked: st.Blocked()}
+		Next: strOrNil(nextOf(st)), Checks: []CheckJSON{}, Steps: []StepJSON{}, Blocked: st.Blocked()}
 	for _, ch := range st.Checks {
-		out.Checks = append(out.Checks, checkJSON{ch.Name, ch.OK, ch.Detail})
+		out.Checks = append(out.Checks, CheckJSON{ch.Name, ch.OK, ch.Detail})
 	}
 	for _, s := range st.Steps {
-		j := stepJSON{Step: s.Name, By: "leader", Note: s.Note, Blockers: orEmpty(s.Blockers), Workers: orEmpty(s.Workers), Overdue: s.Overdue}
+		j := StepJSON{Step: s.Name, By: "leader", Note: s.Note, Blockers: orEmpty(s.Blockers), Workers: orEmpty(s.Workers), Overdue: s.Overdue}
 		if s.OperatorStep {
 			j.By = "operator"
 		}
@@ -122,14 +136,14 @@ func toJSON(st *inspect.MigrationStatus) statusJSON {
 	return out
 }
 
-// csvHeader is -o csv: one row per step (one row with an empty step when
-// none is pending).
-var csvHeader = []string{"table", "kcl", "cv", "tm", "index", "step", "by", "blockers", "workers", "waitLeftMillis"}
+// CSVColumns is -o csv's header: one row per step (one row with the next
+// step when none is pending).
+var CSVColumns = []string{"table", "kcl", "cv", "tm", "index", "step", "by", "blockers", "workers", "waitLeftMillis"}
 
 func printStatus(p *cmdutil.Printer, st *inspect.MigrationStatus) error {
 	return p.Print(cmdutil.Output{
 		Doc: func() any { return toJSON(st) },
-		CSV: csvHeader,
+		CSV: CSVColumns,
 		Rows: func() [][]string {
 			j := toJSON(st)
 			base := []string{j.Table, j.KCL, deref(j.CV), deref(j.TM), deref(j.Index)}
