@@ -101,6 +101,14 @@ func Detect(ctx context.Context, api DetectAPI, t Tables) (State, error) {
 		st.ClientVersion = strAttr(cvItem, attrCV)
 		st.ClientVersionBy = strAttr(cvItem, attrMB)
 		st.ClientVersionAt = epochMillis(cvItem, attrMTS)
+		if h, ok := cvItem["h"].(*types.AttributeValueMemberL); ok {
+			for _, e := range h.Value {
+				if m, ok := e.(*types.AttributeValueMemberM); ok {
+					st.ClientVersionHistory = append(st.ClientVersionHistory, ClientVersionChange{
+						ClientVersion: strAttr(m.Value, attrCV), By: strAttr(m.Value, attrMB), At: epochMillis(m.Value, attrMTS)})
+				}
+			}
+		}
 	}
 	st.SideTables = st.CoordinatorStateTable == PresencePresent || st.WorkerMetricsTable == PresencePresent
 

@@ -96,6 +96,9 @@ type State struct {
 	ClientVersion   string
 	ClientVersionBy string
 	ClientVersionAt time.Time
+	// ClientVersionHistory is h, the earlier client versions, oldest first
+	// as the item keeps them (MigrationState.HistoryEntry: cv, mb, mts).
+	ClientVersionHistory []ClientVersionChange
 	// TableMigration is tm of the TableMigration3.5 item, "" when none.
 	TableMigration string
 	// SideTables: the side tables exist.
@@ -143,4 +146,11 @@ type WorkerMetrics struct {
 	SupportsMigration   bool
 	SupportsMigrationAt time.Time
 	Table               string // where it was read
+}
+
+// ClientVersionChange is one entry of the Migration3.0 item's history h.
+type ClientVersionChange struct {
+	ClientVersion string    // cv
+	By            string    // mb
+	At            time.Time // mts
 }

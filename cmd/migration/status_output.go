@@ -13,25 +13,33 @@ import (
 // StatusJSON is `migration status -o json`, with the KCL's attribute names
 // (cv, mb, mts, tm) where it has them; cmd/json_schema.go documents it.
 type StatusJSON struct {
-	Table                 string      `json:"table"`
-	CoordinatorStateTable string      `json:"coordinatorStateTable"`
-	WorkerMetricsTable    string      `json:"workerMetricsTable"`
-	KCL                   string      `json:"kcl"`
-	Layout                string      `json:"layout"`
-	CV                    *string     `json:"cv"`
-	MB                    *string     `json:"mb"`
-	MTS                   *string     `json:"mts"`
-	TM                    *string     `json:"tm"`
-	TMMTS                 *string     `json:"tmMts"`
-	Index                 *string     `json:"index"`
-	Leases                int         `json:"leases"`
-	Unassigned            int         `json:"unassigned"`
-	Owners                []string    `json:"owners"`
-	FreshWorkers          []string    `json:"freshWorkers"`
-	Next                  *string     `json:"next"`
-	Checks                []CheckJSON `json:"checks"`
-	Steps                 []StepJSON  `json:"steps"`
-	Blocked               bool        `json:"blocked"`
+	Table                 string        `json:"table"`
+	CoordinatorStateTable string        `json:"coordinatorStateTable"`
+	WorkerMetricsTable    string        `json:"workerMetricsTable"`
+	KCL                   string        `json:"kcl"`
+	Layout                string        `json:"layout"`
+	CV                    *string       `json:"cv"`
+	MB                    *string       `json:"mb"`
+	MTS                   *string       `json:"mts"`
+	H                     []HistoryJSON `json:"h"`
+	TM                    *string       `json:"tm"`
+	TMMTS                 *string       `json:"tmMts"`
+	Index                 *string       `json:"index"`
+	Leases                int           `json:"leases"`
+	Unassigned            int           `json:"unassigned"`
+	Owners                []string      `json:"owners"`
+	FreshWorkers          []string      `json:"freshWorkers"`
+	Next                  *string       `json:"next"`
+	Checks                []CheckJSON   `json:"checks"`
+	Steps                 []StepJSON    `json:"steps"`
+	Blocked               bool          `json:"blocked"`
+}
+
+// HistoryJSON is one entry of cv's history (the item's h).
+type HistoryJSON struct {
+	CV  string  `json:"cv"`
+	MB  string  `json:"mb"`
+	MTS *string `json:"mts"`
 }
 
 type CheckJSON struct {
@@ -118,7 +126,10 @@ func toJSON(st *inspect.MigrationStatus) StatusJSON {
 		CV: strOrNil(c.ClientVersion), MB: strOrNil(c.ClientVersionBy), MTS: timeOrNil(c.ClientVersionAt),
 		TM: strOrNil(c.TableMigration), TMMTS: timeOrNil(st.Facts.TMAt), Index: strOrNil(c.Index),
 		Leases: st.Leases, Unassigned: st.Unassigned, Owners: orEmpty(st.Owners), FreshWorkers: orEmpty(st.Fresh),
-		Next: strOrNil(nextOf(st)), Checks: []CheckJSON{}, Steps: []StepJSON{}, Blocked: st.Blocked()}
+		Next: strOrNil(nextOf(st)), Checks: []CheckJSON{}, Steps: []StepJSON{}, Blocked: st.Blocked(), H: []HistoryJSON{}}
+	for _, h := range c.ClientVersionHistory {
+		out.H = append(out.H, HistoryJSON{h.ClientVersion, h.By, timeOrNil(h.At)})
+	}
 	for _, ch := range st.Checks {
 		out.Checks = append(out.Checks, CheckJSON{ch.Name, ch.OK, ch.Detail})
 	}
@@ -198,6 +209,9 @@ func printText(p *cmdutil.Printer, st *inspect.MigrationStatus) error {
 		{"leases", fmt.Sprintf("%d (%d unassigned), %s with fresh metrics of %s", st.Leases, st.Unassigned, cmdutil.Plural(len(st.Fresh), "worker"), cmdutil.Plural(len(st.Owners), "owner"))},
 	}
 	if p.Wide() {
+		for _, h := range c.ClientVersionHistory {
+			rows = append(rows, []string{"cv before", fmt.Sprintf("%s (written by %s at %s)", h.ClientVersion, none(h.By), h.At.UTC().Format(time.RFC3339))})
+		}
 		t := st.Facts.Tables
 		rows = append(rows, []string{"tables", fmt.Sprintf("%s, %s (%s), %s (%s)", t.Lease, t.CoordinatorState, c.CoordinatorStateTable, t.WorkerMetrics, c.WorkerMetricsTable)})
 	}
