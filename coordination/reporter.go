@@ -141,7 +141,8 @@ func (r *Reporter) Start(ctx context.Context) {
 
 // Stop ends the reporter and waits for it. It deletes nothing: the KCL
 // leaves a stopped worker's item for the leader to expire (2 x the period)
-// and delete (WorkerMetricStatsReporter, stopWorkerMetricsReporter).
+// and delete (WorkerMetricStatsReporter, stopWorkerMetricsReporter); at a
+// graceful stop kcltool calls Remove instead.
 func (r *Reporter) Stop(ctx context.Context) error {
 	if r.cancel == nil {
 		return nil
