@@ -32,12 +32,12 @@ import (
 //     once COMPLETE.
 func Detect(ctx context.Context, api DetectAPI, t Tables) (State, error) {
 	var st State
-	desc, err := describe(ctx, api, t.Lease)
+	desc, err := leasecore.DescribeTable(ctx, api, t.Lease)
 	if err != nil {
 		return st, err
 	}
 	if desc == nil {
-		return st, &leasecore.TableNotFoundError{Table: t.Lease, Region: regionOf(api)}
+		return st, &leasecore.TableNotFoundError{Table: t.Lease, Region: leasecore.RegionOf(api)}
 	}
 	for _, gsi := range desc.GlobalSecondaryIndexes {
 		if aws.ToString(gsi.IndexName) == leasecore.KCL3IndexName {
@@ -106,8 +106,8 @@ func Detect(ctx context.Context, api DetectAPI, t Tables) (State, error) {
 
 	kcl3 := st.ClientVersion != "" || st.Index != "" || st.TableMigration != ""
 	if !kcl3 {
-		// Nothing yet: a lease table that holds the leader lock is a 3.x
-		// application all the same (ProbeKCL3 looks for it too).
+		// Nothing yet: a lease table that holds the leader lock (a KCL 3.5
+		// application's first item) is a 3.x application all the same.
 		item, err := getItem(ctx, api, t.Lease, attrLeaseKey, keyLeaderLock)
 		if err != nil {
 			return st, err
@@ -151,7 +151,11 @@ func Detect(ctx context.Context, api DetectAPI, t Tables) (State, error) {
 			st.Assignment, st.ReportMetrics, label = leasecore.AssignByTaking, false, "KCL 2.x"
 		}
 	default:
-		return st, fmt.Errorf("lease table %q: item %q has an unknown client version %q", t.Lease, keyMigration, st.ClientVersion)
+		// A KCL newer than 3.5.1 may add a version: guessing its protocol
+		// could fight its leader, so say what is known and what to do.
+		return st, fmt.Errorf("lease table %q: item %q (in %s) has the client version cv=%q, which kcltool does not know (it knows %s, %s, %s and %s, as KCL 3.5.1 writes them); "+
+			"a newer KCL may have written it: use a kcltool release that knows it, or check the item for a typo if it was edited by hand",
+			t.Lease, keyMigration, st.ClientVersionIn, st.ClientVersion, ClientVersion3X, ClientVersion3XWithRollback, ClientVersionUpgradeFrom2X, ClientVersion2X)
 	}
 	st.Reason = label + " (" + strings.Join(st.evidence(t), "; ") + ")"
 	return st, nil
@@ -219,7 +223,7 @@ func presence(ctx context.Context, api DetectAPI, table string) (Presence, error
 	if table == "" {
 		return PresenceAbsent, nil
 	}
-	d, err := describe(ctx, api, table)
+	d, err := leasecore.DescribeTable(ctx, api, table)
 	switch {
 	case awserr.AccessDenied(err):
 		return PresenceUnknown, nil
@@ -266,29 +270,11 @@ func getItem(ctx context.Context, api leasecore.GetItemAPI, table, keyAttr, key 
 	return out.Item, nil
 }
 
-func describe(ctx context.Context, api leasecore.DescribeTableAPI, table string) (*types.TableDescription, error) {
-	out, err := api.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
-	if awserr.NotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("describe table %q: %w", table, err)
-	}
-	return out.Table, nil
-}
-
 // isLease: the item decodes as a lease (a lease that happens to be keyed
 // "Leader" is no lock).
 func isLease(item map[string]types.AttributeValue) bool {
 	_, err := leasecore.DecodeLease(item)
 	return err == nil
-}
-
-func regionOf(api any) string {
-	if c, ok := api.(interface{ Options() dynamodb.Options }); ok {
-		return c.Options().Region
-	}
-	return ""
 }
 
 // lockDurationOf reads the lock client's leaseDuration: milliseconds,

@@ -235,8 +235,15 @@ func TestDetectClientVersions(t *testing.T) {
 func TestDetectUnknownClientVersion(t *testing.T) {
 	r := newRig(t, true, false)
 	r.migration(r.tb.Lease, "CLIENT_VERSION_4X")
-	if _, err := Detect(context.Background(), r.c, r.tb); err == nil || !strings.Contains(err.Error(), "CLIENT_VERSION_4X") {
-		t.Fatalf("Detect error = %v", err)
+	_, err := Detect(context.Background(), r.c, r.tb)
+	if err == nil {
+		t.Fatal("Detect accepted an unknown client version")
+	}
+	// The message names the value, where it is and the fix.
+	for _, want := range []string{"CLIENT_VERSION_4X", r.tb.Lease, "Migration3.0", "kcltool release that knows it"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Detect error %q lacks %q", err, want)
+		}
 	}
 }
 

@@ -17,10 +17,11 @@
 //     upserted every 30 s where the state says, with the KCL's CPU samplers
 //     (cpusampler.go, ecssampler.go) that the cmd layer picks per platform.
 //
-// Still elsewhere: the leader's own work (the lock, lease assignment), which
-// the next issue brings; leasecore/kcl3probe.go's ProbeKCL3, which the
-// runner used before Detect existed; and doctor's own reading of these
-// items (inspect/doctor/kcl3.go).
+// Not here: the per-lease 3.x writes (discovery, renewal with
+// throughputKBps, the handoff transfer, the evict) are leasecore's
+// (protocol3.go, discoverer.go); the runner applies Detect's State
+// (runner/kcl3watch.go, kcl3side.go). The leader's own work (the lock,
+// lease assignment) is not in kcltool yet.
 //
 // Why a package of its own: leasecore is the lease model and the per-lease
 // protocol that a 2.x and a 3.x worker share (codec, renew, take,

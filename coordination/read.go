@@ -24,6 +24,26 @@ func (s State) LockTable(t Tables) (table, keyAttr string) {
 	return t.CoordinatorState, attrCoordKey
 }
 
+// ForReading is the state the readers (ReadLock, ListWorkerMetrics) are
+// given by an operator view. Detect calls a table a 2.x one when no
+// Migration3.0, tm, index or lock in the lease table shows 3.x; a view
+// still reads what is there: side tables that exist as KCL 3.0-3.4's
+// layout, and non-lease items in the lease table (nonLeases, from the
+// view's own scan) as 3.5's. false: nothing of 3.x to read.
+func (s State) ForReading(nonLeases int) (State, bool) {
+	if s.Layout == LayoutNone {
+		switch {
+		case s.SideTables:
+			s.Layout = LayoutSideTables
+		case nonLeases > 0:
+			s.Layout = LayoutLeaseTable
+		default:
+			return s, false
+		}
+	}
+	return s, true
+}
+
 // MetricsTable is where this worker writes its metrics item: the lease
 // table (keyed leaseKey, tagged entityType) under PENDING and COMPLETE,
 // <app>-WorkerMetricStats (keyed wid) under INIT and DEPLOYED

@@ -42,16 +42,9 @@ func ReadKCL3State(ctx context.Context, api coordination.ReadAPI, t coordination
 
 func readKCL3(ctx context.Context, api coordination.ReadAPI, t coordination.Tables, st coordination.State, nonLeases int) (*KCL3, error) {
 	var err error
-	read := st
-	if read.Layout == coordination.LayoutNone {
-		switch {
-		case st.SideTables:
-			read.Layout = coordination.LayoutSideTables
-		case nonLeases > 0:
-			read.Layout = coordination.LayoutLeaseTable
-		default:
-			return nil, nil
-		}
+	read, present := st.ForReading(nonLeases)
+	if !present {
+		return nil, nil
 	}
 	k := &KCL3{State: st}
 	if k.Lock, err = coordination.ReadLock(ctx, api, t, read); err != nil {

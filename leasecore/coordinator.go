@@ -132,8 +132,9 @@ func (hl *heldLease) unresolved(sent time.Time, err error) {
 }
 
 // NewCoordinator prepares a worker for the lease table. It makes no calls;
-// run EnsureTable and CheckNotKCL3 first, then Start, and finally Stop, which
-// also ends the event delivery goroutine.
+// run EnsureTable first (and, on a KCL 3.x table, pass the mode the caller
+// detected in Options.Assignment), then Start, and finally Stop, which also
+// ends the event delivery goroutine.
 func NewCoordinator(api CoordinatorAPI, table string, cfg Config, clk clock.Clock, opt Options) (*Coordinator, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err

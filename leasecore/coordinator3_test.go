@@ -281,3 +281,24 @@ func TestThroughputWrittenAndSmoothed(t *testing.T) {
 
 // renewFast is fastConfig's renew interval (308ms).
 var renewFast = fastConfig.WithDefaults().RenewInterval
+
+// A handoff the leader calls off by assigning the lease back to its old
+// owner: the holder drops it (its shard stopped for the handoff) and the
+// discoverer gains it again, so that a new run reads it. Holding it on,
+// as renewed, would leave a lease that nothing reads.
+func TestHandoffCalledOffIsGainedAgain(t *testing.T) {
+	ddb, table := newKCL3Table(t, 1, "a")
+	key := shardKey(0)
+	a := startWorker3(t, ddb, table, "a", fastConfig, AssignByLeader)
+	waitFor(t, discoveryWait, "a holds the lease", func() bool { return a.c.IsHeld(key) })
+	leaderHandoff(t, ddb, table, key, "b")
+	waitFor(t, renewFast+slack, "LeaseHandoff event", func() bool { return a.eventCount(LeaseHandoff) == 1 })
+	if !leaderAssign(t, ddb, table, key, "a") {
+		t.Fatal("leader assign failed")
+	}
+	waitFor(t, renewFast+slack, "LeaseLost event", func() bool { return a.eventCount(LeaseLost) == 1 })
+	waitFor(t, discoveryWait, "a gains the lease again", func() bool { return a.eventCount(LeaseGained) == 2 && a.c.IsHeld(key) })
+	if err := a.c.CompleteHandoff(context.Background(), key); err == nil {
+		t.Fatal("CompleteHandoff of a lease no longer in handoff succeeded")
+	}
+}

@@ -16,9 +16,6 @@ var ErrLeaseLost = errors.New("lease lost")
 // no lease item under that key.
 var ErrLeaseNotFound = errors.New("lease not found")
 
-// ErrKCL3Table is matched (errors.Is) by every *KCL3TableError.
-var ErrKCL3Table = errors.New("lease table belongs to a KCL 3.x application")
-
 // LeaseLostError is the detailed form of ErrLeaseLost; errors.Is(err,
 // ErrLeaseLost) is true for it.
 type LeaseLostError struct {
@@ -54,25 +51,6 @@ func (e *TableNotFoundError) Say(name func(setting string) string) string {
 	}
 	return fmt.Sprintf("lease table %q not found%s (is the application name right? pass %s to create it the way the KCL does)", e.Table, where, name("create-table"))
 }
-
-// KCL3TableError refuses a lease table that a KCL 3.x application uses. In
-// 3.x workers never take leases themselves: an elected leader assigns them
-// (using worker-metrics heartbeats) and workers discover their assignments
-// through the LeaseOwnerToLeaseKeyIndex. A 2.x-protocol worker would take and
-// steal leases behind the leader's back and both sides would churn.
-type KCL3TableError struct {
-	Table    string
-	Evidence string // what gave it away
-}
-
-func (e *KCL3TableError) Error() string {
-	return fmt.Sprintf("lease table %q belongs to a KCL 3.x application (%s): KCL 3.x assigns leases through an elected leader, "+
-		"and a worker using the KCL 2.x protocol would fight it for leases; run kcltool workers only on a 2.x application's table "+
-		"(or a new one); the operator commands still work on this table", e.Table, e.Evidence)
-}
-
-// Is makes errors.Is(err, ErrKCL3Table) hold.
-func (e *KCL3TableError) Is(target error) bool { return target == ErrKCL3Table }
 
 // UnresolvedError says a conditional write failed its condition and the
 // read that should have told why failed too: the lease's state is unknown,

@@ -4,9 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/kcltool/kcltool/internal/clock"
-	"log/slog"
-	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -54,27 +51,7 @@ type testWorker struct {
 
 func startWorker(t testing.TB, api CoordinatorAPI, table, id string, cfg Config) *testWorker {
 	t.Helper()
-	w := &testWorker{t: t, id: id, logs: &syncBuffer{}}
-	cfg.WorkerID = id
-	logger := slog.New(slog.NewTextHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	c, err := NewCoordinator(api, table, cfg, clock.RealClock(), Options{
-		Logger:  logger,
-		OnEvent: func(e LeaseEvent) { w.mu.Lock(); w.events = append(w.events, e); w.mu.Unlock() },
-		Rand:    rand.New(rand.NewPCG(uint64(len(id)), 7)),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	w.c, w.cancel = c, cancel
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		_ = c.Stop(context.Background(), false)
-	})
-	return w
+	return startWorker3(t, api, table, id, cfg, AssignByTaking)
 }
 
 // crash stops the worker the way a killed process stops: no release, no

@@ -127,7 +127,16 @@ func RenewLease3(ctx context.Context, api LeaseUpdateAPI, table string, l Lease,
 		}
 		return l, lostFromItem("renew", l, cur, ok, nil)
 	}
-	if ok && cur.ActualOwner() == worker && cur.LeaseCounter == l.LeaseCounter+1 {
+	// The KCL's spurious-renewal check, with one difference: a lease held
+	// in handoff whose item no longer is in handoff (the leader assigned it
+	// back to this worker, assignLease clearing checkpointOwner, at N+1) is
+	// not this renewal. The KCL (renewLease compares actualOwner with the
+	// item's leaseOwner) would count it as renewed while its shard consumer
+	// has already shut down for the handoff; kcltool counts it lost, so the
+	// shard's stopped run ends cleanly and the discoverer gains the lease
+	// again from the table, with a new run.
+	if ok && cur.ActualOwner() == worker && cur.LeaseCounter == l.LeaseCounter+1 &&
+		(l.CheckpointOwner == "" || cur.CheckpointOwner == l.CheckpointOwner) {
 		return cur, nil
 	}
 	return l, lostFromItem("renew", l, cur, ok, nil)

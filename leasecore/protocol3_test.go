@@ -116,6 +116,27 @@ func TestRenewLease3(t *testing.T) {
 	}
 }
 
+// A handoff called off: the leader assigns the lease back to this worker
+// (assignLease clears checkpointOwner and adds 1, the counter a renewal
+// would have reached). The holder, whose shard stopped for the handoff,
+// must not count that as its renewal: it would hold a lease nothing reads.
+func TestRenewLease3HandoffCalledOff(t *testing.T) {
+	ctx := context.Background()
+	ddb, table := newKCL3Table(t, 1, "w")
+	key := shardKey(0)
+	leaderHandoff(t, ddb, table, key, "next")
+	held := mustGet(t, ddb, table, key) // adopted: leaseOwner next, checkpointOwner w
+	if !leaderAssign(t, ddb, table, key, "w") {
+		t.Fatal("leader assign failed")
+	}
+	if cur := mustGet(t, ddb, table, key); cur.LeaseOwner != "w" || cur.CheckpointOwner != "" || cur.LeaseCounter != held.LeaseCounter+1 {
+		t.Fatalf("setup: %+v", cur)
+	}
+	if l, err := RenewLease3(ctx, ddb, table, held, "w"); !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("renewal of a lease held in handoff after the leader gave it back: %+v, %v; want ErrLeaseLost", l, err)
+	}
+}
+
 func TestRenewLease3NotAHandoffOfThisWorker(t *testing.T) {
 	ctx := context.Background()
 	ddb, table := newKCL3Table(t, 1, "w")

@@ -23,19 +23,12 @@ type (
 		DescribeTableAPI
 		CreateTable(ctx context.Context, params *dynamodb.CreateTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
 	}
-	// KCL3CheckAPI is what CheckNotKCL3 needs.
-	KCL3CheckAPI interface {
-		DescribeTableAPI
-		ScanAPI
-	}
 )
 
-// KCL 3.x markers (docs/kcl-compat.md, Lease table and KCL 3.x items).
-const (
-	KCL3IndexName           = "LeaseOwnerToLeaseKeyIndex"
-	kcl3CoordinatorSuffix   = "-CoordinatorState"
-	kcl3WorkerMetricsSuffix = "-WorkerMetricStats"
-)
+// KCL3IndexName is KCL 3.x's global secondary index on the lease table
+// (HASH leaseOwner, RANGE leaseKey, KEYS_ONLY), which workers query to
+// discover the leases the leader gave them (docs/kcl-compat.md).
+const KCL3IndexName = "LeaseOwnerToLeaseKeyIndex"
 
 // How long EnsureTable waits for a table to become ACTIVE: KCL waits up to
 // 600s. It polls every 10s; polling starts faster here because on-demand
@@ -57,13 +50,13 @@ func EnsureTable(ctx context.Context, api TableAPI, table string, create bool) e
 }
 
 func ensureTable(ctx context.Context, api TableAPI, table string, create bool, clk clock.Clock) error {
-	desc, err := describe(ctx, api, table)
+	desc, err := DescribeTable(ctx, api, table)
 	if err != nil {
 		return err
 	}
 	if desc == nil {
 		if !create {
-			return &TableNotFoundError{Table: table, Region: regionOf(api)}
+			return &TableNotFoundError{Table: table, Region: RegionOf(api)}
 		}
 		_, err := api.CreateTable(ctx, &dynamodb.CreateTableInput{
 			TableName:            aws.String(table),
@@ -82,8 +75,8 @@ func ensureTable(ctx context.Context, api TableAPI, table string, create bool, c
 	return waitActive(ctx, api, table, clk)
 }
 
-// describe returns nil (and no error) when the table does not exist.
-func describe(ctx context.Context, api DescribeTableAPI, table string) (*types.TableDescription, error) {
+// DescribeTable describes table; nil (and no error) when it does not exist.
+func DescribeTable(ctx context.Context, api DescribeTableAPI, table string) (*types.TableDescription, error) {
 	out, err := api.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
 	if awserr.NotFound(err) {
 		return nil, nil
@@ -109,7 +102,7 @@ func waitActive(ctx context.Context, api DescribeTableAPI, table string, clk clo
 	deadline := clk.Now().Add(tableWaitTimeout)
 	delay := tableFirstPoll
 	for {
-		desc, err := describe(ctx, api, table)
+		desc, err := DescribeTable(ctx, api, table)
 		if err != nil {
 			return err
 		}
@@ -126,36 +119,11 @@ func waitActive(ctx context.Context, api DescribeTableAPI, table string, clk clo
 	}
 }
 
-// regionOf reads the region from a *dynamodb.Client, for the error message.
-func regionOf(api any) string {
+// RegionOf reads the region from a *dynamodb.Client, for error messages;
+// "" for any other client.
+func RegionOf(api any) string {
 	if c, ok := api.(interface{ Options() dynamodb.Options }); ok {
 		return c.Options().Region
 	}
 	return ""
-}
-
-// CheckNotKCL3 refuses, with a *KCL3TableError, a lease table a KCL 3.x
-// application uses: it has the LeaseOwnerToLeaseKeyIndex GSI, a companion
-// <table>-CoordinatorState or <table>-WorkerMetricStats table (3.0 - 3.4),
-// non-lease items such as the leader lock or worker metrics (3.5 single-table
-// mode), or a lease in graceful handoff (checkpointOwner). A companion table
-// the worker may not describe (AccessDenied) is not evidence either way.
-func CheckNotKCL3(ctx context.Context, api KCL3CheckAPI, table string) error {
-	desc, err := kcl3Structure(ctx, api, table, "")
-	if err != nil {
-		return err
-	}
-	res, err := ScanTable(ctx, api, table, ScanOptions{Segments: SegmentsFor(aws.ToInt64(desc.TableSizeBytes))})
-	if err != nil {
-		return fmt.Errorf("scan lease table %q: %w", table, err)
-	}
-	if len(res.NonLeases) > 0 {
-		return &KCL3TableError{Table: table, Evidence: fmt.Sprintf("it holds %d non-lease items, such as %s", len(res.NonLeases), res.NonLeases[0])}
-	}
-	for _, l := range res.Leases {
-		if l.CheckpointOwner != "" {
-			return &KCL3TableError{Table: table, Evidence: fmt.Sprintf("lease %s has %s %q (a 3.x graceful handoff)", l.LeaseKey, AttrCheckpointOwner, l.CheckpointOwner)}
-		}
-	}
-	return nil
 }

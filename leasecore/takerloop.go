@@ -256,9 +256,10 @@ func (c *Coordinator) nextRun(now time.Time, wait time.Duration) time.Duration {
 }
 
 // warnForeign logs items the taker skips: malformed leases, and non-lease
-// items, a sign that a KCL 3.5 application shares the table (CheckNotKCL3
-// refuses such tables at start; this catches one that turns up later). Each
-// is logged when it first appears, not on every run.
+// items, a sign that a KCL 3.5 application shares the table (the caller's
+// mode detection, coordination.Detect, then switches this coordinator to
+// the leader's assignment). Each is logged when it first appears, not on
+// every run.
 func (c *Coordinator) warnForeign(res ScanResult) {
 	now := map[string]bool{}
 	for _, m := range res.Malformed {

@@ -283,10 +283,7 @@ func (c Config) checkSettings() error {
 			return &SettingError{Setting: n.setting, Value: n.v, Must: n.must}
 		}
 	}
-	durations := []struct {
-		setting string
-		d, min  time.Duration
-	}{
+	durations := []durationSetting{
 		// Zero is valid: no pause, no wait, no limit, adaptive pacing.
 		{"idle-between-reads", c.IdleBetweenReads, 0},
 		{"batch-window", c.BatchWindow, 0},
@@ -304,14 +301,8 @@ func (c Config) checkSettings() error {
 		{"kinesis-timeout", c.KinesisTimeout, 1},
 		{"dynamodb-timeout", c.DynamoDBTimeout, 1},
 	}
-	for _, d := range durations {
-		switch {
-		case d.d >= d.min:
-		case d.min == 0:
-			return &SettingError{Setting: d.setting, Value: d.d, Must: "not be negative"}
-		default:
-			return &SettingError{Setting: d.setting, Value: d.d, Must: "be positive"}
-		}
+	if err := checkDurations(durations); err != nil {
+		return err
 	}
 	return c.KCL3.check()
 }

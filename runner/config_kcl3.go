@@ -27,10 +27,7 @@ func (k KCL3Config) check() error {
 	if !valid {
 		return &SettingError{Setting: "client-version-config", Value: k.ClientVersionConfig, Must: "be one of " + strings.Join(ClientVersionConfigs, ", ")}
 	}
-	durations := []struct {
-		setting string
-		d, min  time.Duration
-	}{
+	durations := []durationSetting{
 		// Zero is valid: 2 × the failover time, as the KCL's
 		// LeaseManagementConfig.leaseAssignmentIntervalMillis().
 		{"lease-assignment-interval", k.LeaseAssignmentInterval, 0},
@@ -39,14 +36,8 @@ func (k KCL3Config) check() error {
 		{"handoff-timeout", k.HandoffTimeout, 1},
 		{"worker-metrics-interval", k.WorkerMetricsInterval, 1},
 	}
-	for _, d := range durations {
-		switch {
-		case d.d >= d.min:
-		case d.min == 0:
-			return &SettingError{Setting: d.setting, Value: d.d, Must: "not be negative"}
-		default:
-			return &SettingError{Setting: d.setting, Value: d.d, Must: "be positive"}
-		}
+	if err := checkDurations(durations); err != nil {
+		return err
 	}
 	for _, t := range []struct{ setting, name string }{
 		{"coordinator-state-table", k.CoordinatorStateTable},
@@ -54,6 +45,27 @@ func (k KCL3Config) check() error {
 	} {
 		if t.name != "" && !validTableName(t.name) {
 			return &SettingError{Setting: t.setting, Value: t.name, Must: "be a DynamoDB table name: 3 to 255 letters, digits, _ . or -"}
+		}
+	}
+	return nil
+}
+
+// durationSetting is a duration setting and its least value: 0 lets zero
+// through (it means "none" or "the default"), 1 asks for a positive one.
+type durationSetting struct {
+	setting string
+	d, min  time.Duration
+}
+
+// checkDurations checks each duration against its least value.
+func checkDurations(ds []durationSetting) error {
+	for _, d := range ds {
+		switch {
+		case d.d >= d.min:
+		case d.min == 0:
+			return &SettingError{Setting: d.setting, Value: d.d, Must: "not be negative"}
+		default:
+			return &SettingError{Setting: d.setting, Value: d.d, Must: "be positive"}
 		}
 	}
 	return nil

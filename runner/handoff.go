@@ -60,11 +60,21 @@ func (w *Worker) handOff(r *shardRun, key string, to string) {
 		if w.runCtx.Err() != nil {
 			return
 		}
-		lvl := w.log.Warn
 		if errors.Is(err, leasecore.ErrLeaseLost) {
-			lvl = w.log.Info
+			w.log.Info("could not transfer the lease to its next owner: this worker no longer holds it", "lease", key, "to", to, "err", err)
+			return
 		}
-		lvl("could not transfer the lease to its next owner; the leader reassigns it once it expires", "lease", key, "to", to, "err", err)
+		// Still held, and nothing reads the shard any more: renewed on, the
+		// lease would stay in handoff and its next owner would wait for
+		// ever. Give it up instead. In leader mode that is the KCL's evict,
+		// which on a lease in handoff keeps leaseOwner (the next owner) and
+		// removes checkpointOwner: the transfer by another write.
+		if rerr := w.coord.Release(w.runCtx, key); rerr != nil && w.runCtx.Err() == nil {
+			w.log.Warn("could not transfer nor release the lease: it stays in handoff, unread, and its next owner waits; restarting this worker ends it (the lease then expires)",
+				"lease", key, "to", to, "err", err, "releaseErr", rerr)
+			return
+		}
+		w.log.Warn("could not transfer the lease to its next owner; released it instead", "lease", key, "to", to, "err", err)
 		return
 	}
 	w.log.Info("lease handed over to its next owner", "lease", key, "to", to, "after", w.clock.Now().Sub(started).Round(time.Millisecond))

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/smithy-go"
 
 	"github.com/kcltool/kcltool/internal/testenv/kcl3fleet"
 )
@@ -204,6 +206,49 @@ func TestKCL3HandoffToKcltool(t *testing.T) {
 	}
 	if got := readHandled(t, out); got[0].text() != "v-a005" {
 		t.Errorf("kcltool started at %q, want the record after the old owner's checkpoint (v-a005)", got[0].text())
+	}
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// refusingDDB refuses every handoff transfer write (HandoffLease's, the
+// only write conditioned on the next owner) with a definite error.
+type refusingDDB struct {
+	*dynamodb.Client
+}
+
+func (d refusingDDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if strings.Contains(aws.ToString(in.ConditionExpression), ":nextOwner") {
+		return nil, &smithy.GenericAPIError{Code: "AccessDeniedException", Message: "injected: the transfer write is refused"}
+	}
+	return d.Client.UpdateItem(ctx, in, opts...)
+}
+
+// A transfer write that fails while the lease is still held: the shard no
+// longer runs, so the worker gives the lease up (the 3.x evict, which
+// leaves it to the next owner) instead of renewing it on in handoff, where
+// the next owner would wait for ever.
+func TestKCL3HandoffTransferRefusedReleases(t *testing.T) {
+	s := newKCL3Stack(t, 1, kcl3fleet.Layout{Kind: kcl3fleet.NewApp})
+	shard := s.shards[0]
+	cfg := s.kcl3Config(t, "kcltool-1", outFile(t))
+	var buf *logBuffer
+	cfg.Log, _, buf = timedLogger(t, "kcltool-1")
+	r := startWith(t, s.stack, cfg, refusingDDB{Client: s.ddb})
+	leader := s.leader(t)
+	// Held and run: the leader's write alone is not enough, kcltool must
+	// have discovered it.
+	eventually(t, 30*time.Second, "kcltool runs the shard", func() bool { return slices.Contains(r.w.heldRuns(), shard) })
+	s.javaWorker(t, "java-1", 0)
+	leader.RequestHandoff(shard, "java-1")
+	// Before the stop, whose evict would end the handoff anyway.
+	eventually(t, 30*time.Second, "the handoff ended by the release", func() bool {
+		l := s.lease(t, shard)
+		return l.LeaseOwner == "java-1" && l.CheckpointOwner == ""
+	})
+	if !strings.Contains(buf.String(), "released it instead") {
+		t.Errorf("the release is not logged:\n%s", buf.String())
 	}
 	if err := r.stop(t); err != nil {
 		t.Fatal(err)

@@ -16,6 +16,8 @@ type kcl3Side struct {
 	mu       sync.Mutex
 	w        *Worker
 	ctx      context.Context
+	cancel   context.CancelFunc // ends ctx: the platform's detection and the reporter
+	starter  sync.WaitGroup     // startReporter, which stop waits for
 	reporter *coordination.Reporter
 	starting bool               // startReporter runs
 	pending  coordination.State // the state for the reporter it starts
@@ -25,6 +27,7 @@ type kcl3Side struct {
 // startReporter picks the metrics for the platform, then starts the
 // reporter with the latest state.
 func (k *kcl3Side) startReporter() {
+	defer k.starter.Done()
 	w := k.w
 	var samplers []coordination.Sampler
 	platform := "not detected"
@@ -52,7 +55,8 @@ func (k *kcl3Side) startReporter() {
 
 func (k *kcl3Side) start(ctx context.Context, w *Worker, st coordination.State) {
 	k.mu.Lock()
-	k.w, k.ctx = w, ctx
+	k.w = w
+	k.ctx, k.cancel = context.WithCancel(ctx)
 	k.mu.Unlock()
 	k.setState(ctx, st)
 }
@@ -76,6 +80,7 @@ func (k *kcl3Side) setState(_ context.Context, st coordination.State) {
 		// Finding the platform may take seconds (the EC2 metadata
 		// service): not on the worker's start path.
 		k.starting, k.pending = true, st
+		k.starter.Add(1)
 		go k.startReporter()
 		return
 	}
@@ -84,11 +89,20 @@ func (k *kcl3Side) setState(_ context.Context, st coordination.State) {
 
 // stop ends the reporter. After a crash-like stop its item stays for the
 // leader to expire, as a killed worker's would; a graceful stop has
-// deleted it already (unlist).
+// deleted it already (unlist). A platform detection still running (the
+// EC2 metadata service may take seconds) is cut short and waited for, so
+// that nothing of the worker outlives Run.
 func (k *kcl3Side) stop(ctx context.Context) {
 	k.mu.Lock()
-	r := k.reporter
 	k.stopped = true
+	cancel := k.cancel
+	k.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	k.starter.Wait()
+	k.mu.Lock()
+	r := k.reporter
 	k.mu.Unlock()
 	if r != nil {
 		_ = r.Stop(ctx)

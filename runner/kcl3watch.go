@@ -33,12 +33,6 @@ func (w *Worker) detectMode(ctx context.Context) (coordination.State, error) {
 	return withClientVersionConfig(st, w.cfg.KCL3.ClientVersionConfig), nil
 }
 
-// Client version configurations (the KCL's ClientVersionConfig).
-const (
-	clientVersionConfig2X       = "CLIENT_VERSION_CONFIG_COMPATIBLE_WITH_2X"
-	clientVersionConfig2XPhase1 = "CLIENT_VERSION_CONFIG_COMPATIBLE_WITH_2X_PHASE1"
-)
-
 // withClientVersionConfig applies the worker's clientVersionConfig where
 // the KCL lets it decide: only while a 3.x table has no Migration3.0 item
 // (MigrationClientVersionStateInitializer.getNextClientVersionBasedOnConfigVersion).
@@ -52,10 +46,10 @@ func withClientVersionConfig(st coordination.State, config string) coordination.
 		return st
 	}
 	switch config {
-	case clientVersionConfig2X:
+	case ClientVersionConfigCompatible2X:
 		st.Assignment, st.ReportMetrics = leasecore.AssignByTaking, true
 		st.Reason += "; clientVersionConfig " + config + " with no Migration3.0 item: as " + coordination.ClientVersionUpgradeFrom2X
-	case clientVersionConfig2XPhase1:
+	case ClientVersionConfigCompatible2XPhase1:
 		st.Assignment, st.ReportMetrics = leasecore.AssignByTaking, false
 		st.Reason += "; clientVersionConfig " + config + " with no Migration3.0 item: 2.x compatible, no metrics"
 	}

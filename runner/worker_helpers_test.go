@@ -104,18 +104,7 @@ type running struct {
 
 func start(t *testing.T, s stack, cfg Config) *running {
 	t.Helper()
-	w, err := NewWorker(cfg, s.ddb, s.kin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{w: w, done: make(chan error, 1), kill: cancel}
-	go func() { r.done <- w.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-r.done
-	})
-	return r
+	return startWith(t, s, cfg, s.ddb)
 }
 
 // stop stops the worker gracefully and returns Run's result.

@@ -64,24 +64,6 @@ func (d *Doctor) detect(ctx context.Context, read bool) (coordination.State, err
 	return st, nil
 }
 
-// readingState is the state readers are given. Detect calls a table a
-// 2.x one when no Migration3.0, tm, index or lock in the lease table shows
-// 3.x; doctor still reads what is there: side tables that exist are read
-// as KCL 3.0–3.4's layout, and non-lease items in the lease table as 3.5's.
-func readingState(st coordination.State, nonLeases int) (coordination.State, bool) {
-	if st.Layout == coordination.LayoutNone {
-		switch {
-		case st.SideTables:
-			st.Layout = coordination.LayoutSideTables
-		case nonLeases > 0:
-			st.Layout = coordination.LayoutLeaseTable
-		default:
-			return st, false
-		}
-	}
-	return st, true
-}
-
 // readLock reads the leader lock for one sample, wherever the layout keeps
 // it, and follows its version: the lock item has no timestamp, so the only
 // sign of a live leader is a version that changes (lock client heartbeats).
@@ -91,7 +73,7 @@ func (d *Doctor) readLock(ctx context.Context, s *sample) {
 		s.kcl3Err = err
 		return
 	}
-	st, present := readingState(st, len(s.nonLeases))
+	st, present := st.ForReading(len(s.nonLeases))
 	if !present {
 		return
 	}
@@ -124,7 +106,7 @@ func (d *Doctor) readKCL3(ctx context.Context, samples []sample) (kcl3State, err
 	if err != nil {
 		return st, err
 	}
-	read, present := readingState(coord, len(last.nonLeases))
+	read, present := coord.ForReading(len(last.nonLeases))
 	if !present {
 		return st, nil
 	}
