@@ -25,4 +25,7 @@ type WriteAPI interface {
 	ReadAPI
 	PutItem(ctx context.Context, params *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	UpdateItem(ctx context.Context, params *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	// DeleteItem removes the worker's own item at a graceful stop
+	// (Reporter.Remove).
+	leasecore.DeleteItemAPI
 }

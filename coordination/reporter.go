@@ -86,6 +86,7 @@ type Reporter struct {
 	last     error                // the last report's outcome
 	where    string               // the table of the last item written
 	reports  int                  // items written
+	removed  bool                 // Remove ran: no more writes
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -140,7 +141,8 @@ func (r *Reporter) Start(ctx context.Context) {
 
 // Stop ends the reporter and waits for it. It deletes nothing: the KCL
 // leaves a stopped worker's item for the leader to expire (2 x the period)
-// and delete (WorkerMetricStatsReporter, stopWorkerMetricsReporter).
+// and delete (WorkerMetricStatsReporter, stopWorkerMetricsReporter); at a
+// graceful stop kcltool calls Remove instead.
 func (r *Reporter) Stop(ctx context.Context) error {
 	if r.cancel == nil {
 		return nil
@@ -234,7 +236,7 @@ func (r *Reporter) Report(ctx context.Context) error {
 	st := r.st
 	sts := r.computeLocked()
 	r.mu.Unlock()
-	if !st.ReportMetrics {
+	if !st.ReportMetrics || r.isRemoved() {
 		return nil
 	}
 	table, keyAttr, err := r.fleetTable(ctx, st)
@@ -243,6 +245,14 @@ func (r *Reporter) Report(ctx context.Context) error {
 	}
 	r.mu.Lock()
 	r.last = err
+	if err == nil && r.removed {
+		// Remove ran while this write was in flight: the item written
+		// now would list the worker again. Remove waits for the loop,
+		// so only a direct Report call can get here.
+		r.mu.Unlock()
+		_ = r.deleteItem(ctx, table)
+		return nil
+	}
 	if err == nil {
 		r.reports++
 		r.where = table

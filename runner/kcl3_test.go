@@ -81,6 +81,11 @@ func TestKCL3JoinsFleet(t *testing.T) {
 					t.Errorf("lease %s after the stop: owner %q checkpoint %s, want no owner and %s", key, l.LeaseOwner, l.Checkpoint.SequenceNumber, last[key])
 				}
 			}
+			// And its metrics item is gone, so that the leader gives it
+			// none of them back.
+			if mine := metricsItemOf(t, s, "kcltool-1"); mine != nil {
+				t.Errorf("kcltool's metrics item left after the graceful stop: %+v", *mine)
+			}
 		})
 	}
 }

@@ -87,10 +87,11 @@ func (k *kcl3Side) setState(_ context.Context, st coordination.State) {
 	k.reporter.SetState(st)
 }
 
-// stop ends the reporter; its item stays for the leader to expire, as a
-// stopped Java worker's does. A platform detection still running (the EC2
-// metadata service may take seconds) is cut short and waited for, so that
-// nothing of the worker outlives Run.
+// stop ends the reporter. After a crash-like stop its item stays for the
+// leader to expire, as a killed worker's would; a graceful stop has
+// deleted it already (unlist). A platform detection still running (the
+// EC2 metadata service may take seconds) is cut short and waited for, so
+// that nothing of the worker outlives Run.
 func (k *kcl3Side) stop(ctx context.Context) {
 	k.mu.Lock()
 	k.stopped = true
@@ -106,4 +107,26 @@ func (k *kcl3Side) stop(ctx context.Context) {
 	if r != nil {
 		_ = r.Stop(ctx)
 	}
+}
+
+// unlist, at a graceful stop, stops the reporter for good and deletes
+// this worker's metrics item (coordination.Reporter.Remove), so that the
+// KCL 3.x leader stops counting the worker as active at its next run. It
+// runs before the evict writes: with the item still fresh, the leader
+// would give the evicted leases back to this worker, which no longer
+// reads, and they would wait for the item to go stale (up to 60 s).
+// Nothing happens when no reporter runs (a KCL 2.x table).
+func (k *kcl3Side) unlist(ctx context.Context) {
+	k.mu.Lock()
+	r := k.reporter
+	k.stopped = true // a reporter still being started never starts
+	k.mu.Unlock()
+	if r == nil {
+		return
+	}
+	if err := r.Remove(ctx); err != nil {
+		k.w.log.Warn("could not delete this worker's metrics item; the leader expires it after 2 reporter periods", "table", r.Table(), "err", err)
+		return
+	}
+	k.w.log.Info("worker metrics item deleted, so that the leader assigns this worker nothing more", "table", r.Table())
 }

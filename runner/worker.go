@@ -227,7 +227,8 @@ func (w *Worker) stopNow(ctx context.Context) error {
 }
 
 // stopGracefully lets running handlers finish within the grace, then
-// releases every lease and publishes the last metrics.
+// deletes the worker-metrics item (KCL 3.x mode), releases every lease
+// and publishes the last metrics.
 func (w *Worker) stopGracefully(ctx context.Context, stopCW context.CancelFunc, cwDone *sync.WaitGroup) error {
 	// Nothing new is taken during the grace: it would only be released
 	// again, unread.
@@ -256,6 +257,9 @@ func (w *Worker) stopGracefully(ctx context.Context, stopCW context.CancelFunc, 
 	// process alive; leases not released expire after the failover time.
 	rctx, cancel := context.WithTimeout(ctx, releaseTimeout)
 	defer cancel()
+	// In KCL 3.x mode, the metrics item goes first: the leader must not
+	// count this worker active when it sees the evicted leases.
+	w.kcl3.unlist(rctx)
 	if err := w.coord.Stop(rctx, true); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -272,7 +276,8 @@ func (w *Worker) stopGracefully(ctx context.Context, stopCW context.CancelFunc, 
 	return nil
 }
 
-// releaseTimeout bounds releasing the leases and the last metrics at stop.
+// releaseTimeout bounds deleting the worker-metrics item, releasing the
+// leases and the last metrics at stop.
 const releaseTimeout = 10 * time.Second
 
 // onEvent starts a shard run for each lease gained and ends it when the

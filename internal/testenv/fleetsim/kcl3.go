@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/kcltool/kcltool/coordination"
 	"github.com/kcltool/kcltool/internal/clock"
 	"github.com/kcltool/kcltool/internal/testenv/clocktest"
 	"github.com/kcltool/kcltool/internal/testenv/ddbmodel"
@@ -50,6 +51,8 @@ type Fleet3 struct {
 	java  map[string]*kcl3fleet.OtherWorker
 	ours  map[string]*leasecore.Coordinator
 	stops map[string]context.CancelFunc
+	// reporters are the kcltool workers' metrics reporters.
+	reporters map[string]*coordination.Reporter
 }
 
 // NewFleet3 makes the model table (with the index) holding n unowned
@@ -76,7 +79,8 @@ func NewFleet3(engine Engine, leases int, batch time.Duration, leader kcl3fleet.
 		leader.WorkerID = "leader"
 	}
 	f := &Fleet3{Fleet: base, Engine: engine, KCL3: kf, Leader: kf.NewLeader(leader), Batch: batch,
-		java: map[string]*kcl3fleet.OtherWorker{}, ours: map[string]*leasecore.Coordinator{}, stops: map[string]context.CancelFunc{}}
+		java: map[string]*kcl3fleet.OtherWorker{}, ours: map[string]*leasecore.Coordinator{}, stops: map[string]context.CancelFunc{},
+		reporters: map[string]*coordination.Reporter{}}
 	m.ResetStats()
 	return f
 }
@@ -125,15 +129,19 @@ func (f *Fleet3) Start(id string, seed uint64) {
 		f.mu.Lock()
 		f.ours[id] = c
 		f.mu.Unlock()
-		// The worker-metrics reporter (WorkerMetricStatsReporter's 30 s).
-		go func() {
-			for {
-				_ = f.KCL3.PutWorkerMetrics(ctx, id, kcl3fleet.Metrics{}, f.Clock.Now())
-				if clock.Sleep(ctx, f.Clock, 30*time.Second) != nil {
-					return
-				}
-			}
-		}()
+		// The worker-metrics reporter kcltool runs (coordination.Reporter,
+		// WorkerMetricStatsReporter's 30 s), so that a graceful stop can
+		// delete the item as kcltool does (Reporter.Remove).
+		rep := coordination.NewReporter(f.Model, coordination.Tables{Lease: Table}, id, f.Clock, coordination.ReporterOptions{})
+		rep.SetState(coordination.State{ReportMetrics: true, Layout: coordination.LayoutLeaseTable, Assignment: leasecore.AssignByLeader})
+		// A first item at start, as the fleet's workers always had here
+		// (the reporter's own first write is two seconds later), so that
+		// the figures measured before the reporter was used still hold.
+		_ = rep.Report(ctx)
+		rep.Start(ctx)
+		f.mu.Lock()
+		f.reporters[id] = rep
+		f.mu.Unlock()
 	default:
 		panic("fleetsim: not a KCL 3.x engine: " + string(f.Engine))
 	}

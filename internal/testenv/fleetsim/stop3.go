@@ -6,12 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"github.com/kcltool/kcltool/internal/testenv/kcl3fleet"
-	"github.com/kcltool/kcltool/leasecore"
 )
 
 // A graceful stop in a KCL 3.x fleet (issue 25, item 8). The Java KCL 3.x
@@ -37,12 +32,14 @@ const (
 	// StopExpire is Stop(ctx, false): the leases are left to expire, as a
 	// Java 3.x worker leaves them.
 	StopExpire StopMode = "expire"
-	// StopEvict is Stop(ctx, true): kcltool's evict writes (EvictLease3).
+	// StopEvict is Stop(ctx, true) alone: the evict writes (EvictLease3)
+	// without the deletion, kcltool's stop before the deletion was added.
 	StopEvict StopMode = "evict"
-	// StopEvictUnlist is StopEvict followed by the deletion of the
-	// worker's metrics item, so that the leader stops counting the worker
-	// as active at its next round instead of two reporter periods after
-	// its last report.
+	// StopEvictUnlist is kcltool's graceful stop (runner.stopGracefully):
+	// the worker's metrics item is deleted (Reporter.Remove), then the
+	// leases evicted, so that the leader stops counting the worker as
+	// active at its next round instead of two reporter periods after its
+	// last report, and never gives the evicted leases back to it.
 	StopEvictUnlist StopMode = "evict+unlist"
 	// StopExpireUnlist deletes the metrics item without evicting: the
 	// control that shows what the evict adds on its own.
@@ -50,32 +47,29 @@ const (
 )
 
 // StopWorker stops one kcltool worker of the fleet as the runner does at a
-// graceful stop: Stop(release) (the evict writes when release is true),
-// then its metrics reporter ends. The worker leaves the fleet's books.
-func (f *Fleet3) StopWorker(id string, release bool) error {
+// graceful stop: with unlist, its metrics reporter ends and the item is
+// deleted first (coordination.Reporter.Remove, kcltool's own code), then
+// Stop(release) (the evict writes when release is true); without, the
+// reporter ends after Stop and its item stays for the leader to expire.
+// The worker leaves the fleet's books.
+func (f *Fleet3) StopWorker(id string, release, unlist bool) error {
 	f.mu.Lock()
-	c, cancel := f.ours[id], f.stops[id]
+	c, cancel, rep := f.ours[id], f.stops[id], f.reporters[id]
 	delete(f.ours, id)
 	delete(f.stops, id)
+	delete(f.reporters, id)
 	f.mu.Unlock()
 	if c == nil {
 		return fmt.Errorf("fleetsim: no kcltool worker %s", id)
 	}
-	err := c.Stop(context.Background(), release)
+	ctx := context.Background()
+	if unlist {
+		if err := rep.Remove(ctx); err != nil {
+			return err
+		}
+	}
+	err := c.Stop(ctx, release)
 	cancel()
-	return err
-}
-
-// DeleteWorkerMetrics deletes a worker's metrics item. A new application's
-// layout keeps it in the lease table under leaseKey = the worker id
-// (LeaseTableWorkerMetricStats); the deletion is conditional on the item
-// being a metrics item, as the leader's stale-metrics cleanup
-// (MigrationAwareLAMDataManager.deleteStaleWorkerMetricsAsync) deletes it.
-func (f *Fleet3) DeleteWorkerMetrics(id string) error {
-	_, err := f.Model.DeleteItem(context.Background(), &dynamodb.DeleteItemInput{TableName: aws.String(Table),
-		Key:                       map[string]types.AttributeValue{leasecore.AttrLeaseKey: &types.AttributeValueMemberS{Value: id}},
-		ConditionExpression:       aws.String("entityType = :wm"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":wm": &types.AttributeValueMemberS{Value: "WORKER_METRIC_STATS"}}}) // kcl3fleet's entityWorkerMetrics
 	return err
 }
 
@@ -136,16 +130,12 @@ func MeasureStop3(p Point, mode StopMode, seed uint64) StopResult {
 	if len(keys) == 0 {
 		panic(fmt.Sprintf("%s: worker %s holds nothing", p, victim))
 	}
-	if err := f.StopWorker(victim, mode == StopEvict || mode == StopEvictUnlist); err != nil {
+	release := mode == StopEvict || mode == StopEvictUnlist
+	if err := f.StopWorker(victim, release, mode == StopEvictUnlist || mode == StopExpireUnlist); err != nil {
 		panic(fmt.Sprintf("stop of %s: %v", victim, err))
 	}
-	if mode == StopEvictUnlist || mode == StopExpireUnlist {
-		if err := f.DeleteWorkerMetrics(victim); err != nil {
-			panic(fmt.Sprintf("metrics item of %s: %v", victim, err))
-		}
-	}
-	// The evict writes take no simulated time on the model, so the clock
-	// starts after Stop returns.
+	// The deletion and the evict writes take no simulated time on the
+	// model, so the clock starts after Stop returns.
 	d, ok := f.Run(5*time.Minute, func() bool {
 		for _, k := range keys {
 			if f.heldBy(k) == "" {
