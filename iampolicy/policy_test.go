@@ -197,8 +197,8 @@ func TestRunGrantsKCL3(t *testing.T) {
 		{"dynamodb:PutItem", arn("orders-CoordinatorState"), false},
 		{"dynamodb:DescribeTable", arn("orders-WorkerMetricStats"), true},
 		{"dynamodb:UpdateItem", arn("orders-WorkerMetricStats"), true},
-		{"dynamodb:Scan", arn("orders-WorkerMetricStats"), false}, // other workers' items
-		{"dynamodb:DeleteItem", arn("orders-WorkerMetricStats"), false},
+		{"dynamodb:Scan", arn("orders-WorkerMetricStats"), false},      // other workers' items
+		{"dynamodb:DeleteItem", arn("orders-WorkerMetricStats"), true}, // its own item, at a graceful stop
 		// In the single-table layout, the metrics item and the coordination
 		// items are lease-table items.
 		{"dynamodb:UpdateItem", arn("orders-leases"), true},

@@ -31,10 +31,13 @@ var rules = []rule{
 	//    the leader and the KCL's migration tool do.
 	//  - WorkerMetricStats: DescribeTable (the layout) and UpdateItem, the
 	//    upsert of this worker's own item (WorkerMetricStatsDAO's
-	//    updateItem with ignoreNulls). Other workers' items are never read.
+	//    updateItem with ignoreNulls), and DeleteItem of that item at a
+	//    graceful stop (coordination.Reporter.Remove), so that the leader
+	//    stops counting the worker before its leases are evicted. Other
+	//    workers' items are never read.
 	{cmds("run"), always, leaseOwnerIndex, dynamodb("Query")},
 	{cmds("run"), always, coordinatorStateTable, dynamodb("DescribeTable", "GetItem")},
-	{cmds("run"), always, workerMetricsTable, dynamodb("DescribeTable", "UpdateItem")},
+	{cmds("run"), always, workerMetricsTable, dynamodb("DescribeTable", "UpdateItem", "DeleteItem")},
 	// DescribeStreamSummary gives multi-stream leases their account and
 	// epoch (runner/multistream.go); the table's own keys can select that
 	// mode for a single --stream, so it is always granted.
