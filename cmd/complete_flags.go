@@ -49,6 +49,8 @@ var (
 var freeTextFlags = map[string]bool{
 	"at": true, "by-duration": true, "initial-timestamp": true,
 	"worker-id": true, "metrics-addr": true, "region": true, "endpoint-url": true, "account": true,
+	// KCL 3.x side-table names (migration status): free text, no file.
+	"coordinator-state-table": true, "worker-metrics-table": true,
 }
 
 // numericTypes are pflag value types that never name a file.
