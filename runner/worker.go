@@ -21,10 +21,9 @@ import (
 // Worker is one member of a consumer fleet: it holds leases with the KCL 2.x
 // protocol (leasecore.Coordinator), or, on a KCL 3.x table, as a follower of
 // the fleet's elected leader (kcl3watch.go, handoff.go), reads the shards of
-// the leases it holds,
-// one reader each, and hands their records to the handler in batches,
-// checkpointing after each success. Start the same worker on more machines
-// and the fleet rebalances.
+// the leases it holds, one reader each, and hands their records to the
+// handler in batches, checkpointing after each success. Start the same
+// worker on more machines and the fleet rebalances.
 type Worker struct {
 	cfg     Config
 	ddb     DynamoDBAPI
