@@ -79,6 +79,20 @@ func (l Layout) String() string {
 	return "none"
 }
 
+// Token names the layout in one word for JSON readers (String is prose for
+// the log): none, side-tables, pending, lease-table.
+func (l Layout) Token() string {
+	switch l {
+	case LayoutSideTables:
+		return "side-tables"
+	case LayoutPending:
+		return "pending"
+	case LayoutLeaseTable:
+		return "lease-table"
+	}
+	return "none"
+}
+
 // State is what a worker or an operator command needs to know of a
 // table's KCL 3.x coordination, read by Detect.
 type State struct {

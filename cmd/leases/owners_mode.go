@@ -17,7 +17,7 @@ type ownerMode struct {
 	AssignmentReason *string
 	ClientVersion    *string
 	TableMigration   *string
-	// Layout is where the coordination items live (layoutJSON).
+	// Layout is where the coordination items live (coordination.Layout.Token).
 	Layout *string
 }
 
@@ -32,21 +32,7 @@ func ownerModeOf(st *coordination.State) ownerMode {
 		return &s
 	}
 	return ownerMode{Assignment: str(st.Assignment.String()), AssignmentReason: str(st.Reason),
-		ClientVersion: str(st.ClientVersion), TableMigration: str(st.TableMigration), Layout: str(layoutJSON(st.Layout))}
-}
-
-// layoutJSON names a layout in one token for JSON readers (Layout.String
-// is prose for the log).
-func layoutJSON(l coordination.Layout) string {
-	switch l {
-	case coordination.LayoutSideTables:
-		return "side-tables"
-	case coordination.LayoutPending:
-		return "pending"
-	case coordination.LayoutLeaseTable:
-		return "lease-table"
-	}
-	return "none"
+		ClientVersion: str(st.ClientVersion), TableMigration: str(st.TableMigration), Layout: str(st.Layout.Token())}
 }
 
 // modeLine is the line under the owners table that says how leases reach

@@ -58,20 +58,6 @@ type StepJSON struct {
 	Overdue        bool     `json:"overdue"`
 }
 
-// layoutJSON names a layout in one token, as `leases owners -o json` does
-// (Layout.String is prose for the log).
-func layoutJSON(l coordination.Layout) string {
-	switch l {
-	case coordination.LayoutSideTables:
-		return "side-tables"
-	case coordination.LayoutPending:
-		return "pending"
-	case coordination.LayoutLeaseTable:
-		return "lease-table"
-	}
-	return "none"
-}
-
 // kclOf names the fleet's KCL mode in a word.
 func kclOf(c coordination.State) string {
 	switch {
@@ -122,7 +108,7 @@ func orEmpty(s []string) []string {
 func toJSON(st *inspect.MigrationStatus) StatusJSON {
 	c, t := st.Facts.Coord, st.Facts.Tables
 	out := StatusJSON{Table: t.Lease, CoordinatorStateTable: t.CoordinatorState, WorkerMetricsTable: t.WorkerMetrics,
-		KCL: kclOf(c), Layout: layoutJSON(c.Layout),
+		KCL: kclOf(c), Layout: c.Layout.Token(),
 		CV: strOrNil(c.ClientVersion), MB: strOrNil(c.ClientVersionBy), MTS: timeOrNil(c.ClientVersionAt),
 		TM: strOrNil(c.TableMigration), TMMTS: timeOrNil(st.Facts.TMAt), Index: strOrNil(c.Index),
 		Leases: st.Leases, Unassigned: st.Unassigned, Owners: orEmpty(st.Owners), FreshWorkers: orEmpty(st.Fresh),
