@@ -116,7 +116,7 @@ func TestCapacityPerOperation(t *testing.T) {
 	want := map[string]Units{
 		OpScan: {Read: wantScan}, OpTake: {Write: 1}, OpCheckpoint: {Write: 1}, OpRelease: {Write: 1},
 		OpRenew: {Write: 2, Read: 1}, // the renewal, the failed one, and its consistent read back
-		OpOther: {Write: 1},          // the failed release, untagged
+		OpOther: {Write: 1, Read: 1}, // the failed release, untagged, and its read back
 	}
 	got := units.ByOp()
 	for op, w := range want {

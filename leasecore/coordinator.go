@@ -408,11 +408,11 @@ func (c *Coordinator) releaseOne(ctx context.Context, hl *heldLease) error {
 		if hl.dropped {
 			return false, nil
 		}
-		now := c.clock.Now()
-		if !c.fresh(hl, now) {
-			c.drop(hl, LeaseLost, c.expiredLocally(hl, "release", now))
-			return false, nil
-		}
+		// No freshness check: a lease not renewed for the failover time
+		// (a stalled renewer, a slow stop) is written all the same. The
+		// write's conditions fail if another worker or the leader has
+		// taken it since; if nobody has, releasing it spares the fleet
+		// the wait for its expiry.
 		var l Lease
 		var err error
 		if c.Assignment() == AssignByLeader {

@@ -3,6 +3,7 @@ package leasecore
 import (
 	"context"
 	"github.com/kcltool/kcltool/internal/clock"
+	"github.com/kcltool/kcltool/internal/testenv/clocktest"
 	"testing"
 	"time"
 )
@@ -115,6 +116,35 @@ func TestGracefulStopReleasesLeases(t *testing.T) {
 	t.Logf("survivor took the released leases %s after the stop", took)
 	if time.Since(stopped) >= cfg.FailoverTime {
 		t.Fatal("took as long as a crash")
+	}
+}
+
+// A lease whose renewals stalled past the failover time is still
+// released at Stop when nobody took it meanwhile: the conditional write is
+// the guard, not the local clock. A lease taken by another worker is left
+// to it.
+func TestStopReleasesStaleLeaseNobodyTook(t *testing.T) {
+	ddb, table := newLeaseTable(t, 2)
+	clk := clocktest.New(time.Now())
+	c, err := NewCoordinator(ddb, table, Config{WorkerID: "a", FailoverTime: 10 * time.Second}, clk, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for i := range 2 {
+		if !c.takeOne(ctx, mustGet(t, ddb, table, shardKey(i)), false) {
+			t.Fatalf("could not take lease %d", i)
+		}
+	}
+	if _, _, err := TakeLease(ctx, ddb, table, mustGet(t, ddb, table, shardKey(1)), "b"); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(11 * time.Second) // no renewal: both stale locally
+	if err := c.Stop(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	if got := owners(t, ddb, table); got["a"] != 0 || got["b"] != 1 {
+		t.Fatalf("owners after the stop %v, want a none and b its stolen lease", got)
 	}
 }
 

@@ -244,9 +244,35 @@ func checkpointLease(ctx context.Context, api LeaseUpdateAPI, table string, l Le
 // the counter, so any worker's next taker run sees it unowned and takes it at
 // once instead of waiting out the failover time. This is KCL's evictLease
 // (which KCL itself never calls) plus the counter condition; a live KCL 2.x
-// worker treats the result like any unowned lease. A condition failure means
-// the lease was no longer this worker's (ErrLeaseLost).
-func ReleaseLease(ctx context.Context, api UpdateItemAPI, table string, l Lease, worker string) (Lease, error) {
+// worker treats the result like any unowned lease. On a condition failure
+// the item is read: still owned by worker at a later counter, it is
+// released at that counter; otherwise the lease was no longer this
+// worker's (ErrLeaseLost).
+func ReleaseLease(ctx context.Context, api LeaseUpdateAPI, table string, l Lease, worker string) (Lease, error) {
+	next, err := releaseAt(ctx, api, table, l, worker)
+	if !awserr.ConditionFailed(err) {
+		return next, err
+	}
+	cur, ok, gerr := GetLease(ctx, api, table, l.LeaseKey, true)
+	// Still this worker's at a later counter: one of its own writes went
+	// through after it stopped waiting for the answer, typically the
+	// renewal in flight when Stop cancelled the renewer. In taking mode no
+	// other worker writes this worker's name into leaseOwner, so the lease
+	// is still its to give up; released at the counter read. Without this
+	// the lease stays owned until it expires (a CI run saw two of them).
+	if gerr == nil && ok && cur.LeaseOwner == worker && cur.CheckpointOwner == "" && cur.LeaseCounter > l.LeaseCounter {
+		next, err = releaseAt(ctx, api, table, cur, worker)
+		if !awserr.ConditionFailed(err) {
+			return next, err
+		}
+		cur, ok, gerr = GetLease(ctx, api, table, l.LeaseKey, true)
+	}
+	return l, lostFromItem("release", l, cur, ok, gerr)
+}
+
+// releaseAt is the release write itself, conditioned on l's counter; a
+// condition failure is returned as is.
+func releaseAt(ctx context.Context, api UpdateItemAPI, table string, l Lease, worker string) (Lease, error) {
 	u := newUpdate()
 	u.conds = append(u.conds, u.n(AttrLeaseOwner)+" = "+u.v(valOwner, &types.AttributeValueMemberS{Value: worker}))
 	u.expectCounter(l.LeaseCounter)
@@ -254,7 +280,7 @@ func ReleaseLease(ctx context.Context, api UpdateItemAPI, table string, l Lease,
 	u.remove = append(u.remove, u.n(AttrLeaseOwner))
 	out, err := updateItem(ctx, api, table, l.LeaseKey, u, types.ReturnValueAllNew)
 	if awserr.ConditionFailed(err) {
-		return l, &LeaseLostError{LeaseKey: l.LeaseKey, Op: "release", Reason: "owner or leaseCounter changed"}
+		return l, err
 	}
 	if err != nil {
 		return l, fmt.Errorf("release lease %s: %w", l.LeaseKey, err)

@@ -220,6 +220,43 @@ func TestReleaseLease(t *testing.T) {
 	}
 }
 
+// A renewal cancelled by Stop may still be applied: the item shows this
+// worker at counter N+1 while the worker holds N. The release must still
+// give the lease up (a CI run left two leases owned by a worker that had
+// stopped gracefully), and must not touch a lease another worker took.
+func TestReleaseLeaseAfterOwnWriteLanded(t *testing.T) {
+	ddb, table := newLeaseTable(t, 2)
+	ctx := context.Background()
+	l, _, err := TakeLease(ctx, ddb, table, mustGet(t, ddb, table, shardKey(0)), "w1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := RenewLease(ctx, ddb, table, l, "w1"); err != nil { // the answer "lost": l keeps N
+		t.Fatal(err)
+	}
+	rel, err := ReleaseLease(ctx, ddb, table, l, "w1")
+	if err != nil || rel.LeaseOwner != "" || rel.LeaseCounter != l.LeaseCounter+2 {
+		t.Fatalf("release after a renewal whose answer was lost: %+v %v", rel, err)
+	}
+	if _, has := rawItem(t, ddb, table, l.LeaseKey)["leaseOwner"]; has {
+		t.Error("leaseOwner still present after release")
+	}
+
+	other, _, err := TakeLease(ctx, ddb, table, mustGet(t, ddb, table, shardKey(1)), "w1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := TakeLease(ctx, ddb, table, other, "w2"); err != nil { // stolen
+		t.Fatal(err)
+	}
+	if _, err := ReleaseLease(ctx, ddb, table, other, "w1"); !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("release of a stolen lease: %v, want ErrLeaseLost", err)
+	}
+	if got := mustGet(t, ddb, table, shardKey(1)).LeaseOwner; got != "w2" {
+		t.Fatalf("stolen lease now owned by %q, want w2", got)
+	}
+}
+
 func TestMetaWritesNeverTouchNonLeaseItems(t *testing.T) {
 	ddb, table := newLeaseTable(t, 1)
 	ctx := context.Background()
