@@ -70,6 +70,9 @@ func (c cleanupAfter) Run() int {
 		fmt.Fprintf(os.Stderr, "--- FAIL: iam-policy check\n%v\n", err)
 		code = 1
 	}
+	for _, d := range keptForCallCheck {
+		_ = os.RemoveAll(d)
+	}
 	if built.dir != "" {
 		_ = os.RemoveAll(built.dir)
 	}

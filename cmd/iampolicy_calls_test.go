@@ -8,6 +8,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -49,6 +50,28 @@ func startCallRecording() (check func() error) {
 		defer os.RemoveAll(dir)
 		return checkRecordedCalls(dir)
 	}
+}
+
+// keptForCallCheck are folders removed only after the iam-policy check,
+// which computes the policy of each command line again: a --properties
+// file a recorded command read must still be there.
+var (
+	keptForCallCheck   []string
+	keptForCallCheckMu sync.Mutex
+)
+
+// dirKeptForCallCheck is a temporary folder that lives until the
+// iam-policy check has run (t.TempDir is gone by then).
+func dirKeptForCallCheck(t testing.TB) string {
+	t.Helper()
+	d, err := os.MkdirTemp("", "kcltool-calls-files-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keptForCallCheckMu.Lock()
+	keptForCallCheck = append(keptForCallCheck, d)
+	keptForCallCheckMu.Unlock()
+	return d
 }
 
 // recordCalls returns env (a process environment) with each AWS endpoint

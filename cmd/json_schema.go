@@ -348,13 +348,13 @@ var jsonSchemas = []jsonCommand{
 	{
 		Name:  "run --print-config",
 		Title: "`kcltool run --print-config -o json`",
-		Shape: "One object: the configuration `run` would start with, resolved from flags, `KCLTOOL_*` variables, a `--properties` file and defaults, without touching AWS.",
+		Shape: "One object: the configuration `run` would start with, resolved from flags, `KCLTOOL_*` variables, a `--properties` file and defaults. Only the `lease-assignment` row reads AWS (DescribeTable and GetItem on the lease and side tables); when that fails its value starts with `unknown` and its note says why.",
 		Keys: []jsonKey{
 			{"properties", tStringOrNull, "the `--properties` file read; null without one"},
 			{"settings", tObjects, "one per run setting, in the order of `run --help`"},
 			{"settings[].setting", tString, "the flag's name"},
 			{"settings[].value", tString, "its value as the flag would take it"},
-			{"settings[].source", tString, "`flag`, `env`, `file` or `default`"},
+			{"settings[].source", tString, "`flag`, `env`, `file` or `default`; `table` for `lease-assignment`, read from the lease table"},
 			{"settings[].property", tStringOrNull, "the properties key that can set it, also when a flag or variable overrode it; null when none"},
 			{"settings[].note", tStringOrNull, "what kcltool did with the key (recorded for later, ignored, …); null when nothing to say"},
 			{"warnings", tStrings, "the file's warnings (unknown keys); `[]` when none"},

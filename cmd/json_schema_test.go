@@ -383,7 +383,9 @@ func TestJSONKeysAlwaysPresent(t *testing.T) {
 
 	// run's resolved configuration, from a properties file with a key it
 	// records for later and one it does not know (a warning).
-	props := filepath.Join(dir, "app.properties")
+	// It reads the table's mode, a recorded call whose policy is computed
+	// from the file again after the tests.
+	props := filepath.Join(dirKeptForCallCheck(t), "app.properties")
 	if err := os.WriteFile(props, []byte("applicationName = "+s.table+"\nstreamName = "+s.stream+
 		"\ncallProcessRecordsEvenForEmptyRecordList = true\nnoSuchKey = 1\n"), 0o644); err != nil {
 		t.Fatal(err)

@@ -8,17 +8,35 @@ import (
 	"github.com/kcltool/kcltool/leasecore"
 )
 
-// kcl3Tables names the tables of the application's KCL 3.x coordination:
+// kcl3Tables: Config.KCL3Tables of the worker's configuration.
+func (w *Worker) kcl3Tables() coordination.Tables { return w.cfg.KCL3Tables() }
+
+// KCL3Tables names the tables of the application's KCL 3.x coordination:
 // the side tables after the application unless configured.
-func (w *Worker) kcl3Tables() coordination.Tables {
-	t := coordination.DefaultTables(w.cfg.Table, w.cfg.App)
-	if w.cfg.KCL3.CoordinatorStateTable != "" {
-		t.CoordinatorState = w.cfg.KCL3.CoordinatorStateTable
+func (c Config) KCL3Tables() coordination.Tables {
+	table := c.Table
+	if table == "" {
+		table = c.App // as the defaults do
 	}
-	if w.cfg.KCL3.WorkerMetricsTable != "" {
-		t.WorkerMetrics = w.cfg.KCL3.WorkerMetricsTable
+	t := coordination.DefaultTables(table, c.App)
+	if c.KCL3.CoordinatorStateTable != "" {
+		t.CoordinatorState = c.KCL3.CoordinatorStateTable
+	}
+	if c.KCL3.WorkerMetricsTable != "" {
+		t.WorkerMetrics = c.KCL3.WorkerMetricsTable
 	}
 	return t
+}
+
+// DetectMode is the mode decision a worker with cfg makes at start, read
+// only (run --print-config shows it): the table's state with the
+// worker's clientVersionConfig applied.
+func DetectMode(ctx context.Context, api coordination.DetectAPI, cfg Config) (coordination.State, error) {
+	st, err := coordination.Detect(ctx, api, cfg.KCL3Tables())
+	if err != nil {
+		return st, err
+	}
+	return withClientVersionConfig(st, cfg.KCL3.ClientVersionConfig), nil
 }
 
 // detectMode reads the table's KCL 3.x state (the index, cv, tm), which
@@ -26,11 +44,7 @@ func (w *Worker) kcl3Tables() coordination.Tables {
 // application under CLIENT_VERSION_UPGRADE_FROM_2X or rolled back to
 // CLIENT_VERSION_2X) or from the leader (KCL 3.x).
 func (w *Worker) detectMode(ctx context.Context) (coordination.State, error) {
-	st, err := coordination.Detect(ctx, w.ddb, w.kcl3Tables())
-	if err != nil {
-		return st, err
-	}
-	return withClientVersionConfig(st, w.cfg.KCL3.ClientVersionConfig), nil
+	return DetectMode(ctx, w.ddb, w.cfg)
 }
 
 // withClientVersionConfig applies the worker's clientVersionConfig where

@@ -167,7 +167,7 @@ touching AWS. See docs/multilang.md.`,
 			}
 			props.configure(&cfg)
 			if o.PrintConfig {
-				return printRunConfig(cmd, f, o, props)
+				return printRunConfig(cmd, f, o, props, cfg)
 			}
 			return runWorker(cmd.Context(), f, o, cfg)
 		},
@@ -176,7 +176,7 @@ touching AWS. See docs/multilang.md.`,
 	registerRunSettings(c, o)
 	fl := c.Flags()
 	fl.StringVar(&o.Properties, "properties", "", "read settings from a KCL MultiLangDaemon properties file (flags and KCLTOOL_* variables win over it; see docs/multilang.md)")
-	fl.BoolVar(&o.PrintConfig, "print-config", false, "print the resolved settings and where each came from (flag, env, file, default), then exit without touching AWS")
+	fl.BoolVar(&o.PrintConfig, "print-config", false, "print the resolved settings and where each came from (flag, env, file, default), and the lease-assignment mode read from the table (DescribeTable and GetItem only; printed as unknown when AWS cannot be reached), then exit")
 	cmdutil.AddOutputFlagOf(c, &o.Output, "with --print-config: table, wide (adds a note per setting) or json", cmdutil.FormatTable, cmdutil.FormatWide, cmdutil.FormatJSON)
 	_ = c.MarkFlagFilename("properties", "properties")
 	return c

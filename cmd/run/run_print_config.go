@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/kcltool/kcltool/cmd/cmdutil"
+	"github.com/kcltool/kcltool/runner"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -70,7 +71,7 @@ func propertyOf(flag string, p *propertiesRun) string {
 }
 
 // runConfigRows lists every setting of run with its source.
-func runConfigRows(cmd *cobra.Command, o *runOptions, p *propertiesRun) []configRow {
+func runConfigRows(cmd *cobra.Command, o *runOptions, p *propertiesRun, mode configRow) []configRow {
 	var rows []configRow
 	cmd.Flags().VisitAll(func(fl *pflag.Flag) {
 		if notPrinted[fl.Name] {
@@ -107,7 +108,7 @@ func runConfigRows(cmd *cobra.Command, o *runOptions, p *propertiesRun) []config
 		}
 		rows = append(rows, row)
 	}
-	rows = append(rows, assignmentRow)
+	rows = append(rows, mode)
 	if p == nil {
 		return rows
 	}
@@ -124,18 +125,6 @@ func runConfigRows(cmd *cobra.Command, o *runOptions, p *propertiesRun) []config
 	return rows
 }
 
-// assignmentRow says how run gets its leases. --print-config makes no AWS
-// call, so it cannot say which mode a table is in: the worker decides at
-// start, and again at every shard sync, from the table (runner's
-// kcl3watch.go) and logs it ("lease assignment mode").
-var assignmentRow = configRow{
-	Setting: "lease-assignment", Value: "from the lease table at start", Source: sourceDefault,
-	Note: "taking (KCL 2.x) or by the fleet's leader (KCL 3.x), from the table's LeaseOwnerToLeaseKeyIndex, " +
-		"its Migration3.0 item (cv) and its TableMigration3.5 item (tm); read again every --shard-sync-interval; " +
-		"the start-up log line \"lease assignment mode\" says which and why; " +
-		"kcltool leases owners shows the mode a worker would use on the table now (its \"mode:\" line)",
-}
-
 func printedValue(fl *pflag.Flag) string {
 	if s, ok := fl.Value.(pflag.SliceValue); ok {
 		return strings.Join(s.GetSlice(), ",")
@@ -145,8 +134,8 @@ func printedValue(fl *pflag.Flag) string {
 
 // printRunConfig prints the resolved configuration: a table (wide adds
 // where each value came from in words) or a JSON document.
-func printRunConfig(cmd *cobra.Command, f *cmdutil.Factory, o *runOptions, p *propertiesRun) error {
-	rows := runConfigRows(cmd, o, p)
+func printRunConfig(cmd *cobra.Command, f *cmdutil.Factory, o *runOptions, p *propertiesRun, cfg runner.Config) error {
+	rows := runConfigRows(cmd, o, p, assignmentRow(cmd.Context(), f, cfg))
 	out := cmdutil.Output{
 		Doc: func() any {
 			doc := RunConfigJSON{Settings: []configRowJSON{}, Warnings: []string{}}
