@@ -140,6 +140,24 @@ func NewLeaderLock(api WriteAPI, t Tables, cfg LeaderLockConfig, clk clock.Clock
 // period (a quarter of LeaseDuration by default, 5 s for 20 s).
 func (l *LeaderLock) PollInterval() time.Duration { return l.cfg.HeartbeatPeriod }
 
+// NextPoll is how long the runner may wait before the next Poll: the
+// PollInterval, or less when a lock this contender watches turns stale
+// sooner (its first sight + the item's leaseDuration + 1 ms), so that a
+// dead holder is replaced at the earliest moment the rule allows rather
+// than up to one interval later.
+func (l *LeaderLock) NextPoll() time.Duration {
+	now := l.clock.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	d := l.cfg.HeartbeatPeriod
+	if o := l.seen; o != nil && l.held[l.current] == nil {
+		if due := o.firstSeen.Add(o.leaseDuration + time.Millisecond).Sub(now); due < d {
+			d = max(due, 0)
+		}
+	}
+	return d
+}
+
 // LeaseDuration is the leaseDuration this worker writes.
 func (l *LeaderLock) LeaseDuration() time.Duration { return l.cfg.LeaseDuration }
 

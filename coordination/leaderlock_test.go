@@ -217,6 +217,9 @@ func TestLeaderLockStaleTakeover(t *testing.T) {
 		r.clk.Advance(10 * time.Second)
 		r.poll(a) // one more heartbeat: b must start over from here
 		r.poll(b) // first sight of the new version
+		if d := b.NextPoll(); d != b.PollInterval() {
+			t.Fatalf("NextPoll = %v, want the interval %v", d, b.PollInterval())
+		}
 		for range 4 {
 			r.clk.Advance(5 * time.Second)
 			if r.poll(b) {
@@ -227,7 +230,10 @@ func TestLeaderLockStaleTakeover(t *testing.T) {
 		if r.poll(b) {
 			t.Fatal("b took the lock over at exactly leaseDuration (the lock client waits longer than it)")
 		}
-		r.clk.Advance(time.Millisecond)
+		if d := b.NextPoll(); d != time.Millisecond {
+			t.Fatalf("NextPoll = %v, want 1ms: the lock turns stale then", d)
+		}
+		r.clk.Advance(b.NextPoll())
 		if !r.poll(b) {
 			t.Fatal("b did not take the lock over once it was unchanged for longer than leaseDuration")
 		}
