@@ -16,12 +16,15 @@
 //   - Reporter (reporter.go): this worker's WorkerMetricStats item,
 //     upserted every 30 s where the state says, with the KCL's CPU samplers
 //     (cpusampler.go, ecssampler.go) that the cmd layer picks per platform.
+//   - LeaderLock (leaderlock.go, leaderlock_writes.go): the leader
+//     election on the Leader item, written as dynamodb-lock-client writes
+//     it, so that Java and kcltool workers elect one leader between them.
 //
 // Not here: the per-lease 3.x writes (discovery, renewal with
 // throughputKBps, the handoff transfer, the evict) are leasecore's
 // (protocol3.go, discoverer.go); the runner applies Detect's State
-// (runner/kcl3watch.go, kcl3side.go). The leader's own work (the lock,
-// lease assignment) is not in kcltool yet.
+// (runner/kcl3watch.go, kcl3side.go). The leader's lease assignment is
+// coordination/assignment's.
 //
 // Why a package of its own: leasecore is the lease model and the per-lease
 // protocol that a 2.x and a 3.x worker share (codec, renew, take,
