@@ -287,3 +287,28 @@ func TestRunForcesATimedOutHandoff(t *testing.T) {
 	}
 	t.Logf("%d handoffs from a, %d forced after the timeout, %d moves blocked meanwhile", len(started), forced, blocked)
 }
+
+// Workers that report CPU are balanced on it: a worker at 90% beside one
+// at 30% (average 60, both outside ±10%) gives throughput × (90 − 60)/90
+// × 60% of its leases, by graceful handoff, to the cooler one; the cooler
+// one gives nothing.
+func TestRunBalancesOnCPU(t *testing.T) {
+	r := newRig(t, kcl3fleet.NewApp, Config{}, 12)
+	cpu := func(v float64) kcl3fleet.Metrics {
+		return kcl3fleet.Metrics{Stats: map[string][]float64{"C": {v, v}}, Range: map[string][]int64{"C": {100}}}
+	}
+	r.joinWith(kcl3fleet.WorkerConfig{ID: "hot", Metrics: cpu(50)})
+	r.joinWith(kcl3fleet.WorkerConfig{ID: "cool", Metrics: cpu(50)})
+	r.cycle() // even CPU: 6 each, no rebalancing
+	if by, _ := r.owners(); by["hot"] != 6 || by["cool"] != 6 {
+		t.Fatalf("owners %v, want 6 each", by)
+	}
+	r.joinWith(kcl3fleet.WorkerConfig{ID: "hot", Metrics: cpu(90)})
+	r.joinWith(kcl3fleet.WorkerConfig{ID: "cool", Metrics: cpu(30)})
+	r.m.Reset() // a new leadership: step 2 in its first run
+	res := r.run()
+	// 6 leases of 1 KBps × 30/90 × 0.6 = 1.2 KBps: one lease.
+	if !res.Rebalanced || len(res.Moves) != 1 || res.Moves[0].From != "hot" || res.Moves[0].To != "cool" || !res.Moves[0].Graceful {
+		t.Fatalf("run %+v: want one handoff from hot to cool", res)
+	}
+}
