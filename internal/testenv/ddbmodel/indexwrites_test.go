@@ -42,7 +42,9 @@ func TestIndexWriteUnits(t *testing.T) {
 			}
 		}, 0},
 		{"assigned", func() { set("SET leaseOwner = :o", map[string]types.AttributeValue{":o": s("w1")}) }, 1},
-		{"renewed", func() { set("ADD leaseCounter :one", map[string]types.AttributeValue{":one": &types.AttributeValueMemberN{Value: "1"}}) }, 0},
+		{"renewed", func() {
+			set("ADD leaseCounter :one", map[string]types.AttributeValue{":one": &types.AttributeValueMemberN{Value: "1"}})
+		}, 0},
 		{"moved", func() { set("SET leaseOwner = :o", map[string]types.AttributeValue{":o": s("w2")}) }, 2},
 		{"evicted", func() { set("REMOVE leaseOwner", nil) }, 1},
 		{"reassigned", func() { set("SET leaseOwner = :o", map[string]types.AttributeValue{":o": s("w3")}) }, 1},
