@@ -1,0 +1,54 @@
+package fleetsim
+
+import (
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/kcltool/kcltool/internal/testenv/kcl3fleet"
+)
+
+// TestLedJava reproduces the Java leader's behaviour on the port before
+// any figure is claimed: with lock client 1.4.0 under the KCL's decider a
+// leader killed with kill -9 is never replaced (KCL issue #1803), so its
+// leases stay its own; a contender that takes a lock left unchanged for its
+// leaseDuration (LeadJavaStale, the issue's description) replaces it no
+// sooner than the lock's 120 s, and its first run judges every lease live
+// (it has seen no counters), so the dead worker's leases wait for a
+// second run.
+func TestLedJava(t *testing.T) {
+	p := Point{Leases: 16, Workers: 4}
+	o := LedOptions{Steady: 2 * time.Minute, KillLimit: 6 * time.Minute, Java: kcl3fleet.LeaderConfig{LeaseCount: true}}
+	t.Run("lock client 1.4.0", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			r := MeasureLed(LeadJava, Java3, p, o)
+			t.Logf("%+v", r)
+			if r.KillDone || r.NewLeaderDone {
+				t.Errorf("killed Java leader replaced after %s (leases reassigned after %s); lock client 1.4.0 never takes a held lock over", r.NewLeader, r.Kill)
+			}
+			if !r.CrashDone {
+				t.Errorf("a crashed follower's leases were not reassigned under a live leader")
+			}
+			if r.MovesPerMin != 0 {
+				t.Errorf("steady state moved %.2f leases a minute", r.MovesPerMin)
+			}
+		})
+	})
+	t.Run("stale takeover", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			r := MeasureLed(LeadJavaStale, Java3, p, o)
+			t.Logf("%+v", r)
+			if !r.KillDone || !r.NewLeaderDone {
+				t.Fatalf("killed leader's leases not reassigned in %s", o.KillLimit)
+			}
+			if r.NewLeader < 120*time.Second {
+				t.Errorf("new leader after %s, before the lock's 120 s", r.NewLeader)
+			}
+			// Two runs after the takeover: the first sees every counter
+			// for the first time.
+			if r.Kill-r.NewLeader < KCL3AssignmentInterval {
+				t.Errorf("dead leader's leases reassigned %s after the takeover, within one run", r.Kill-r.NewLeader)
+			}
+		})
+	})
+}
