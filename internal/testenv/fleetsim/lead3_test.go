@@ -1,6 +1,8 @@
 package fleetsim
 
 import (
+	"context"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -50,5 +52,46 @@ func TestLedJava(t *testing.T) {
 				t.Errorf("dead leader's leases reassigned %s after the takeover, within one run", r.Kill-r.NewLeader)
 			}
 		})
+	})
+}
+
+// TestJavaNewLeaderTwoRuns: the Java leader port's first run after it takes
+// the lock judges no lease expired (it clears the previous run's state,
+// prepareAfterLeaderSwitch, and counts a lease first seen with an owner as
+// just renewed); the second, one interval later, finds the dead worker's
+// unchanged counters and assigns its leases.
+func TestJavaNewLeaderTwoRuns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		f := NewFleet3(Java3, 4, time.Second, kcl3fleet.LeaderConfig{})
+		defer f.Stop()
+		for _, k := range f.Model.Keys() {
+			if !strings.HasPrefix(k, "shardId-") {
+				continue
+			}
+			if _, err := f.Leader.AssignLease(ctx, k, "dead"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := f.KCL3.PutWorkerMetrics(ctx, "live", kcl3fleet.Metrics{}, f.Now()); err != nil {
+			t.Fatal(err)
+		}
+		l := f.KCL3.NewLeader(kcl3fleet.LeaderConfig{WorkerID: "new", JavaSchedule: true})
+		r1, err := l.RunOnce(ctx)
+		if err != nil || !r1.Leader {
+			t.Fatalf("first run: %+v, %v", r1, err)
+		}
+		if len(r1.Expired) != 0 {
+			t.Errorf("the new leader's first run judged %d leases expired", len(r1.Expired))
+		}
+		f.Run(KCL3AssignmentInterval, nil)
+		r2, err := l.RunOnce(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r2.Expired) != 4 || len(r2.Moves) != 4 {
+			t.Errorf("second run: %d expired, %d moves; want the dead worker's 4", len(r2.Expired), len(r2.Moves))
+		}
+		l.Stall()
 	})
 }
