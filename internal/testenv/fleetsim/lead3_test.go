@@ -95,3 +95,17 @@ func TestJavaNewLeaderTwoRuns(t *testing.T) {
 		l.Stall()
 	})
 }
+
+// TestRollingJava: a rolling deploy of a Java-led fleet of the Java port
+// ends with every lease read again; a stopped Java worker's leases wait
+// for expiry (two runs: 20-40 s) and its item's staleness, so some shard
+// goes unread for more than one assignment interval.
+func TestRollingJava(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := MeasureRolling(LeadJava, Java3, Point{Leases: 16, Workers: 4}, LedOptions{Java: kcl3fleet.LeaderConfig{LeaseCount: true}})
+		t.Logf("%+v", r)
+		if r.Longest < KCL3AssignmentInterval {
+			t.Errorf("longest unread %s: less than one assignment interval, though Java leaves its leases to expire", r.Longest)
+		}
+	})
+}
