@@ -102,7 +102,7 @@ func TestBenchKCL3Leader(t *testing.T) {
 			}
 			fmt.Printf("bench lead3 %s %s: units/lease/min read %.3f write %.3f (index %.4f); read by op %s; peak read/s %.0f write/s %.0f; moves/min %.2f; assign all %s; crash %s; join %s (%d runs, %d/%d); leader kill %s (new leader %s, %d leases; done %v); wall %s\n",
 				p, r.Lead, r.ReadPerLeaseMin, r.WritePerLeaseMin, r.WriteByOp["Index"], opsText(r.ReadByOp), r.PeakReadPerSec, r.PeakWritePerSec, r.MovesPerMin,
-				r.Assign.Round(100*time.Millisecond), doneText(r.Crash, r.CrashDone), doneText(r.Join, r.JoinDone), r.JoinRuns, r.JoinHeld, r.JoinFair,
+				r.Assign.Round(100*time.Millisecond), crashText(r), doneText(r.Join, r.JoinDone), r.JoinRuns, r.JoinHeld, r.JoinFair,
 				doneText(r.Kill, r.KillDone), doneText(r.NewLeader, r.NewLeaderDone), r.KillLeases, r.KillDone, walls[1+i].Round(time.Second))
 		}
 	}
@@ -138,4 +138,8 @@ func opsText(m map[string]float64) string {
 		fmt.Fprintf(&b, "%s %.4f ", op, m[op])
 	}
 	return strings.TrimSpace(b.String())
+}
+
+func crashText(r LedResult) string {
+	return doneText(r.Crash, r.CrashDone)
 }

@@ -61,8 +61,8 @@ type LedResult struct {
 	// table; CrashDone false when CrashLimit passed first.
 	Crash     time.Duration
 	CrashDone bool
-	// Join: a new worker's start until it holds its fair share (leases /
-	// workers); JoinRuns is that in assignment intervals, rounded up.
+	// Join: a new worker's start until it holds its fair share (JoinFair:
+	// see MeasureLed); JoinRuns is that in assignment intervals, rounded up.
 	Join     time.Duration
 	JoinDone bool
 	JoinRuns int
@@ -126,7 +126,7 @@ func MeasureLed(lead Lead, engine Engine, p Point, o LedOptions) LedResult {
 	if lead == LeadKCLTool && f.AssignConfig.AssignmentInterval > 0 {
 		interval = f.AssignConfig.AssignmentInterval
 	}
-	if !o.SkipCrash && p.Workers > 2 {
+	if !o.SkipCrash && p.Workers >= 2 {
 		leader := f.LeaderMember()
 		victim := ""
 		for _, id := range f.Members() {
@@ -139,7 +139,12 @@ func MeasureLed(lead Lead, engine Engine, p Point, o LedOptions) LedResult {
 		f.Run(30*time.Second, nil)
 	}
 	if !o.SkipJoin {
-		res.JoinFair = p.Leases / (len(f.Members()) + 1)
+		// Its fair share: what a balanced fleet leaves the least loaded
+		// worker when the others hold ceil(leases / workers) each, the
+		// lease-count strategy's target (floor(leases / workers) when
+		// that is less: 1,000 over 11 workers).
+		w := len(f.Members()) + 1
+		res.JoinFair = min(p.Leases/w, max(1, p.Leases-(w-1)*((p.Leases+w-1)/w)))
 		f.StartMember("joiner", o.Seed+999)
 		res.Join, res.JoinDone = f.Run(o.JoinLimit, func() bool { return f.Held("joiner") >= res.JoinFair })
 		res.JoinHeld = f.Held("joiner")
