@@ -113,3 +113,30 @@ func lockVersion(t *testing.T, ddb *dynamodb.Client, table, keyAttr string) stri
 	}
 	return ""
 }
+
+// TestLeaderLockNextPoll: a holder polls every heartbeat period; a
+// contender every ContendPeriod, but no later than the moment the lock it
+// watches turns stale.
+func TestLeaderLockNextPoll(t *testing.T) {
+	forEachLayout(t, func(t *testing.T, r *lockRig) {
+		a := r.lock("kcltool-a", 0)
+		b := r.lockWith(r.api, coordination.LeaderLockConfig{Owner: "kcltool-b", ContendPeriod: 15 * time.Second})
+		r.poll(a)
+		r.poll(b)
+		if d := a.NextPoll(); d != 5*time.Second {
+			t.Errorf("holder's NextPoll = %v, want 5s", d)
+		}
+		if d := b.NextPoll(); d != 15*time.Second {
+			t.Errorf("contender's NextPoll = %v, want its ContendPeriod 15s", d)
+		}
+		r.clk.Advance(15 * time.Second)
+		r.poll(b)
+		if d := b.NextPoll(); d != 5*time.Second+time.Millisecond {
+			t.Errorf("contender's NextPoll 15 s after first sight = %v, want 5.001s", d)
+		}
+		r.clk.Advance(b.NextPoll())
+		if !r.poll(b) {
+			t.Error("no takeover at the time NextPoll named")
+		}
+	})
+}

@@ -69,8 +69,12 @@ func (r *lockRig) lock(owner string, lease time.Duration) *coordination.LeaderLo
 
 // lockOn makes a contender that calls DynamoDB through api.
 func (r *lockRig) lockOn(api coordination.WriteAPI, owner string, lease time.Duration) *coordination.LeaderLock {
+	return r.lockWith(api, coordination.LeaderLockConfig{Owner: owner, LeaseDuration: lease})
+}
+
+func (r *lockRig) lockWith(api coordination.WriteAPI, cfg coordination.LeaderLockConfig) *coordination.LeaderLock {
 	log := slog.New(slog.NewTextHandler(r.logs, nil))
-	return coordination.NewLeaderLock(api, r.f.Tables, coordination.LeaderLockConfig{Owner: owner, LeaseDuration: lease}, r.clk, log)
+	return coordination.NewLeaderLock(api, r.f.Tables, cfg, r.clk, log)
 }
 
 func (r *lockRig) poll(l *coordination.LeaderLock) bool {
