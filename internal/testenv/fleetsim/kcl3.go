@@ -59,6 +59,9 @@ type Fleet3 struct {
 	// AssignConfig is the kcltool leader's.
 	Lead         Lead
 	AssignConfig assignment.Config
+	// ContendPeriod is the kcltool lead's LeaderLockConfig.ContendPeriod
+	// (zero: LeaderLock's default).
+	ContendPeriod time.Duration
 	JavaLeader   kcl3fleet.LeaderConfig // the Java leads' settings (WorkerID and JavaSchedule set per member)
 	sides        map[string]leaderSide
 	deadMoves    int64

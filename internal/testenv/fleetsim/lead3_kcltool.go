@@ -85,7 +85,7 @@ func (f *Fleet3) startLeaderSide(ctx context.Context, cancel context.CancelFunc,
 	t := coordination.Tables{Lease: Table}
 	log := slog.New(slog.DiscardHandler)
 	k := &kcltoolLeader{
-		lock:   coordination.NewLeaderLock(f.Model, t, coordination.LeaderLockConfig{Owner: id, LeaseDuration: 2 * KCLToolFailover}, f.Clock, log),
+		lock:   coordination.NewLeaderLock(f.Model, t, coordination.LeaderLockConfig{Owner: id, LeaseDuration: 2 * KCLToolFailover, ContendPeriod: f.ContendPeriod}, f.Clock, log),
 		mgr:    assignment.NewManager(f.Model, t, f.AssignConfig, f.Clock, log),
 		cancel: cancel,
 	}
@@ -108,7 +108,11 @@ func (f *Fleet3) startLeaderSide(ctx context.Context, cancel context.CancelFunc,
 				k.mgr.Reset()
 			}
 			was = leader
-			if clock.Sleep(ctx, f.Clock, poll) != nil {
+			wait := poll
+			if n, ok := any(k.lock).(interface{ NextPoll() time.Duration }); ok {
+				wait = n.NextPoll()
+			}
+			if clock.Sleep(ctx, f.Clock, wait) != nil {
 				return
 			}
 		}
