@@ -62,9 +62,9 @@ type Fleet3 struct {
 	// ContendPeriod is the kcltool lead's LeaderLockConfig.ContendPeriod
 	// (zero: LeaderLock's default).
 	ContendPeriod time.Duration
-	JavaLeader   kcl3fleet.LeaderConfig // the Java leads' settings (WorkerID and JavaSchedule set per member)
-	sides        map[string]leaderSide
-	deadMoves    int64
+	JavaLeader    kcl3fleet.LeaderConfig // the Java leads' settings (WorkerID and JavaSchedule set per member)
+	sides         map[string]leaderSide
+	deadMoves     int64
 }
 
 // NewFleet3 makes the model table (with the index) holding n unowned

@@ -54,6 +54,16 @@ func (l *Leader) leaseCountRound(views []leaseView, expired []*leaseView, active
 		return ws
 	}
 	queue := sorted()
+	// assignExpiredOrUnassignedLeases counts from a copy taken before the
+	// loop and adds to the assignee only: an expired lease still counts
+	// for its old owner (still active until its metrics are stale), so a
+	// dead worker is not refilled with its own leases. The storage view
+	// (performLeaseAssignment) moves the lease, which the balance below
+	// counts afresh (getActiveWorkerLeaseCounts again).
+	fill := make(map[string]int, len(count))
+	for w, n := range count {
+		fill[w] = n
+	}
 	wi := 0
 	for _, v := range expired {
 		if wi >= len(queue) {
@@ -67,7 +77,8 @@ func (l *Leader) leaseCountRound(views []leaseView, expired []*leaseView, active
 		newOwner[v.lease.LeaseKey] = w
 		count[w]++
 		byWorker[w] = append(byWorker[w], v)
-		if count[w] >= target {
+		fill[w]++
+		if fill[w] >= target {
 			wi++
 		}
 	}
