@@ -143,3 +143,43 @@ func opsText(m map[string]float64) string {
 func crashText(r LedResult) string {
 	return doneText(r.Crash, r.CrashDone)
 }
+
+// TestBenchKCL3Rolling is the rolling deploy of issue 26, point 5: 64
+// leases × 4 workers, every worker stopped gracefully in turn and replaced
+// (MeasureRolling), five seeds, the Java-led port against kcltool's lead.
+// It prints the longest time any shard went unread, median and max over
+// the seeds. KCLTOOL_BENCH_LEADS as TestBenchKCL3Leader.
+func TestBenchKCL3Rolling(t *testing.T) {
+	if os.Getenv("KCLTOOL_BENCH") == "" {
+		t.Skip("benchmark: run with KCLTOOL_BENCH=1 (make bench)")
+	}
+	want := map[string]bool{"java3": true, "kcltool3": true}
+	if v := os.Getenv("KCLTOOL_BENCH_LEADS"); v != "" {
+		want = map[string]bool{}
+		for _, s := range strings.Split(v, ",") {
+			want[s] = true
+		}
+	}
+	p := Point{64, 4}
+	for _, c := range []struct {
+		name   string
+		lead   Lead
+		engine Engine
+	}{{"java3", LeadJava, Java3}, {"kcltool3", LeadKCLTool, KCLTool3}} {
+		if !want[c.name] {
+			continue
+		}
+		var longest []time.Duration
+		var deploy time.Duration
+		for seed := uint64(1); seed <= 5; seed++ {
+			synctest.Test(t, func(t *testing.T) {
+				r := MeasureRolling(c.lead, c.engine, p, LedOptions{Seed: seed, Java: kcl3fleet.LeaderConfig{LeaseCount: true}})
+				longest = append(longest, r.Longest)
+				deploy = max(deploy, r.Deploy)
+			})
+		}
+		med, mx := medianMax(longest)
+		fmt.Printf("bench lead3 rolling %s %s: longest unread median %s max %s over %d seeds (%v); deploy at most %s\n",
+			p, c.lead, med.Round(100*time.Millisecond), mx.Round(100*time.Millisecond), len(longest), longest, deploy.Round(time.Second))
+	}
+}
