@@ -31,7 +31,9 @@ import (
 // kill -9 to its leases owned elsewhere, against the bound leader lease +
 // two assignment intervals + failover.
 // KCLTOOL_BENCH_FLEET=64x2,1000x10 picks points; KCLTOOL_BENCH_LEADS=java3
-// picks fleets (kcl2, java3, kcltool3).
+// picks fleets (kcl2, java3, kcltool3); KCLTOOL_BENCH_CONTEND=30s sets
+// kcltool's LeaderLockConfig.ContendPeriod (how often a non-leader reads
+// the lock; default the heartbeat period, 5 s).
 func TestBenchKCL3Leader(t *testing.T) {
 	if os.Getenv("KCLTOOL_BENCH") == "" {
 		t.Skip("benchmark: run with KCLTOOL_BENCH=1 (make bench)")
@@ -113,7 +115,11 @@ func TestBenchKCL3Leader(t *testing.T) {
 // balance and its handoffs done), four simulated minutes of steady state (twelve runs,
 // two audits) everywhere; the phases followed for at most 5 minutes.
 func ledBenchOptions(p Point) LedOptions {
-	return LedOptions{Warmup: 3 * time.Minute, Steady: 4 * time.Minute, CrashLimit: 5 * time.Minute, JoinLimit: 5 * time.Minute, KillLimit: 6 * time.Minute,
+	var contend time.Duration
+	if v := os.Getenv("KCLTOOL_BENCH_CONTEND"); v != "" {
+		contend, _ = time.ParseDuration(v)
+	}
+	return LedOptions{ContendPeriod: contend, Warmup: 3 * time.Minute, Steady: 4 * time.Minute, CrashLimit: 5 * time.Minute, JoinLimit: 5 * time.Minute, KillLimit: 6 * time.Minute,
 		Java: kcl3fleet.LeaderConfig{LeaseCount: true}}
 }
 

@@ -19,7 +19,9 @@ type LedOptions struct {
 	Batch      time.Duration          // a follower's batch in flight at a handoff (1 s)
 	Assign     assignment.Config      // the kcltool lead's
 	Java       kcl3fleet.LeaderConfig // the Java leads'
-	Seed       uint64
+	// ContendPeriod is the kcltool lead's LeaderLockConfig.ContendPeriod.
+	ContendPeriod time.Duration
+	Seed          uint64
 	// SkipCrash, SkipJoin and SkipKill leave those phases out.
 	SkipCrash, SkipJoin, SkipKill bool
 }
@@ -90,7 +92,7 @@ func (r LedResult) Total() float64 { return r.ReadPerLeaseMin + r.WritePerLeaseM
 func MeasureLed(lead Lead, engine Engine, p Point, o LedOptions) LedResult {
 	o = o.withDefaults()
 	f := NewFleet3(engine, p.Leases, o.Batch, kcl3fleet.LeaderConfig{})
-	f.Lead, f.AssignConfig, f.JavaLeader = lead, o.Assign, o.Java
+	f.Lead, f.AssignConfig, f.JavaLeader, f.ContendPeriod = lead, o.Assign, o.Java, o.ContendPeriod
 	defer f.Stop()
 	res := LedResult{Lead: lead, Engine: engine, Point: p, Steady: o.Steady}
 	ids := WorkerIDs("w", p.Workers)

@@ -120,7 +120,7 @@ type RollResult struct {
 func MeasureRolling(lead Lead, engine Engine, p Point, o LedOptions) RollResult {
 	o = o.withDefaults()
 	f := NewFleet3(engine, p.Leases, o.Batch, kcl3fleet.LeaderConfig{})
-	f.Lead, f.AssignConfig, f.JavaLeader = lead, o.Assign, o.Java
+	f.Lead, f.AssignConfig, f.JavaLeader, f.ContendPeriod = lead, o.Assign, o.Java, o.ContendPeriod
 	defer f.Stop()
 	ids := WorkerIDs("w", p.Workers)
 	rng := rand.New(rand.NewPCG(o.Seed, 13))
