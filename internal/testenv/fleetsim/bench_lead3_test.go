@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/kcltool/kcltool/coordination/assignment"
 	"github.com/kcltool/kcltool/internal/testenv/kcl3fleet"
 )
 
@@ -22,7 +23,9 @@ import (
 //     the only balancing the port has; a contender takes a lock unchanged
 //     for 120 s, which lock client 1.4.0 never does: TestLedJava);
 //   - kcltool 3.x (LeadKCLTool: kcltool's coordinators in AssignByLeader
-//     mode, each with the production LeaderLock and assignment.Manager).
+//     mode, each with the production LeaderLock and assignment.Manager,
+//     on the lease-count strategy as the port; KCLTOOL_BENCH_STRATEGY=throughput
+//     takes the default strategy).
 //
 // It prints units per lease per minute (read, write, the index's writes),
 // the peak read units in one second, moves per minute in the steady window,
@@ -119,7 +122,11 @@ func ledBenchOptions(p Point) LedOptions {
 	if v := os.Getenv("KCLTOOL_BENCH_CONTEND"); v != "" {
 		contend, _ = time.ParseDuration(v)
 	}
-	return LedOptions{ContendPeriod: contend, Warmup: 3 * time.Minute, Steady: 4 * time.Minute, CrashLimit: 5 * time.Minute, JoinLimit: 5 * time.Minute, KillLimit: 6 * time.Minute,
+	strategy := assignment.ByLeaseCount
+	if os.Getenv("KCLTOOL_BENCH_STRATEGY") == "throughput" {
+		strategy = assignment.ByThroughput
+	}
+	return LedOptions{ContendPeriod: contend, Assign: assignment.Config{Strategy: strategy}, Warmup: 3 * time.Minute, Steady: 4 * time.Minute, CrashLimit: 5 * time.Minute, JoinLimit: 5 * time.Minute, KillLimit: 6 * time.Minute,
 		Java: kcl3fleet.LeaderConfig{LeaseCount: true}}
 }
 

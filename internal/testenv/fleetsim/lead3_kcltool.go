@@ -98,6 +98,7 @@ func (f *Fleet3) startLeaderSide(ctx context.Context, cancel context.CancelFunc,
 	if interval <= 0 {
 		interval = 2 * KCLToolFailover
 	}
+	became := make(chan struct{}, 1)
 	k.wg.Add(3)
 	go func() { // the election
 		defer k.wg.Done()
@@ -106,6 +107,12 @@ func (f *Fleet3) startLeaderSide(ctx context.Context, cancel context.CancelFunc,
 			leader, _ := k.lock.Poll(ctx, st)
 			if was && !leader {
 				k.mgr.Reset()
+			}
+			if leader && !was {
+				select {
+				case became <- struct{}{}:
+				default:
+				}
 			}
 			was = leader
 			wait := poll
@@ -117,9 +124,20 @@ func (f *Fleet3) startLeaderSide(ctx context.Context, cancel context.CancelFunc,
 			}
 		}
 	}()
-	go func() { // the assignment runs
+	go func() { // the assignment runs: at once on taking the lock, then as Result.NextRunIn says
 		defer k.wg.Done()
-		for clock.Sleep(ctx, f.Clock, interval) == nil {
+		wait := interval
+		for {
+			t := f.Clock.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C():
+			case <-became:
+				t.Stop()
+			}
+			wait = interval
 			if !k.lock.IsLeader() {
 				continue
 			}
@@ -132,7 +150,10 @@ func (f *Fleet3) startLeaderSide(ctx context.Context, cancel context.CancelFunc,
 				}
 			}
 			k.mu.Unlock()
-			if err != nil && errors.Is(err, errGiveUp) {
+			if res.NextRunIn > 0 {
+				wait = res.NextRunIn
+			}
+			if err != nil && errors.Is(err, assignment.ErrGiveUpLeadership) {
 				_ = k.lock.Release(ctx, st)
 				k.mgr.Reset()
 			}
@@ -153,6 +174,9 @@ func (f *Fleet3) startLeaderSide(ctx context.Context, cancel context.CancelFunc,
 // rate read units a second: pages of about rate units (Limit), a second
 // apart.
 func (f *Fleet3) pacedScan(ctx context.Context, rate float64) {
+	if rate <= 0 {
+		rate = 1e6 // unpaced, as the KCL
+	}
 	limit := int32(max(rate*2*4096/float64(leaseItemBytes), 1)) // eventually consistent: half a unit per 4 KB
 	var start map[string]types.AttributeValue
 	for {
@@ -170,14 +194,14 @@ func (f *Fleet3) pacedScan(ctx context.Context, rate float64) {
 // leaseItemBytes is about the size of a simulated 3.x lease item.
 const leaseItemBytes = 330
 
-// errGiveUp is the Manager's give-up sentinel (three failed runs in a row:
-// the runner releases the lock).
-var errGiveUp = errors.New("placeholder until assignment's sentinel exists")
-
 // auditRate is the audit's pacing: the Manager's scan rate.
 func (f *Fleet3) auditRate() float64 {
-	if f.AssignConfig.ScanRate > 0 {
-		return f.AssignConfig.ScanRate
-	}
-	return 100
+	return f.AssignConfig.WithDefaults().ScanRate
+}
+
+// release is the runner's graceful stop of the leader side: the run in
+// flight is dropped (the next leader redoes it) and the lock deleted.
+func (k *kcltoolLeader) release(ctx context.Context) {
+	k.kill()
+	_ = k.lock.Release(ctx, kcltoolState())
 }

@@ -7,6 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/kcltool/kcltool/coordination/assignment"
 	"github.com/kcltool/kcltool/internal/testenv/kcl3fleet"
 )
 
@@ -106,6 +107,34 @@ func TestRollingJava(t *testing.T) {
 		t.Logf("%+v", r)
 		if r.Longest < KCL3AssignmentInterval {
 			t.Errorf("longest unread %s: less than one assignment interval, though Java leaves its leases to expire", r.Longest)
+		}
+	})
+}
+
+// TestLedKCLTool: a fleet of kcltool's coordinators led by the production
+// LeaderLock and assignment.Manager assigns every lease, moves nothing in
+// steady state, and after its leader is killed with kill -9 has the dead
+// leader's leases owned elsewhere within the bound the issue sets: the
+// lock's leaseDuration (2 × failover) + two assignment intervals + the
+// failover time.
+func TestLedKCLTool(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// The lease-count strategy: the throughput strategy still moves
+		// leases in steady state on this fleet (0.25-14 a minute,
+		// reported to the assignment's author), which this test would
+		// catch.
+		r := MeasureLed(LeadKCLTool, KCLTool3, Point{Leases: 16, Workers: 4}, LedOptions{Steady: 2 * time.Minute, KillLimit: 6 * time.Minute,
+			Assign: assignment.Config{Strategy: assignment.ByLeaseCount}})
+		t.Logf("%+v", r)
+		bound := 2*KCLToolFailover + 2*KCL3AssignmentInterval + KCLToolFailover
+		if !r.KillDone || r.Kill > bound {
+			t.Errorf("killed leader's leases owned elsewhere after %s (done %v), bound %s", r.Kill, r.KillDone, bound)
+		}
+		if !r.CrashDone {
+			t.Errorf("a crashed follower's leases were not reassigned")
+		}
+		if r.MovesPerMin != 0 {
+			t.Errorf("steady state moved %.2f leases a minute", r.MovesPerMin)
 		}
 	})
 }
