@@ -105,8 +105,8 @@ func TestBenchKCL3Leader(t *testing.T) {
 			if r.Lead == "" {
 				continue
 			}
-			fmt.Printf("bench lead3 %s %s: units/lease/min read %.3f write %.3f (index %.4f); read by op %s; peak read/s %.0f write/s %.0f; moves/min %.2f; assign all %s; crash %s; join %s (%d runs, %d/%d); leader kill %s (new leader %s, %d leases; done %v); wall %s\n",
-				p, r.Lead, r.ReadPerLeaseMin, r.WritePerLeaseMin, r.WriteByOp["Index"], opsText(r.ReadByOp), r.PeakReadPerSec, r.PeakWritePerSec, r.MovesPerMin,
+			fmt.Printf("bench lead3 %s %s: units/lease/min read %.3f write %.3f (index %.4f); read by op %s; write by op %s; peak read/s %.0f write/s %.0f; moves/min %.2f; assign all %s; crash %s; join %s (%d runs, %d/%d); leader kill %s (new leader %s, %d leases; done %v); wall %s\n",
+				p, r.Lead, r.ReadPerLeaseMin, r.WritePerLeaseMin, r.WriteByOp["Index"], opsText(r.ReadByOp), wopsText(r.WriteByOp), r.PeakReadPerSec, r.PeakWritePerSec, r.MovesPerMin,
 				r.Assign.Round(100*time.Millisecond), crashText(r), doneText(r.Join, r.JoinDone), r.JoinRuns, r.JoinHeld, r.JoinFair,
 				doneText(r.Kill, r.KillDone), doneText(r.NewLeader, r.NewLeaderDone), r.KillLeases, r.KillDone, walls[1+i].Round(time.Second))
 		}
@@ -195,4 +195,12 @@ func TestBenchKCL3Rolling(t *testing.T) {
 		fmt.Printf("bench lead3 rolling %s %s: longest unread median %s max %s over %d seeds (%v); deploy at most %s\n",
 			p, c.lead, med.Round(100*time.Millisecond), mx.Round(100*time.Millisecond), len(longest), longest, deploy.Round(time.Second))
 	}
+}
+
+func wopsText(m map[string]float64) string {
+	var b strings.Builder
+	for _, op := range []string{"UpdateItem", "PutItem", "DeleteItem", "Index"} {
+		fmt.Fprintf(&b, "%s %.4f ", op, m[op])
+	}
+	return strings.TrimSpace(b.String())
 }
