@@ -138,3 +138,17 @@ func TestLedKCLTool(t *testing.T) {
 		}
 	})
 }
+
+// TestRollingKCLTool: in a rolling deploy of a kcltool-led fleet, no shard
+// goes unread for two assignment intervals: a stopping worker deletes its
+// metrics item and evicts its leases, and the leader (or the next one, the
+// lock released) assigns them at its next run.
+func TestRollingKCLTool(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := MeasureRolling(LeadKCLTool, KCLTool3, Point{Leases: 16, Workers: 4}, LedOptions{Assign: assignment.Config{Strategy: assignment.ByLeaseCount}})
+		t.Logf("%+v", r)
+		if r.Longest >= 2*KCL3AssignmentInterval {
+			t.Errorf("longest unread %s, two assignment intervals or more", r.Longest)
+		}
+	})
+}
