@@ -129,6 +129,7 @@ func (f *Fleet3) startLeaderSide(ctx context.Context, cancel context.CancelFunc,
 		wait := interval
 		for {
 			t := f.Clock.NewTimer(wait)
+			took := false
 			select {
 			case <-ctx.Done():
 				t.Stop()
@@ -136,10 +137,14 @@ func (f *Fleet3) startLeaderSide(ctx context.Context, cancel context.CancelFunc,
 			case <-t.C():
 			case <-became:
 				t.Stop()
+				took = true
 			}
 			wait = interval
 			if !k.lock.IsLeader() {
 				continue
+			}
+			if from, at := k.lock.TookOverFrom(); took && from != "" {
+				k.mgr.Departed(from, at) // as the runner does
 			}
 			res, err := k.mgr.RunOnce(ctx, st)
 			k.mu.Lock()
