@@ -168,3 +168,19 @@ type ClientVersionChange struct {
 	By            string    // mb
 	At            time.Time // mts
 }
+
+// MigrationWriteTable is where a KCL 3.5 worker creates Migration3.0 when
+// there is none (CoordinatorStateDAO's write delegate): the side table
+// while tm is INIT or DEPLOYED (which a side table without a
+// TableMigration3.5 item counts as), else the lease table. ok is false
+// when the side table's existence is unknown (it may not be described).
+func (s State) MigrationWriteTable(t Tables) (table string, ok bool) {
+	if s.CoordinatorStateTable == PresenceUnknown {
+		return "", false
+	}
+	switch s.effectiveTableMigration() {
+	case TableMigrationInit, TableMigrationDeployed:
+		return t.CoordinatorState, true
+	}
+	return t.Lease, true
+}
