@@ -60,7 +60,9 @@ func createHashTable(t *testing.T, ddb *dynamodb.Client, name, key string) {
 		AttributeDefinitions: []ddbtypes.AttributeDefinition{{AttributeName: aws.String(key), AttributeType: ddbtypes.ScalarAttributeTypeS}}}); err != nil {
 		t.Fatal(err)
 	}
-	w := dynamodb.NewTableExistsWaiter(ddb, func(o *dynamodb.TableExistsWaiterOptions) { o.MinDelay, o.MaxDelay = 20*time.Millisecond, 200*time.Millisecond })
+	w := dynamodb.NewTableExistsWaiter(ddb, func(o *dynamodb.TableExistsWaiterOptions) {
+		o.MinDelay, o.MaxDelay = 20*time.Millisecond, 200*time.Millisecond
+	})
 	if err := w.Wait(context.Background(), &dynamodb.DescribeTableInput{TableName: aws.String(name)}, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}

@@ -115,4 +115,3 @@ func planText(pr *cmdutil.Printer, p *inspect.MigrationPlan, execute bool, done 
 	}
 	return nil
 }
-
