@@ -182,7 +182,8 @@ func TestMigrationStepsBlocked(t *testing.T) {
 
 // TestMigrationRollbackForwardFinalize walks a Java fleet's table through
 // the operator's steps, in the side-table layout (KCL 3.0–3.4: Migration3.0
-// in CoordinatorState), the same with tm INIT (KCL 3.5) and the
+// in CoordinatorState), the same with tm INIT (KCL 3.5), tm PENDING
+// (Migration3.0 in the lease table, side tables still there) and the
 // lease-table one: rollback from
 // 3X_WITH_ROLLBACK writes cv 2X where the item is (its h keeps the replaced
 // state first) and deletes the index (and, for the 3.0–3.4 fleet, the
@@ -192,7 +193,7 @@ func TestMigrationStepsBlocked(t *testing.T) {
 func TestMigrationRollbackForwardFinalize(t *testing.T) {
 	t.Parallel()
 	ddb := emulator.DynamoDB(t)
-	for _, l := range []kcl3fleet.Layout{{Kind: kcl3fleet.SideTables}, {Kind: kcl3fleet.SideTables, TableMigration: kcl3fleet.TableMigrationInit}, {Kind: kcl3fleet.NewApp}} {
+	for _, l := range []kcl3fleet.Layout{{Kind: kcl3fleet.SideTables}, {Kind: kcl3fleet.SideTables, TableMigration: kcl3fleet.TableMigrationInit}, {Kind: kcl3fleet.Pending}, {Kind: kcl3fleet.NewApp}} {
 		kind := l.Kind.String() + "/" + l.TableMigration
 		l.ClientVersion = coordination.ClientVersion3XWithRollback
 		f := kcl3fleet.Setup(t, ddb, l)
@@ -226,7 +227,7 @@ func TestMigrationRollbackForwardFinalize(t *testing.T) {
 		switch {
 		case l.Kind == kcl3fleet.SideTables && l.TableMigration == "":
 			waitNoTable(t, ddb, f.Tables.WorkerMetrics)
-		case l.Kind == kcl3fleet.SideTables:
+		case l.Kind != kcl3fleet.NewApp:
 			if st := tableStatus(t, ddb, f.Tables.WorkerMetrics); st != "ACTIVE" {
 				t.Fatalf("%s: WorkerMetricStats is %q after rollback, want kept ACTIVE", kind, st)
 			}
