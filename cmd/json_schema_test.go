@@ -355,6 +355,9 @@ func TestJSONKeysAlwaysPresent(t *testing.T) {
 	both("migration start", 3, "migration", "finalize", "--app", up.Tables.Lease)
 	final := kcl3fleet.Setup(t, s.ddb, kcl3fleet.Layout{Kind: kcl3fleet.NewApp})
 	both("migration start", 0, "migration", "finalize", "--app", final.Tables.Lease)
+	// Applied (after): the upgrading fleet rolled back.
+	c.document("migration start", "migration rollback --execute",
+		run(0, "migration", "rollback", "--app", up.Tables.Lease, "--execute", "--index-wait", "0s", "-o", "json"))
 	doctor := []string{"doctor", "--failover-time", "300ms", "--window", "900ms", "--no-cloudwatch", "--fail-on", "never"}
 	both("doctor", 0, append(append(doctor, app...), stream...)...)
 	c.document("doctor", "doctor without --stream", run(0, append(append(doctor, app...), "-o", "json")...))

@@ -286,3 +286,23 @@ func waitNoTable(t *testing.T, ddb *dynamodb.Client, table string) {
 		}
 	}
 }
+
+// TestMigrationPlanGolden pins the plans' -o json: start on a 2.x table
+// and rollback of a 3.0–3.4 fleet at 3X_WITH_ROLLBACK (dry runs).
+func TestMigrationPlanGolden(t *testing.T) {
+	t.Parallel()
+	ddb := emulator.DynamoDB(t)
+	plain := emulator.Name(t, "mplan")
+	emulator.CreateLeaseTable(t, ddb, plain)
+	putOwnedLease(t, ddb, plain, "shardId-000000000000", "w1")
+	side := kcl3fleet.Setup(t, ddb, kcl3fleet.Layout{Kind: kcl3fleet.SideTables, ClientVersion: coordination.ClientVersion3XWithRollback})
+	for _, tc := range []struct{ command, table, golden string }{
+		{"start", plain, "migration-start-2x.json"}, {"rollback", side.Tables.Lease, "migration-rollback-side-tables.json"},
+	} {
+		out, errOut, code := runBinary(t, nil, "migration", tc.command, "--app", tc.table, "-o", "json")
+		if code != 0 {
+			t.Fatalf("%s: exit %d\n%s\n%s", tc.golden, code, out, errOut)
+		}
+		golden(t, tc.golden, strings.ReplaceAll(out, tc.table, "APP"))
+	}
+}

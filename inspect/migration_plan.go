@@ -71,6 +71,23 @@ type MigrationPlan struct {
 	Done string
 	// Next is what follows the step.
 	Next string
+	// After is the application as read again after the writes (nil
+	// before, or when none were made); Checks are then its checks.
+	After *MigrationStatus
+}
+
+// Reread reads the application again after the writes: After, and the
+// readiness checks as they now stand.
+func (p *MigrationPlan) Reread(ctx context.Context, api coordination.ReadAPI, clk clock.Clock) error {
+	st, err := ReadMigration(ctx, api, p.Status.Facts.Tables, clk)
+	if err != nil {
+		return err
+	}
+	p.After, p.Checks = st, nil
+	if p.Command != MigrationRollback && st.Facts.Coord.ClientVersion == coordination.ClientVersionUpgradeFrom2X {
+		p.Checks = st.flipChecks(true)
+	}
+	return nil
 }
 
 // MigrationPlanOptions tune a plan.

@@ -18,12 +18,19 @@ type PlanJSON struct {
 	CV                    *string     `json:"cv"`
 	Index                 *string     `json:"index"`
 	Execute               bool        `json:"execute"`
+	After                 *AfterJSON  `json:"after"`
 	Steps                 []WriteJSON `json:"steps"`
 	Checks                []CheckJSON `json:"checks"`
 	Blockers              []string    `json:"blockers"`
 	Blocked               bool        `json:"blocked"`
 	Done                  *string     `json:"nothingToDo"`
 	Next                  *string     `json:"next"`
+}
+
+// AfterJSON is the application read again after --execute's writes.
+type AfterJSON struct {
+	CV    *string `json:"cv"`
+	Index *string `json:"index"`
 }
 
 // WriteJSON is one step of the plan.
@@ -46,6 +53,9 @@ func planJSON(p *inspect.MigrationPlan, execute bool, done []bool) PlanJSON {
 		Layout: c.Layout.Token(), CV: strOrNil(c.ClientVersion), Index: strOrNil(c.Index), Execute: execute,
 		Steps: []WriteJSON{}, Checks: []CheckJSON{}, Blockers: orEmpty(p.Blockers), Blocked: p.Blocked(),
 		Done: strOrNil(p.Done), Next: strOrNil(p.Next)}
+	if p.After != nil {
+		out.After = &AfterJSON{CV: strOrNil(p.After.Facts.Coord.ClientVersion), Index: strOrNil(p.After.Facts.Coord.Index)}
+	}
 	for i, w := range p.Writes {
 		j := WriteJSON{Action: string(w.Action), Table: w.Table, From: strOrNil(w.From), To: strOrNil(w.To), Detail: w.Detail, Done: done[i]}
 		if w.Wait > 0 {
@@ -88,6 +98,11 @@ func planText(pr *cmdutil.Printer, p *inspect.MigrationPlan, execute bool, done 
 		if err := pr.Table([]string{"STEP", "ACTION", "WHAT", "STATE"}, rows); err != nil {
 			return err
 		}
+	}
+	if p.After != nil {
+		a := p.After.Facts.Coord
+		pr.Blank()
+		pr.Println(fmt.Sprintf("after: cv %s, index %s", none(a.ClientVersion), none(a.Index)))
 	}
 	if len(p.Checks) > 0 {
 		pr.Blank()

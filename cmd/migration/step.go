@@ -130,6 +130,11 @@ table).`,
 					},
 				})
 				prog.Done()
+				if applyErr == nil {
+					if err := plan.Reread(ctx, ddb, f.Clock); err != nil {
+						return cmdutil.ExplainAWS(err, f.AWSContext(table, ""))
+					}
+				}
 			}
 			if err := printPlan(cmdutil.NewPrinter(f.IO, o.Output), plan, o.Execute, done); err != nil {
 				return err
