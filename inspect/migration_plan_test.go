@@ -112,3 +112,41 @@ func TestMigrationStartWritesCVBeforeTheIndex(t *testing.T) {
 		t.Fatalf("start's writes %v (throughput %v), want create-cv then add-index without throughput (on demand)", got, plan.Writes[1].ProvisionedThroughput)
 	}
 }
+
+// TestMigrationStartOnAProvisionedTable: on a provisioned lease table the
+// index gets the table's own read and write capacity, as
+// createLeaseOwnerToLeaseKeyIndexIfNotExists gives it, and is built (the
+// local server refuses an index without throughput there, as DynamoDB does).
+func TestMigrationStartOnAProvisionedTable(t *testing.T) {
+	t.Parallel()
+	ddb := emulator.DynamoDB(t)
+	ctx := context.Background()
+	table := emulator.Name(t, "mprov")
+	if _, err := ddb.CreateTable(ctx, &dynamodb.CreateTableInput{TableName: aws.String(table),
+		ProvisionedThroughput: &ddbtypes.ProvisionedThroughput{ReadCapacityUnits: aws.Int64(7), WriteCapacityUnits: aws.Int64(3)},
+		KeySchema:             []ddbtypes.KeySchemaElement{{AttributeName: aws.String("leaseKey"), KeyType: ddbtypes.KeyTypeHash}},
+		AttributeDefinitions:  []ddbtypes.AttributeDefinition{{AttributeName: aws.String("leaseKey"), AttributeType: ddbtypes.ScalarAttributeTypeS}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := dynamodb.NewTableExistsWaiter(ddb, func(o *dynamodb.TableExistsWaiterOptions) { o.MinDelay, o.MaxDelay = 20*time.Millisecond, 200*time.Millisecond }).
+		Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)}, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	ownedLease(t, ddb, table, "shardId-000000000000", "w1")
+	tables := coordination.DefaultTables(table, "")
+	plan, err := PlanMigration(ctx, ddb, tables, clock.RealClock(), MigrationStart, MigrationPlanOptions{})
+	if err != nil || len(plan.Writes) != 2 {
+		t.Fatalf("plan %+v, %v", plan, err)
+	}
+	pt := plan.Writes[1].ProvisionedThroughput
+	if pt == nil || aws.ToInt64(pt.ReadCapacityUnits) != 7 || aws.ToInt64(pt.WriteCapacityUnits) != 3 {
+		t.Fatalf("the index's throughput %+v, want the table's 7 / 3", pt)
+	}
+	if err := coordination.MigrationApply(ctx, ddb, plan.Writes, coordination.MigrationApplyOptions{Poll: 20 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := ReadMigration(ctx, ddb, tables, clock.RealClock())
+	if err != nil || st.Facts.Coord.Index != "ACTIVE" || st.Facts.Coord.ClientVersion != coordination.ClientVersionUpgradeFrom2X {
+		t.Fatalf("after start: index %q, cv %q, %v", st.Facts.Coord.Index, st.Facts.Coord.ClientVersion, err)
+	}
+}
