@@ -128,7 +128,9 @@ func TestMigrationStartOnAProvisionedTable(t *testing.T) {
 		AttributeDefinitions:  []ddbtypes.AttributeDefinition{{AttributeName: aws.String("leaseKey"), AttributeType: ddbtypes.ScalarAttributeTypeS}}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := dynamodb.NewTableExistsWaiter(ddb, func(o *dynamodb.TableExistsWaiterOptions) { o.MinDelay, o.MaxDelay = 20*time.Millisecond, 200*time.Millisecond }).
+	if err := dynamodb.NewTableExistsWaiter(ddb, func(o *dynamodb.TableExistsWaiterOptions) {
+		o.MinDelay, o.MaxDelay = 20*time.Millisecond, 200*time.Millisecond
+	}).
 		Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)}, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
