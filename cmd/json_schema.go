@@ -217,7 +217,7 @@ var jsonSchemas = []jsonCommand{
 			{"cv", tStringOrNull, "the Migration3.0 item's client version; null without the item"},
 			{"mb", tStringOrNull, "who wrote cv (the item's `mb`); null when unknown"},
 			{"mts", tStringOrNull, "when cv was written (the item's `mts`), RFC 3339 UTC; null when unknown"},
-			{"h", tObjects, "cv's history (the item's `h`): the earlier client versions as the item keeps them; `[]` without one"},
+			{"h", tObjects, "cv's history (the item's `h`): the earlier client versions as the item keeps them, newest first; `[]` without one"},
 			{"h[].cv", tString, "an earlier client version"},
 			{"h[].mb", tString, "who wrote it"},
 			{"h[].mts", tStringOrNull, "when, RFC 3339 UTC; null when unknown"},

@@ -110,8 +110,9 @@ type State struct {
 	ClientVersion   string
 	ClientVersionBy string
 	ClientVersionAt time.Time
-	// ClientVersionHistory is h, the earlier client versions, oldest first
-	// as the item keeps them (MigrationState.HistoryEntry: cv, mb, mts).
+	// ClientVersionHistory is h, the earlier client versions as the item
+	// keeps them, newest first (MigrationState.addHistoryEntry inserts at
+	// index 0; MigrationState.HistoryEntry: cv, mb, mts).
 	ClientVersionHistory []ClientVersionChange
 	// TableMigration is tm of the TableMigration3.5 item, "" when none.
 	TableMigration string
