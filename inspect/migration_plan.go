@@ -85,7 +85,7 @@ func (p *MigrationPlan) Reread(ctx context.Context, api coordination.ReadAPI, cl
 	}
 	p.After, p.Checks = st, nil
 	if p.Command != MigrationRollback && st.Facts.Coord.ClientVersion == coordination.ClientVersionUpgradeFrom2X {
-		p.Checks = st.flipChecks(true)
+		p.Checks = st.planChecks(true)
 	}
 	return nil
 }
@@ -189,7 +189,7 @@ func planStart(p *MigrationPlan, desc *types.TableDescription) {
 		p.Writes = append(p.Writes, coordination.MigrationWrite{Action: coordination.ActionWaitIndex, Table: t.Lease,
 			Detail: fmt.Sprintf("wait until index %s (now %s) is ACTIVE", leasecore.KCL3IndexName, c.Index)})
 	}
-	p.Checks = p.Status.flipChecks(c.ClientVersion == coordination.ClientVersionUpgradeFrom2X)
+	p.Checks = p.Status.planChecks(c.ClientVersion == coordination.ClientVersionUpgradeFrom2X)
 	if len(p.Writes) == 0 && len(p.Blockers) == 0 {
 		p.Done = "cv " + c.ClientVersion + " and the index ACTIVE: the migration is started"
 	}
@@ -250,10 +250,13 @@ func planFinalize(p *MigrationPlan) {
 		p.cvWrite(coordination.ClientVersion3X)
 		p.Next = "deploy the workers with clientVersionConfig CLIENT_VERSION_CONFIG_3X (the default), so that a restart never meets an old config"
 	case c.ClientVersion == coordination.ClientVersionUpgradeFrom2X:
-		p.Checks = p.Status.flipChecks(true)
+		p.Checks = p.Status.planChecks(true)
 		p.Blockers = append(p.Blockers, fmt.Sprintf("cv is %s: finalize needs %s, which the leader writes", c.ClientVersion, coordination.ClientVersion3XWithRollback))
 		for i, ch := range p.Checks {
 			// The last check is the KCL's wait: time left holds the flip too.
+			if strings.HasPrefix(ch.Name, "owner ") {
+				continue // the aggregate check names them
+			}
 			if !ch.OK || (i == len(p.Checks)-1 && strings.HasSuffix(ch.Detail, "left since cv was written")) {
 				p.Blockers = append(p.Blockers, "check "+ch.Name+": "+ch.Detail)
 			}
@@ -262,6 +265,42 @@ func planFinalize(p *MigrationPlan) {
 	default:
 		p.Blockers = append(p.Blockers, fmt.Sprintf("cv is %s: finalize needs %s; run `kcltool migration start` first", orNone(c.ClientVersion), coordination.ClientVersion3XWithRollback))
 	}
+}
+
+// maxOwnerChecks bounds the per-owner rows of a plan; the aggregate check
+// still names every owner without fresh metrics.
+const maxOwnerChecks = 20
+
+// planChecks are flipChecks with one row per lease owner after the
+// aggregate (the first maxOwnerChecks owners without fresh metrics, then
+// those with), so that a plan names each owner's check.
+func (s *MigrationStatus) planChecks(written bool) []MigrationCheck {
+	checks := s.flipChecks(written)
+	fresh := map[string]bool{}
+	for _, w := range s.Fresh {
+		fresh[w] = true
+	}
+	var stale, ok []string
+	for _, w := range s.Owners {
+		if fresh[w] {
+			ok = append(ok, w)
+		} else {
+			stale = append(stale, w)
+		}
+	}
+	var rows []MigrationCheck
+	for _, w := range append(stale, ok...) {
+		if len(rows) == maxOwnerChecks {
+			break
+		}
+		r := MigrationCheck{Name: fmt.Sprintf("owner %s: worker metrics newer than %s", w, WorkerMetricsFreshness), OK: fresh[w], Detail: "fresh"}
+		if !fresh[w] {
+			r.Detail = "none, or older"
+		}
+		rows = append(rows, r)
+	}
+	// After the aggregate metrics check (the second).
+	return append(checks[:2], append(rows, checks[2:]...)...)
 }
 
 func onDemand(d *types.TableDescription) bool {
