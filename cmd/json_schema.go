@@ -269,7 +269,7 @@ var jsonSchemas = []jsonCommand{
 			{"steps[].waitMillis", tNumberOrNull, "the wait of a `wait` step; null otherwise"},
 			{"steps[].detail", tString, "the step in a line"},
 			{"steps[].done", tBoolean, "applied by this run (`--execute`)"},
-			{"checks", tObjects, "the readiness checks of the leader's flip to `CLIENT_VERSION_3X_WITH_ROLLBACK` (MigrationReadyMonitor), as in `migration status`; `[]` when that flip is not ahead (start and finalize only)"},
+			{"checks", tObjects, "the readiness checks of the leader's flip to `CLIENT_VERSION_3X_WITH_ROLLBACK` (MigrationReadyMonitor), as in `migration status`, with one `owner W: ...` check per lease owner after the aggregate (at most 20); `[]` when that flip is not ahead (start and finalize only)"},
 			{"checks[].check", tString, "what is checked"},
 			{"checks[].ok", tBoolean, "it passes"},
 			{"checks[].detail", tString, "what was found"},
