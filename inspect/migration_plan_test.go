@@ -152,3 +152,15 @@ func TestMigrationStartOnAProvisionedTable(t *testing.T) {
 		t.Fatalf("after start: index %q, cv %q, %v", st.Facts.Coord.Index, st.Facts.Coord.ClientVersion, err)
 	}
 }
+
+// TestMigrationStartWaitsForAnIndexBeingBuilt: an index another writer is
+// adding (a KCL worker's createGsi(false)) is waited for, not added again.
+func TestMigrationStartWaitsForAnIndexBeingBuilt(t *testing.T) {
+	t.Parallel()
+	ddb := emulator.DynamoDB(t)
+	f := kcl3fleet.Setup(t, ddb, kcl3fleet.Layout{Kind: kcl3fleet.NewApp, ClientVersion: coordination.ClientVersionUpgradeFrom2X})
+	plan, err := PlanMigration(context.Background(), creatingIndex{ddb, f.Tables.Lease}, f.Tables, clock.RealClock(), MigrationStart, MigrationPlanOptions{})
+	if err != nil || len(plan.Writes) != 1 || plan.Writes[0].Action != coordination.ActionWaitIndex || plan.Blocked() {
+		t.Fatalf("start with the index CREATING: %+v, %v", plan, err)
+	}
+}
