@@ -38,6 +38,11 @@ func TestSyntheticMetricKeepsTheBand(t *testing.T) {
 		// 100 × 10/110 = 9.1 KBps, 9 leases each) until it reaches the
 		// average: 90 leases, 1,000/11 = 90.9 being its share.
 		{"a new worker", [][]float64{n(100, 0), n(100, 0), n(100, 0), n(100, 0), n(100, 0), n(100, 0), n(100, 0), n(100, 0), n(100, 0), n(100, 0), nil}, 90, 90},
+		// The same after a crash (bench at 1,000 × 10): one worker at
+		// 112 leases, eight at 111 and a new one: each gives 11 (12) to
+		// the new one, which ends on the average, 100, not a lease under
+		// it for a rounding error.
+		{"a new worker on the average", [][]float64{n(112, 0), n(111, 0), n(111, 0), n(111, 0), n(111, 0), n(111, 0), n(111, 0), n(111, 0), n(111, 0), nil}, 100, 100},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var ws []coordination.WorkerMetrics
