@@ -16,6 +16,9 @@
 //   - Reporter (reporter.go): this worker's WorkerMetricStats item,
 //     upserted every 30 s where the state says, with the KCL's CPU samplers
 //     (cpusampler.go, ecssampler.go) that the cmd layer picks per platform.
+//   - LeaderLock (leaderlock.go, leaderlock_writes.go): the leader
+//     election on the Leader item, written as dynamodb-lock-client writes
+//     it, so that Java and kcltool workers elect one leader between them.
 //
 // Not here: the per-lease 3.x writes (discovery, renewal with
 // throughputKBps, the handoff transfer, the evict) are leasecore's
