@@ -27,12 +27,19 @@ type LeaderLockConfig struct {
 	// the lock over. kcltool's default is 2 × the failover time; zero
 	// takes DefaultLeaderLeaseDuration.
 	LeaseDuration time.Duration
-	// HeartbeatPeriod is how often the runner should call Poll
-	// (PollInterval). Zero, or more than a third of LeaseDuration, takes a
+	// HeartbeatPeriod is how often a holder heartbeats, one per Poll
+	// (PollInterval, NextPoll). Zero, or more than a third of LeaseDuration, takes a
 	// quarter of LeaseDuration: the KCL's own ratio (30 s heartbeats for a
 	// 120 s lease, dynamoDbLockBasedLeaderHeartbeatPeriodInMillis), which
 	// lets a holder miss two heartbeats and keep the lock.
 	HeartbeatPeriod time.Duration
+	// ContendPeriod is how often a worker that does not hold the lock
+	// reads it (NextPoll); zero takes HeartbeatPeriod, as the KCL decider
+	// caches a "not leader" answer for the heartbeat period. Each read is
+	// one consistent GetItem (1 read unit) per worker: a longer period
+	// costs fewer reads in a large fleet and delays the first sight of a
+	// dead holder's last version, hence the takeover, by as much.
+	ContendPeriod time.Duration
 }
 
 // ErrLockLost: a heartbeat found the lock no longer ours (another worker
@@ -127,6 +134,9 @@ func NewLeaderLock(api WriteAPI, t Tables, cfg LeaderLockConfig, clk clock.Clock
 	if cfg.HeartbeatPeriod <= 0 || cfg.HeartbeatPeriod > cfg.LeaseDuration/3 {
 		cfg.HeartbeatPeriod = cfg.LeaseDuration / 4
 	}
+	if cfg.ContendPeriod <= 0 {
+		cfg.ContendPeriod = cfg.HeartbeatPeriod
+	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -136,9 +146,32 @@ func NewLeaderLock(api WriteAPI, t Tables, cfg LeaderLockConfig, clk clock.Clock
 	}
 }
 
-// PollInterval is how often the runner should call Poll: the heartbeat
-// period (a quarter of LeaseDuration by default, 5 s for 20 s).
+// PollInterval is the heartbeat period (a quarter of LeaseDuration by
+// default, 5 s for 20 s): how often a holder must Poll. NextPoll says
+// when to Poll next in either role.
 func (l *LeaderLock) PollInterval() time.Duration { return l.cfg.HeartbeatPeriod }
+
+// NextPoll is how long the runner should wait before the next Poll: the
+// heartbeat period while this worker holds the lock; otherwise the
+// ContendPeriod, or less when a lock it watches turns stale sooner (its
+// first sight + the item's leaseDuration + 1 ms), so that a dead holder
+// is replaced at the earliest moment the rule allows rather than up to
+// one period later.
+func (l *LeaderLock) NextPoll() time.Duration {
+	now := l.clock.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.held[l.current] != nil {
+		return l.cfg.HeartbeatPeriod
+	}
+	d := l.cfg.ContendPeriod
+	if o := l.seen; o != nil {
+		if due := o.firstSeen.Add(o.leaseDuration + time.Millisecond).Sub(now); due < d {
+			d = max(due, 0)
+		}
+	}
+	return d
+}
 
 // LeaseDuration is the leaseDuration this worker writes.
 func (l *LeaderLock) LeaseDuration() time.Duration { return l.cfg.LeaseDuration }

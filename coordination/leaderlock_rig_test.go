@@ -64,8 +64,17 @@ func forEachLayout(t *testing.T, fn func(t *testing.T, r *lockRig)) {
 // lock makes a kcltool contender with the given leaseDuration (0: the
 // default, 20 s) and the default heartbeat period (a quarter of it).
 func (r *lockRig) lock(owner string, lease time.Duration) *coordination.LeaderLock {
+	return r.lockOn(r.api, owner, lease)
+}
+
+// lockOn makes a contender that calls DynamoDB through api.
+func (r *lockRig) lockOn(api coordination.WriteAPI, owner string, lease time.Duration) *coordination.LeaderLock {
+	return r.lockWith(api, coordination.LeaderLockConfig{Owner: owner, LeaseDuration: lease})
+}
+
+func (r *lockRig) lockWith(api coordination.WriteAPI, cfg coordination.LeaderLockConfig) *coordination.LeaderLock {
 	log := slog.New(slog.NewTextHandler(r.logs, nil))
-	return coordination.NewLeaderLock(r.api, r.f.Tables, coordination.LeaderLockConfig{Owner: owner, LeaseDuration: lease}, r.clk, log)
+	return coordination.NewLeaderLock(api, r.f.Tables, cfg, r.clk, log)
 }
 
 func (r *lockRig) poll(l *coordination.LeaderLock) bool {
@@ -118,6 +127,17 @@ func (r *lockRig) read() kcl3fleet.LockItem {
 type faultyAPI struct {
 	*dynamodb.Client
 	failWrites, lostAnswers atomic.Bool
+	// beforePut, when set, runs once before the next PutItem is sent: a
+	// rival's whole Poll between this contender's read and its write.
+	beforePut func()
+}
+
+func (a *faultyAPI) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	if f := a.beforePut; f != nil {
+		a.beforePut = nil
+		f()
+	}
+	return a.Client.PutItem(ctx, in, optFns...)
 }
 
 var errInjected = errors.New("injected transport error")

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/kcltool/kcltool/coordination"
@@ -136,6 +138,45 @@ func TestLeaderLockOneLeader(t *testing.T) {
 	})
 }
 
+// TestLeaderLockRace: two contenders that both read the lock free, or
+// both see the same version go stale, and write one after the other: the
+// condition of the second write (the item does not exist; the version is
+// the one observed) fails, and only the first is leader.
+func TestLeaderLockRace(t *testing.T) {
+	forEachLayout(t, func(t *testing.T, r *lockRig) {
+		slowAPI := &faultyAPI{Client: r.ddb}
+		a, b := r.lockOn(slowAPI, "kcltool-a", 0), r.lock("kcltool-b", 0)
+		slowAPI.beforePut = func() {
+			if !r.poll(b) {
+				t.Error("b did not take the free lock")
+			}
+		}
+		if r.poll(a) {
+			t.Fatal("a is leader too: its write did not require the lock to be absent")
+		}
+		if it := r.read(); it.Owner != "kcltool-b" {
+			t.Fatalf("lock = %+v, want b's", it)
+		}
+
+		// b dies; a and c both see its version go stale.
+		c := r.lockOn(slowAPI, "kcltool-c", 0)
+		r.poll(a)
+		r.poll(c)
+		r.clk.Advance(20*time.Second + time.Millisecond)
+		slowAPI.beforePut = func() {
+			if !r.poll(a) {
+				t.Error("a did not take the stale lock over")
+			}
+		}
+		if r.poll(c) {
+			t.Fatal("c is leader too: its takeover did not require the version it observed")
+		}
+		if it := r.read(); it.Owner != "kcltool-a" {
+			t.Fatalf("lock = %+v, want a's", it)
+		}
+	})
+}
+
 // TestLeaderLockHeartbeat: each Poll of the holder replaces
 // recordVersionNumber with a new UUID, keeping owner and leaseDuration.
 func TestLeaderLockHeartbeat(t *testing.T) {
@@ -176,6 +217,9 @@ func TestLeaderLockStaleTakeover(t *testing.T) {
 		r.clk.Advance(10 * time.Second)
 		r.poll(a) // one more heartbeat: b must start over from here
 		r.poll(b) // first sight of the new version
+		if d := b.NextPoll(); d != b.PollInterval() {
+			t.Fatalf("NextPoll = %v, want the interval %v", d, b.PollInterval())
+		}
 		for range 4 {
 			r.clk.Advance(5 * time.Second)
 			if r.poll(b) {
@@ -186,7 +230,10 @@ func TestLeaderLockStaleTakeover(t *testing.T) {
 		if r.poll(b) {
 			t.Fatal("b took the lock over at exactly leaseDuration (the lock client waits longer than it)")
 		}
-		r.clk.Advance(time.Millisecond)
+		if d := b.NextPoll(); d != time.Millisecond {
+			t.Fatalf("NextPoll = %v, want 1ms: the lock turns stale then", d)
+		}
+		r.clk.Advance(b.NextPoll())
 		if !r.poll(b) {
 			t.Fatal("b did not take the lock over once it was unchanged for longer than leaseDuration")
 		}
@@ -231,6 +278,71 @@ func TestLeaderLockLostAfterTakeover(t *testing.T) {
 		// Then it is a contender like any other.
 		if r.poll(a) {
 			t.Error("the old holder took the lock back")
+		}
+	})
+}
+
+// TestLeaderLockConditionsNameOwnerAndVersion: the heartbeat and the
+// release are conditioned on both the version and the owner (the lock
+// client's PK_EXISTS_AND_OWNER_NAME_SAME_AND_RVN_SAME_CONDITION). A
+// process restarted under the same worker id that took the lock over
+// after 20 s has the owner but not the version; an item with the
+// holder's version under another owner has the version but not the
+// owner. Neither is the holder's lock any more.
+func TestLeaderLockConditionsNameOwnerAndVersion(t *testing.T) {
+	forEachLayout(t, func(t *testing.T, r *lockRig) {
+		ctx := context.Background()
+		// takeOver: a new process under the same id takes over the lock of
+		// the frozen one.
+		takeOver := func() *coordination.LeaderLock {
+			restarted := r.lock("kcltool-a", 0)
+			r.poll(restarted)
+			r.clk.Advance(20*time.Second + time.Millisecond)
+			if !r.poll(restarted) {
+				t.Fatal("the restarted process did not take over its predecessor's stale lock")
+			}
+			return restarted
+		}
+		old := r.lock("kcltool-a", 0)
+		r.poll(old) // then it freezes
+		restarted := takeOver()
+		if err := old.Release(ctx, r.st); err != nil || r.item() == nil {
+			t.Fatalf("the frozen process's Release: %v, lock there: %v", err, r.item() != nil)
+		}
+		old = restarted // it freezes too
+		restarted = takeOver()
+		if _, err := old.Poll(ctx, r.st); !errors.Is(err, coordination.ErrLockLost) {
+			t.Fatalf("the frozen process's heartbeat: %v, want ErrLockLost", err)
+		}
+
+		// Same version, another owner.
+		forge := func() {
+			item := r.item()
+			item["ownerName"] = &types.AttributeValueMemberS{Value: "someone-else"}
+			if _, err := r.ddb.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(r.f.LockTable()), Item: item}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		forge()
+		r.clk.Advance(5 * time.Second)
+		if _, err := restarted.Poll(ctx, r.st); !errors.Is(err, coordination.ErrLockLost) {
+			t.Fatalf("heartbeat on an item with its version but another owner: %v, want ErrLockLost", err)
+		}
+		if r.read().Owner != "someone-else" {
+			t.Fatal("the heartbeat changed another owner's item")
+		}
+		if _, err := r.ddb.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+			TableName: aws.String(r.f.LockTable()),
+			Key:       map[string]types.AttributeValue{r.keyAttr: &types.AttributeValueMemberS{Value: "Leader"}},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if !r.poll(old) {
+			t.Fatal("no acquisition of the free lock")
+		}
+		forge()
+		if err := old.Release(ctx, r.st); err != nil || r.item() == nil {
+			t.Fatalf("Release of an item with its version but another owner: %v, lock there: %v", err, r.item() != nil)
 		}
 	})
 }
