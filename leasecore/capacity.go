@@ -46,6 +46,10 @@ const (
 	OpOther      = "other"      // start-up checks, reads back after a failed shard run
 	OpDiscover   = "discover"   // KCL 3.x: the index query and reads of the leases it names
 	OpHandoff    = "handoff"    // KCL 3.x: the write that completes a graceful handoff
+	// The KCL 3.x leader's assignment run (coordination/assignment).
+	OpLeaderScan   = "leader_scan"   // its scan of the lease table and of the metrics side table
+	OpAssign       = "assign"        // assignLease: unassigned, expired, timed-out handoffs
+	OpHandoffStart = "handoff_start" // initiateGracefulLeaseHandoff
 )
 
 const (

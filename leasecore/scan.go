@@ -72,6 +72,11 @@ type ScanOptions struct {
 	// a large table (docs/benchmarks.md, leases ls at scale). The worker's
 	// capacity metrics count their scans apart from this (meteredAPI).
 	Uncounted bool
+	// Pace, when set, is called after each page with the read units it
+	// cost (as ReadUnits counts them) before the next page of the same
+	// segment is asked for; it may wait, and its error ends the scan. The
+	// KCL 3.x leader paces its scan with it (coordination/assignment).
+	Pace func(ctx context.Context, units float64) error
 }
 
 // SegmentsFor picks a parallel-scan segment count for a table of the given
@@ -208,6 +213,11 @@ func fetchPages(ctx context.Context, api ScanAPI, in *dynamodb.ScanInput, opt Sc
 		pages <- out
 		if len(out.LastEvaluatedKey) == 0 {
 			return retries, nil
+		}
+		if opt.Pace != nil {
+			if err := opt.Pace(ctx, pageReadUnits(opt.ConsistentRead, out)); err != nil {
+				return retries, err
+			}
 		}
 		in.ExclusiveStartKey = out.LastEvaluatedKey
 	}

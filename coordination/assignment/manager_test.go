@@ -1,0 +1,244 @@
+package assignment
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/kcltool/kcltool/coordination"
+	"github.com/kcltool/kcltool/internal/testenv/kcl3fleet"
+)
+
+var layouts = []kcl3fleet.Kind{kcl3fleet.NewApp, kcl3fleet.SideTables}
+
+var strategies = []Strategy{ByThroughput, ByLeaseCount}
+
+// Unowned leases all go to the active workers in the first run, evenly
+// (step 1, assignExpiredOrUnassignedLeases), in both layouts (metrics in
+// the lease table; metrics in the side table) and with both strategies.
+func TestRunAssignsUnownedLeases(t *testing.T) {
+	for _, kind := range layouts {
+		for _, s := range strategies {
+			t.Run(kind.String()+"/"+s.String(), func(t *testing.T) {
+				r := newRig(t, kind, Config{Strategy: s}, 12)
+				r.join("a", "b", "c")
+				res := r.run()
+				if res.Leases != 12 || res.Active != 3 || res.Expired != 12 || res.Assigned != 12 || res.HandedOff != 0 {
+					t.Fatalf("first run: %+v", res)
+				}
+				by, _ := r.owners()
+				if by["a"] != 4 || by["b"] != 4 || by["c"] != 4 {
+					t.Fatalf("owners after the first run: %v, want 4 each", by)
+				}
+				for _, mv := range res.Moves {
+					if mv.Graceful || mv.From != "" || !mv.Done {
+						t.Fatalf("move %+v: want a done assignLease of an unassigned lease", mv)
+					}
+				}
+				// The followers find them through the index.
+				r.advance(r.m.cfg.AssignmentInterval)
+				for _, id := range r.ids() {
+					if n := len(r.workers[id].Held()); n != 4 {
+						t.Fatalf("%s holds %d leases, want 4", id, n)
+					}
+				}
+			})
+		}
+	}
+}
+
+// A worker without a fresh metrics item gets nothing (active workers:
+// lut within 2 × workerMetricsReporterFreqInMillis).
+func TestRunSkipsWorkersWithStaleMetrics(t *testing.T) {
+	r := newRig(t, kcl3fleet.NewApp, Config{}, 6)
+	r.join("a", "b")
+	r.workers["b"].StopMetrics()
+	r.clk.Advance(61e9)
+	if err := r.workers["a"].ReportMetrics(r.ctx); err != nil {
+		t.Fatal(err)
+	}
+	res := r.run()
+	if by, _ := r.owners(); res.Active != 1 || by["a"] != 6 {
+		t.Fatalf("run %+v, owners %v: want all 6 with a, the only active worker", res, by)
+	}
+}
+
+// A dead worker's leases are reassigned: expired once their counters have
+// not moved for the failover time across runs, given to the live workers;
+// while the dead worker's metrics stay fresh (up to 60 s) the variance
+// decider skips a lease whose owner it picks, so the last ones go when
+// its metrics go stale. Within 5 runs after the kill, no lease is left
+// with the dead worker, and none is unowned.
+func TestRunReassignsDeadWorkersLeases(t *testing.T) {
+	for _, kind := range layouts {
+		for _, s := range strategies {
+			t.Run(kind.String()+"/"+s.String(), func(t *testing.T) {
+				r := newRig(t, kind, Config{Strategy: s}, 12)
+				r.join("a", "b", "c")
+				r.cycle()
+				r.cycle() // steady: every lease renewed, seen moving
+				r.kill("c")
+				runs := 0
+				for ; runs < 5; runs++ {
+					if by, _ := r.owners(); by["c"] == 0 && by[""] == 0 {
+						break
+					}
+					r.cycle()
+				}
+				by, _ := r.owners()
+				if by["c"] != 0 || by[""] != 0 || by["a"]+by["b"] != 12 {
+					t.Fatalf("owners after %d runs: %v, want all 12 with a and b", runs, by)
+				}
+				t.Logf("the dead worker's leases were reassigned within %d runs", runs)
+			})
+		}
+	}
+}
+
+// The first run of a leader judges no lease first seen with an owner
+// expired (the KCL needs a second run); it asks for its next run after
+// the failover time rather than the interval. With Observe, counters seen
+// before the first run let that run judge expiry at once.
+func TestNewLeaderExpiry(t *testing.T) {
+	r := newRig(t, kcl3fleet.NewApp, Config{}, 6)
+	r.join("a", "b")
+	r.cycle()
+	r.cycle()
+	r.kill("b")
+	r.advance(r.m.cfg.AssignmentInterval)
+
+	// A new leader with no history: nothing expired in its first run.
+	fresh := NewManager(r.m.api, r.m.t, r.m.cfg, r.clk, nil)
+	res, err := fresh.RunOnce(r.ctx, r.st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Expired != 0 || res.NextRunIn != r.m.cfg.FailoverTime+1e9 {
+		t.Fatalf("new leader's first run: %d expired, next run in %v; want 0 and the failover time + 1 s", res.Expired, res.NextRunIn)
+	}
+	r.advance(res.NextRunIn)
+	res, err = fresh.RunOnce(r.ctx, r.st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Expired != 3 {
+		t.Fatalf("new leader's second run, a failover time later: %d expired, want b's 3", res.Expired)
+	}
+
+	// A new leader that observed the counters before it led.
+	r2 := newRig(t, kcl3fleet.NewApp, Config{}, 6)
+	r2.join("a", "b")
+	r2.cycle()
+	r2.cycle()
+	before := r2.leases()
+	at := r2.clk.Now()
+	r2.kill("b")
+	r2.advance(r2.m.cfg.AssignmentInterval)
+	obs := NewManager(r2.m.api, r2.m.t, r2.m.cfg, r2.clk, nil)
+	obs.Observe(before, at)
+	res, err = obs.RunOnce(r2.ctx, r2.st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// b's metrics are still fresh, so b stays active and the decider
+	// skips the leases it picks b for: at least one moves now.
+	if res.Expired != 3 || res.Assigned == 0 || res.NextRunIn != r2.m.cfg.AssignmentInterval {
+		t.Fatalf("observing leader's first run: %+v; want b's 3 leases expired, some assigned", res)
+	}
+}
+
+// A new worker gets its share through graceful handoffs within N runs of
+// joining (N = 7: step 2 runs every third run, and two rebalancing runs
+// bring it from 0 to its share on 12 leases and 3 workers).
+func TestRunNewWorkerGetsItsShare(t *testing.T) {
+	for _, s := range strategies {
+		t.Run(s.String(), func(t *testing.T) {
+			r := newRig(t, kcl3fleet.NewApp, Config{Strategy: s}, 12)
+			r.join("a", "b")
+			r.cycle()
+			r.cycle()
+			r.join("c")
+			handoffs, runs := 0, 0
+			for ; runs < 7; runs++ {
+				if by, n := r.owners(); by["c"] >= 4 && n == 0 {
+					break
+				}
+				res := r.cycle()
+				handoffs += res.HandedOff
+				for _, mv := range res.Moves {
+					if !mv.Graceful {
+						t.Fatalf("run %d: move %+v of a live lease without a handoff", runs, mv)
+					}
+				}
+			}
+			by, _ := r.owners()
+			if by["c"] != 4 || by["a"] != 4 || by["b"] != 4 {
+				t.Fatalf("after %d runs: owners %v, want 4 each", runs, by)
+			}
+			if n := len(r.workers["c"].Processing()); n != 4 {
+				t.Fatalf("c processes %d leases, want 4", n)
+			}
+			t.Logf("the new worker reached its share in %d runs, %d handoffs", runs, handoffs)
+
+			// Steady state: no movement in the next 6 runs (two
+			// rebalancing runs).
+			for i := 0; i < 6; i++ {
+				if res := r.cycle(); len(res.Moves) != 0 {
+					t.Fatalf("steady state run %d moved %+v", i, res.Moves)
+				}
+			}
+		})
+	}
+}
+
+// failingScan fails every Scan, as a table that cannot be read.
+type failingScan struct {
+	coordination.WriteAPI
+	fail bool
+}
+
+func (f *failingScan) Scan(ctx context.Context, in *dynamodb.ScanInput, opts ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	if f.fail {
+		return nil, errors.New("injected scan failure")
+	}
+	return f.WriteAPI.Scan(ctx, in, opts...)
+}
+
+// Three failed runs in a row give up leadership
+// (DEFAULT_FAILURE_COUNT_TO_SWITCH_LEADER); a good run in between resets
+// the count; Reset does too.
+func TestRunGivesUpAfterThreeFailures(t *testing.T) {
+	r := newRig(t, kcl3fleet.NewApp, Config{}, 2)
+	api := &failingScan{WriteAPI: r.f.DDB.(coordination.WriteAPI), fail: true}
+	m := NewManager(api, r.f.Tables, Config{}, r.clk, nil)
+	runs := func(n int) error {
+		var err error
+		for range n {
+			_, err = m.RunOnce(r.ctx, r.st)
+			if err == nil {
+				t.Fatal("run with a failing scan succeeded")
+			}
+		}
+		return err
+	}
+	if err := runs(2); errors.Is(err, ErrGiveUpLeadership) {
+		t.Fatalf("second failure: %v, want no give-up yet", err)
+	}
+	api.fail = false
+	if _, err := m.RunOnce(r.ctx, r.st); err != nil {
+		t.Fatal(err)
+	}
+	api.fail = true
+	if err := runs(2); errors.Is(err, ErrGiveUpLeadership) {
+		t.Fatalf("two failures after a good run: %v, want no give-up", err)
+	}
+	if err := runs(1); !errors.Is(err, ErrGiveUpLeadership) {
+		t.Fatalf("third failure in a row: %v, want ErrGiveUpLeadership", err)
+	}
+	m.Reset()
+	if err := runs(1); errors.Is(err, ErrGiveUpLeadership) {
+		t.Fatalf("first failure after Reset: %v, want no give-up", err)
+	}
+}
