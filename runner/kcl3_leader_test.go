@@ -2,8 +2,13 @@ package runner
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/kcltool/kcltool/internal/testenv/kcl3fleet"
 )
@@ -234,12 +239,44 @@ func TestKCL3KcltoolLeaderKilledInMixedFleet(t *testing.T) {
 func TestKCL3FollowerDoesNotSync(t *testing.T) {
 	s := newKCL3Stack(t, 2, kcl3fleet.Layout{Kind: kcl3fleet.NewApp})
 	s.leader(t)
-	cfg := s.kcl3Config(t, "kcltool-1", outFile(t)) // a follower only
+	cfg := s.kcl3Config(t, "kcltool-1", outFile(t))     // a follower only
+	cfg.KCL3.ShardAuditInterval = cfg.ShardSyncInterval // the loop ticks every second
 	r := start(t, s.stack, cfg)
 	eventually(t, 30*time.Second, "leases assigned", func() bool { return s.allOwnedBy(t, "kcltool-1") })
 	time.Sleep(4 * cfg.ShardSyncInterval)
 	if n := r.w.syncs.Load(); n != 0 {
 		t.Errorf("a 3.x follower ran %d shard syncs, want 0", n)
+	}
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The leader's audit (PeriodicShardSyncManager): a shard whose lease is
+// missing leaves a hole in the leases' hash ranges; the leader syncs once
+// it has seen the same hole in 3 audits in a row, and the lease appears.
+func TestKCL3LeaderAuditFillsHole(t *testing.T) {
+	s := newKCL3Stack(t, 3, kcl3fleet.Layout{Kind: kcl3fleet.NewApp})
+	missing := s.shards[1]
+	if _, err := s.ddb.DeleteItem(context.Background(), &dynamodb.DeleteItemInput{
+		TableName: aws.String(s.table), Key: map[string]ddbtypes.AttributeValue{"leaseKey": &ddbtypes.AttributeValueMemberS{Value: missing}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := s.kcl3LeaderConfig(t, "kcltool-1")
+	cfg.KCL3.ShardAuditInterval = 500 * time.Millisecond
+	var buf *logBuffer
+	cfg.Log, buf = recordedLogger(t, "kcltool-1")
+	r := start(t, s.stack, cfg)
+	eventually(t, 60*time.Second, "the missing lease created by the leader's audit", func() bool {
+		_, ok := s.owners(t)[missing]
+		return ok
+	})
+	logs := buf.String()
+	for _, want := range []string{"seen=1", "seen=2", "the same hash range hole in 3 audits in a row"} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("the audit's log lacks %q", want)
+		}
 	}
 	if err := r.stop(t); err != nil {
 		t.Fatal(err)
