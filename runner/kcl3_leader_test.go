@@ -2,7 +2,9 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -278,6 +280,48 @@ func TestKCL3LeaderAuditFillsHole(t *testing.T) {
 			t.Errorf("the audit's log lacks %q", want)
 		}
 	}
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// scanFailingDDB fails every Scan of the lease table while fail is set:
+// the leader's assignment runs fail.
+type scanFailingDDB struct {
+	DynamoDBAPI
+	table string
+	fail  *atomic.Bool
+}
+
+func (d scanFailingDDB) Scan(ctx context.Context, in *dynamodb.ScanInput, opts ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	if d.fail.Load() && aws.ToString(in.TableName) == d.table {
+		return nil, errors.New("injected: scan refused")
+	}
+	return d.DynamoDBAPI.Scan(ctx, in, opts...)
+}
+
+// Three failed assignment runs in a row: the leader gives the lock up
+// (LeaseAssignmentManager's releaseLeadershipIfHeld), deleting it, and
+// leads again at a later poll once nobody else holds it.
+func TestKCL3LeaderGivesUpAfterFailedRuns(t *testing.T) {
+	s := newKCL3Stack(t, 2, kcl3fleet.Layout{Kind: kcl3fleet.NewApp})
+	cfg := s.kcl3LeaderConfig(t, "kcltool-1")
+	var buf *logBuffer
+	cfg.Log, buf = recordedLogger(t, "kcltool-1")
+	fail := &atomic.Bool{}
+	r := startWith(t, s.stack, cfg, scanFailingDDB{DynamoDBAPI: s.ddb, table: s.table, fail: fail})
+	eventually(t, 30*time.Second, "kcltool-1 leading", func() bool { return r.w.leader.Stats().Runs > 0 })
+	fail.Store(true)
+	eventually(t, 60*time.Second, "the leadership given up", func() bool { return r.w.leader.Stats().GiveUps > 0 })
+	st := r.w.leader.Stats()
+	if st.RunFailures < 3 {
+		t.Errorf("gave up after %d failed runs, want 3", st.RunFailures)
+	}
+	if !strings.Contains(buf.String(), "leader lock released") {
+		t.Error("the lock was not released at the give-up")
+	}
+	fail.Store(false)
+	eventually(t, 30*time.Second, "leading again", func() bool { st := r.w.leader.Stats(); return st.Terms >= 2 && st.Leader })
 	if err := r.stop(t); err != nil {
 		t.Fatal(err)
 	}
