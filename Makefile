@@ -25,7 +25,7 @@ install-servers: ## install the pinned local DynamoDB and Kinesis servers (npm c
 	@scripts/localaws.sh install
 
 test: install-servers vet fmt-check completions-check docs-check ## vet, gofmt, completions and docs checks, race tests, short fuzz
-	go test -race -count=1 ./...
+	go test -race -count=1 -timeout 30m ./...
 	go test -run=NONE -fuzz=FuzzDecodeLease -fuzztime=$(FUZZTIME) ./leasecore
 	go test -run=NONE -fuzz=FuzzDecodeScan -fuzztime=$(FUZZTIME) ./leasecore
 	go test -run=NONE -fuzz=FuzzMultiStreamFields -fuzztime=$(FUZZTIME) ./leasecore

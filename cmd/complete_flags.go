@@ -36,6 +36,7 @@ var enumValues = map[string][]string{
 	"initial-position": {"TRIM_HORIZON", "LATEST", "AT_TIMESTAMP"},
 	"to":               {"trim-horizon", "latest"},
 	"to-sequence":      {"TRIM_HORIZON", "LATEST", "SHARD_END"}, // or a sequence number, which cannot be guessed
+	"kcl-version":      {"3", "2"},
 }
 
 // fileFlags take a file name, dirFlags a directory.

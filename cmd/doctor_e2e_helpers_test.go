@@ -181,7 +181,7 @@ func (s *doctorStack) balanced(t *testing.T, workers, leases int) bool {
 // doctorWorkerArgs are `kcltool run` flags with a 1s failover time so that
 // doctor windows of a few seconds see several failover times.
 func doctorWorkerArgs(s *doctorStack, id string, extra ...string) []string {
-	return append([]string{"run", "--app", s.app, "--stream", s.stream, "--worker-id", id, "--create-table",
+	return append([]string{"run", "--app", s.app, "--stream", s.stream, "--worker-id", id, "--create-table", "--kcl-version", "2",
 		"--initial-position", "TRIM_HORIZON", "--failover-time", "1s", "--idle-between-reads", "200ms",
 		"--shard-sync-interval", "2s", "--parent-poll-interval", "500ms", "--log-format", "json"}, extra...)
 }

@@ -49,7 +49,7 @@ func TestBenchIdle(t *testing.T) {
 func idleWorker(t *testing.T, bin, stream, app string, shards int, args []string) workerFigures {
 	t.Helper()
 	port := freePort(t)
-	cmd := exec.Command(bin, append([]string{"run", "--app", app, "--stream", stream, "--create-table", "--log-format", "json",
+	cmd := exec.Command(bin, append([]string{"run", "--app", app, "--stream", stream, "--create-table", "--kcl-version", "2", "--log-format", "json",
 		"--metrics-addr", fmt.Sprintf("127.0.0.1:%d", port), "--exec", "cat >/dev/null"}, args...)...)
 	cmd.Env = append(os.Environ(), emulator.Env(t)...)
 	logs := &lockedBuffer{}

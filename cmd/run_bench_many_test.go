@@ -93,7 +93,7 @@ type manyWorker struct {
 func startManyWorker(t *testing.T, bin, stream, app string, args []string) *manyWorker {
 	t.Helper()
 	w := &manyWorker{port: freePort(t), logs: &lockedBuffer{}}
-	w.cmd = exec.Command(bin, append([]string{"run", "--app", app, "--stream", stream, "--create-table", "--log-format", "json",
+	w.cmd = exec.Command(bin, append([]string{"run", "--app", app, "--stream", stream, "--create-table", "--kcl-version", "2", "--log-format", "json",
 		"--metrics-addr", fmt.Sprintf("127.0.0.1:%d", w.port), "--exec", "cat >/dev/null"}, args...)...)
 	w.cmd.Env = append(os.Environ(), emulator.Env(t)...)
 	w.cmd.Stderr = w.logs

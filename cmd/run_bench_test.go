@@ -229,7 +229,7 @@ func benchKcltoolRun(t *testing.T, bin string, stream benchStream, app, label st
 	last := stream.last
 	ddb := emulator.DynamoDB(t)
 	port := freePort(t)
-	cmd := exec.Command(bin, append([]string{"run", "--create-table", "--log-format", "json",
+	cmd := exec.Command(bin, append([]string{"run", "--create-table", "--kcl-version", "2", "--log-format", "json",
 		"--metrics-addr", fmt.Sprintf("127.0.0.1:%d", port)}, args...)...)
 	cmd.Env = append(os.Environ(), emulator.Env(t)...)
 	logs := &lockedBuffer{}
@@ -492,7 +492,7 @@ func benchLatency(t *testing.T, bin string, kin *kinesis.Client, idle time.Durat
 	stream := emulator.Name(t, "lat")
 	emulator.CreateStream(t, kin, stream, 2)
 	out := filepath.Join(t.TempDir(), "latency.txt")
-	cmd := exec.Command(bin, "run", "--app", stream, "--stream", stream, "--create-table", "--initial-position", "TRIM_HORIZON",
+	cmd := exec.Command(bin, "run", "--app", stream, "--stream", stream, "--create-table", "--kcl-version", "2", "--initial-position", "TRIM_HORIZON",
 		"--idle-between-reads", idle.String(), "--log-format", "json", "--format", "raw",
 		"--exec", `now=$(date +%s%N); sed "s/^/$now /" >> "$OUT"`)
 	cmd.Env = append(append(os.Environ(), emulator.Env(t)...), "OUT="+out)

@@ -212,7 +212,7 @@ func keyNames(n int) []string {
 // runArgs are the flags every e2e worker shares: short timings so that the
 // suite stays fast.
 func runArgs(s e2eStack, id string, extra ...string) []string {
-	return append([]string{"run", "--app", s.app, "--stream", s.stream, "--worker-id", id, "--create-table",
+	return append([]string{"run", "--app", s.app, "--stream", s.stream, "--worker-id", id, "--create-table", "--kcl-version", "2",
 		"--initial-position", "TRIM_HORIZON", "--failover-time", "2s", "--idle-between-reads", "200ms",
 		"--parent-poll-interval", "500ms", "--shard-sync-interval", "2s", "--cleanup-interval", "2s",
 		"--log-format", "json", "--log-level", "debug"}, extra...)

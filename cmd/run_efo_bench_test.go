@@ -97,7 +97,7 @@ func TestBenchRunEFO(t *testing.T) {
 	} {
 		k := &efoContender{label: c.label, out: filepath.Join(dir, fmt.Sprintf("out-%d.txt", len(cs))), port: freePort(t), logs: &lockedBuffer{}}
 		app := fmt.Sprintf("%s-%d", stream, len(cs))
-		args := append([]string{"run", "--app", app, "--stream", stream, "--create-table", "--initial-position", "TRIM_HORIZON",
+		args := append([]string{"run", "--app", app, "--stream", stream, "--create-table", "--kcl-version", "2", "--initial-position", "TRIM_HORIZON",
 			"--log-format", "json", "--format", "raw", "--metrics-addr", fmt.Sprintf("127.0.0.1:%d", k.port), "--exec", handler}, c.args...)
 		k.cmd = exec.Command(bin, args...)
 		k.cmd.Env = append(append(os.Environ(), emulator.EFOEnv(t)...), "OUT="+k.out)
@@ -376,7 +376,7 @@ func benchResubscriptions(t *testing.T, bin string, kin *kinesis.Client) {
 	emulator.CreateStream(t, kin, stream, efoBenchShards)
 	out := filepath.Join(t.TempDir(), "resub.txt")
 	k := &efoContender{label: "--efo with subscriptions cut every 2s", out: out, port: freePort(t), logs: &lockedBuffer{}}
-	k.cmd = exec.Command(bin, "run", "--app", stream, "--stream", stream, "--create-table", "--initial-position", "TRIM_HORIZON",
+	k.cmd = exec.Command(bin, "run", "--app", stream, "--stream", stream, "--create-table", "--kcl-version", "2", "--initial-position", "TRIM_HORIZON",
 		"--log-format", "json", "--format", "raw", "--efo", "--metrics-addr", fmt.Sprintf("127.0.0.1:%d", k.port), "--exec", `cat >> "$OUT"`)
 	k.cmd.Env = append(append(os.Environ(), emulator.EFOEnv(t)...), "OUT="+out, run.EFOSubscriptionMaxEnv+"=2s")
 	k.cmd.Stderr = k.logs

@@ -41,7 +41,7 @@ processingLanguage = go
 	}
 	// No endpoint and no region in the environment: only the file has them.
 	env := []string{"OUT=" + out, "AWS_ENDPOINT_URL_DYNAMODB=", "AWS_ENDPOINT_URL_KINESIS=", "AWS_REGION="}
-	w := startWorker(t, "props", env, "run", "--properties", props, "--create-table", "--log-format", "json", "--exec", `cat >> "$OUT"`)
+	w := startWorker(t, "props", env, "run", "--properties", props, "--create-table", "--kcl-version", "2", "--log-format", "json", "--exec", `cat >> "$OUT"`)
 	s.putRound(t, keyNames(20), 0)
 	eventuallyE2E(t, 60*time.Second, "20 records", func() bool { return len(records(t, out)) >= 20 })
 	eventuallyE2E(t, 30*time.Second, "props-worker to hold both leases", func() bool { return s.owners(t)["props-worker"] == 2 })

@@ -23,8 +23,8 @@
 // Not here: the per-lease 3.x writes (discovery, renewal with
 // throughputKBps, the handoff transfer, the evict) are leasecore's
 // (protocol3.go, discoverer.go); the runner applies Detect's State
-// (runner/kcl3watch.go, kcl3side.go). The leader's own work (the lock,
-// lease assignment) is not in kcltool yet.
+// (runner/kcl3watch.go, kcl3side.go). The leader's lease assignment is
+// coordination/assignment's.
 //
 // Why a package of its own: leasecore is the lease model and the per-lease
 // protocol that a 2.x and a 3.x worker share (codec, renew, take,

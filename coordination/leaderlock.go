@@ -83,9 +83,11 @@ type LeaderLockStats struct {
 //     marked isReleased, is taken at once; another owner's item is taken
 //     over only when this contender has seen the same recordVersionNumber
 //     for longer than the item's own leaseDuration, timed from its first
-//     sight of that version (56fc9a1's LockObservation; lock client 1.4.0
-//     restarted the clock at every read, and the KCL decider never takes
-//     over a lock it can read at all, KCL issue #1803);
+//     sight of that version (56fc9a1's LockObservation: a freshly read
+//     item's own lookupTime is the read, so it never looks stale). The
+//     KCL 3.5.1 decider itself never takes over a lock it can read: it
+//     calls tryAcquireLock only when getLock finds none or an expired one,
+//     and getLock's item is always fresh (KCL issue #1803);
 //   - a read that fails leaves the contender not leader, as the decider's
 //     getLock failure does.
 type LeaderLock struct {

@@ -204,8 +204,9 @@ func TestLeaderLockHeartbeat(t *testing.T) {
 // TestLeaderLockStaleTakeover: a dead holder's lock is taken over once the
 // contender has seen the same version for longer than the item's
 // leaseDuration, timed from its first sight of that version (lock client
-// 56fc9a1), not from each read (1.4.0) and not from anything earlier; a
-// heartbeat seen in between restarts the wait.
+// 56fc9a1), not from each read (a freshly read item's lookupTime) and
+// not from anything earlier; a heartbeat seen in between restarts the
+// wait.
 func TestLeaderLockStaleTakeover(t *testing.T) {
 	forEachLayout(t, func(t *testing.T, r *lockRig) {
 		a, b := r.lock("kcltool-a", 0), r.lock("kcltool-b", 0)

@@ -9,7 +9,9 @@ package iampolicy
 //
 // A command missing here makes no AWS calls (completion, help, iam-policy).
 var rules = []rule{
-	// kcltool run: leasecore.EnsureTable at start, the coordinator's
+	// kcltool run: coordination.EnsureLeaseTable at start (with
+	// --create-table a KCL 3.x table gets its index in the CreateTable call
+	// and the Migration3.0 item by a conditional PutItem), the coordinator's
 	// renewals, takes, checkpoints and releases (Scan, UpdateItem,
 	// GetItem), shard sync creating leases (PutItem), the cleanup of
 	// finished parents (DeleteItem), and the fetcher.
@@ -91,6 +93,9 @@ var rules = []rule{
 	{cmds("checkpoint import"), flag("execute"), importTable, dynamodb("PutItem", "GetItem")},
 	{cmds("checkpoint import"), all(flag("execute"), given("to-app", "to-table")), importTable, dynamodb("UpdateItem")},
 	{cmds("checkpoint import"), all(flag("execute"), flag("prune")), importTable, dynamodb("DeleteItem")},
+	// --create-table (coordination.EnsureLeaseTable, run's creation): the
+	// Migration3.0 item of a KCL 3.x table is a PutItem, granted with
+	// --execute above, the only case in which the table is created.
 	{cmds("checkpoint import"), flag("create-table"), importTable, dynamodb("DescribeTable", "CreateTable")},
 
 	// doctor (doctor.Doctor) never writes. Without --stream a multi-stream

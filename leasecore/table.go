@@ -46,33 +46,85 @@ const (
 // *TableNotFoundError. A table of another shape is refused: it is not a KCL
 // lease table.
 func EnsureTable(ctx context.Context, api TableAPI, table string, create bool) error {
-	return ensureTable(ctx, api, table, create, clock.RealClock())
+	_, err := EnsureTableWith(ctx, api, table, TableOptions{Create: create})
+	return err
 }
 
-func ensureTable(ctx context.Context, api TableAPI, table string, create bool, clk clock.Clock) error {
+// TableOptions say whether and how EnsureTableWith creates a missing table.
+type TableOptions struct {
+	Create bool
+	// OwnerIndex gives a created table KCL 3.x's LeaseOwnerToLeaseKeyIndex
+	// in the CreateTable call itself. KCL 3.5.1 creates the table as 2.x
+	// does and adds the index right after with UpdateTable
+	// (DynamicMigrationComponentsInitializer.createGsi); the table that
+	// results is the same (hash leaseOwner, range leaseKey, KEYS_ONLY, no
+	// throughput of its own on an on-demand table), one call sooner, and
+	// an emulator that builds indexes only at creation (dynalite) has it.
+	OwnerIndex bool
+}
+
+// EnsureTableWith is EnsureTable with the creation's options; created
+// says this call created the table (not another worker racing it), which
+// is when a new application's first items are to be written. A table
+// created here is waited for until it and its indexes are ACTIVE; an
+// existing one only until the table is.
+func EnsureTableWith(ctx context.Context, api TableAPI, table string, o TableOptions) (created bool, err error) {
+	return ensureTable(ctx, api, table, o, clock.RealClock())
+}
+
+func ensureTable(ctx context.Context, api TableAPI, table string, o TableOptions, clk clock.Clock) (created bool, err error) {
 	desc, err := DescribeTable(ctx, api, table)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if desc == nil {
-		if !create {
-			return &TableNotFoundError{Table: table, Region: RegionOf(api)}
+		if !o.Create {
+			return false, &TableNotFoundError{Table: table, Region: RegionOf(api)}
 		}
-		_, err := api.CreateTable(ctx, &dynamodb.CreateTableInput{
-			TableName:            aws.String(table),
-			BillingMode:          types.BillingModePayPerRequest,
-			KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String(AttrLeaseKey), KeyType: types.KeyTypeHash}},
-			AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String(AttrLeaseKey), AttributeType: types.ScalarAttributeTypeS}},
-		})
-		// ResourceInUse: another worker created it first, as several
-		// workers started together with --create-table will.
-		if err != nil && !awserr.Is(err, "ResourceInUseException") {
-			return fmt.Errorf("create lease table %q: %w", table, err)
+		_, err := api.CreateTable(ctx, createTableInput(table, o))
+		switch {
+		case err == nil:
+			created = true
+		case awserr.Is(err, "ResourceInUseException"):
+			// Another worker created it first, as several workers started
+			// together with --create-table will.
+		default:
+			return false, fmt.Errorf("create lease table %q: %w", table, err)
 		}
 	} else if err := checkLeaseTableShape(table, desc); err != nil {
-		return err
+		return false, err
 	}
-	return waitActive(ctx, api, table, clk)
+	return created, waitActive(ctx, api, table, created, clk)
+}
+
+// createTableInput is the CreateTable call of DynamoDBLeaseRefresher
+// .createTableRequestBuilder with the KCL's defaults (billingMode
+// PAY_PER_REQUEST, leaseTableDeletionProtectionEnabled and
+// leaseTablePitrEnabled false, no tags), the same in KCL 2.x and 3.x,
+// plus the 3.x index when asked (DynamoDBLeaseSerializer
+// .getWorkerIdToLeaseKeyIndexKeySchema and its attribute definitions).
+func createTableInput(table string, o TableOptions) *dynamodb.CreateTableInput {
+	s := func(name string) types.AttributeDefinition {
+		return types.AttributeDefinition{AttributeName: aws.String(name), AttributeType: types.ScalarAttributeTypeS}
+	}
+	in := &dynamodb.CreateTableInput{
+		TableName:            aws.String(table),
+		BillingMode:          types.BillingModePayPerRequest,
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String(AttrLeaseKey), KeyType: types.KeyTypeHash}},
+		AttributeDefinitions: []types.AttributeDefinition{s(AttrLeaseKey)},
+	}
+	if o.OwnerIndex {
+		in.AttributeDefinitions = append(in.AttributeDefinitions, s(AttrLeaseOwner))
+		in.GlobalSecondaryIndexes = []types.GlobalSecondaryIndex{{
+			IndexName: aws.String(KCL3IndexName),
+			KeySchema: []types.KeySchemaElement{
+				{AttributeName: aws.String(AttrLeaseOwner), KeyType: types.KeyTypeHash},
+				{AttributeName: aws.String(AttrLeaseKey), KeyType: types.KeyTypeRange},
+			},
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
+		}}
+	}
+	return in
 }
 
 // DescribeTable describes table; nil (and no error) when it does not exist.
@@ -98,7 +150,10 @@ func checkLeaseTableShape(table string, d *types.TableDescription) error {
 	return fmt.Errorf("table %q is not a KCL lease table: its key is %v, a lease table has a single hash key %q", table, keys, AttrLeaseKey)
 }
 
-func waitActive(ctx context.Context, api DescribeTableAPI, table string, clk clock.Clock) error {
+// waitActive polls until the table is ACTIVE, and with indexes its global
+// secondary indexes too (an index given at CreateTable is built with the
+// table; a status left out, as some emulators do, counts as ACTIVE).
+func waitActive(ctx context.Context, api DescribeTableAPI, table string, indexes bool, clk clock.Clock) error {
 	deadline := clk.Now().Add(tableWaitTimeout)
 	delay := tableFirstPoll
 	for {
@@ -106,7 +161,7 @@ func waitActive(ctx context.Context, api DescribeTableAPI, table string, clk clo
 		if err != nil {
 			return err
 		}
-		if desc != nil && desc.TableStatus == types.TableStatusActive {
+		if desc != nil && desc.TableStatus == types.TableStatusActive && (!indexes || indexesActive(desc)) {
 			return nil
 		}
 		if clk.Now().After(deadline) {
@@ -117,6 +172,15 @@ func waitActive(ctx context.Context, api DescribeTableAPI, table string, clk clo
 		}
 		delay = min(delay*2, tableMaxPollDelay)
 	}
+}
+
+func indexesActive(d *types.TableDescription) bool {
+	for _, g := range d.GlobalSecondaryIndexes {
+		if g.IndexStatus != "" && g.IndexStatus != types.IndexStatusActive {
+			return false
+		}
+	}
+	return true
 }
 
 // RegionOf reads the region from a *dynamodb.Client, for error messages;

@@ -22,11 +22,13 @@ const (
 )
 
 // PrepareImportTable readies the destination of an import allowed to
-// create it. A missing table is created only when execute is set, by the
-// same code as a consumer's table (leasecore.EnsureTable: on demand, hash
-// key leaseKey), so that a dry run writes nothing. Errors are the
-// table's, unwrapped, for the caller to explain.
-func PrepareImportTable(ctx context.Context, api leasecore.TableAPI, table string, execute bool) (ImportTable, error) {
+// create it. A missing table is created only when execute is set, so that
+// a dry run writes nothing, by create: the caller's creation of a
+// consumer's table (the KCL version's table and items, which this package
+// does not know), or with create nil KCL 2.x's (leasecore.EnsureTable: on
+// demand, hash key leaseKey). Errors are the table's, unwrapped, for the
+// caller to explain.
+func PrepareImportTable(ctx context.Context, api leasecore.TableAPI, table string, execute bool, create func(context.Context) error) (ImportTable, error) {
 	err := leasecore.EnsureTable(ctx, api, table, false)
 	var nf *leasecore.TableNotFoundError
 	if !errors.As(err, &nf) {
@@ -35,7 +37,10 @@ func PrepareImportTable(ctx context.Context, api leasecore.TableAPI, table strin
 	if !execute {
 		return ImportTableMissing, nil
 	}
-	if err := leasecore.EnsureTable(ctx, api, table, true); err != nil {
+	if create == nil {
+		create = func(ctx context.Context) error { return leasecore.EnsureTable(ctx, api, table, true) }
+	}
+	if err := create(ctx); err != nil {
 		return ImportTableMissing, err
 	}
 	return ImportTableCreated, nil

@@ -18,7 +18,7 @@ func TestPrepareImportTable(t *testing.T) {
 	ddb := emulator.DynamoDB(t)
 	table := emulator.Name(t, "imptable")
 
-	got, err := PrepareImportTable(ctx, ddb, table, false)
+	got, err := PrepareImportTable(ctx, ddb, table, false, nil)
 	if err != nil || got != ImportTableMissing {
 		t.Fatalf("dry run on a missing table: %v, %v; want ImportTableMissing", got, err)
 	}
@@ -27,7 +27,7 @@ func TestPrepareImportTable(t *testing.T) {
 		t.Fatalf("the dry run created the table (or failed to look): %v", err)
 	}
 
-	got, err = PrepareImportTable(ctx, ddb, table, true)
+	got, err = PrepareImportTable(ctx, ddb, table, true, nil)
 	if err != nil || got != ImportTableCreated {
 		t.Fatalf("execute on a missing table: %v, %v; want ImportTableCreated", got, err)
 	}
@@ -36,7 +36,7 @@ func TestPrepareImportTable(t *testing.T) {
 	}
 
 	for _, execute := range []bool{false, true} {
-		got, err = PrepareImportTable(ctx, ddb, table, execute)
+		got, err = PrepareImportTable(ctx, ddb, table, execute, nil)
 		if err != nil || got != ImportTableExists {
 			t.Errorf("existing table, execute=%v: %v, %v; want ImportTableExists", execute, got, err)
 		}

@@ -64,6 +64,11 @@ type Config struct {
 	Lease leasecore.Config
 	// CreateTable creates a missing lease table the way KCL does.
 	CreateTable bool
+	// KCLVersion is the KCL major version a table created here is made
+	// for: 3 (default) the table with its index and the items KCL 3.5
+	// writes for a new application under KCL3.ClientVersionConfig, 2 the
+	// KCL 2.x table (createtable.go). An existing table is never changed.
+	KCLVersion int
 	// Initial is where new leases start (KCL default LATEST). Its Timestamp
 	// is also what AT_TIMESTAMP checkpoints are read from, as in KCL.
 	Initial reshard.Position
@@ -143,6 +148,7 @@ func DefaultConfig() Config {
 			FailoverTime:              leasecore.DefaultFailoverTime,
 			MaxLeasesToStealAtOneTime: leasecore.DefaultMaxLeasesToStealAtOneTime,
 		},
+		KCLVersion:       3,
 		Initial:          reshard.Latest(),
 		MaxRecords:       DefaultMaxRecords,
 		IdleBetweenReads: DefaultIdleBetweenReads,
@@ -275,6 +281,9 @@ func (c Config) checkSettings() error {
 		{"max-retries", c.MaxRetries, processor.UnlimitedRetries, "be -1 (no limit) or more"},
 		{"max-leases-to-steal", c.Lease.MaxLeasesToStealAtOneTime, 1, "be at least 1"},
 		{"max-leases-for-worker", c.Lease.MaxLeasesForWorker, 0, "not be negative"},
+	}
+	if c.KCLVersion != 2 && c.KCLVersion != 3 {
+		return &SettingError{Setting: "kcl-version", Value: c.KCLVersion, Must: "be 2 or 3"}
 	}
 	if c.MaxRecords < 1 || c.MaxRecords > DefaultMaxRecords {
 		return &SettingError{Setting: "max-records", Value: c.MaxRecords, Must: fmt.Sprintf("be between 1 and %d", DefaultMaxRecords)}

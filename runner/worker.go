@@ -136,7 +136,7 @@ func (w *Worker) Shutdown() {
 // worker starts (no table, no stream) are returned as they are.
 func (w *Worker) Run(ctx context.Context) error {
 	cfg := w.cfg
-	if err := leasecore.EnsureTable(ctx, w.ddb, cfg.Table, cfg.CreateTable); err != nil {
+	if err := w.ensureTable(ctx); err != nil {
 		return err
 	}
 	// A 2.x-protocol worker would fight a 3.x leader for every lease: the

@@ -73,6 +73,9 @@ func (s stack) config(t *testing.T, id, out string, argv ...string) Config {
 	}
 	cfg := DefaultConfig()
 	cfg.App, cfg.Stream, cfg.WorkerID, cfg.CreateTable = s.table, reshard.Stream{Name: s.stream}, id, true
+	// These workers take their leases (KCL 2.x): a table created for 3.x
+	// waits for a leader.
+	cfg.KCLVersion = 2
 	cfg.Lease = leasecore.Config{FailoverTime: 1500 * time.Millisecond, TakerInterval: 300 * time.Millisecond, MaxLeasesToStealAtOneTime: 1}
 	cfg.Initial, cfg.IdleBetweenReads = reshard.TrimHorizon(), 100*time.Millisecond
 	cfg.BatchSize, cfg.Handler = 50, &processor.Handler{Argv: argv, Env: append(os.Environ(), "OUT="+out)}

@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"time"
@@ -8,7 +9,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kcltool/kcltool/cmd/cmdutil"
+	"github.com/kcltool/kcltool/coordination"
 	"github.com/kcltool/kcltool/internal/awserr"
+	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reset"
 )
 
@@ -22,6 +25,7 @@ type importOptions struct {
 	Prune       bool
 	SkipInvalid bool
 	CreateTable bool
+	KCLVersion  int
 }
 
 func newCheckpointImportCmd(f *cmdutil.Factory) *cobra.Command {
@@ -58,8 +62,10 @@ instead, for example to start a second consumer where the first one is:
 existing leases get the exported checkpoint, missing ones are created
 without an owner. A table that does not exist is reported; with
 --create-table the dry run plans against an empty table and --execute
-creates it first, the way kcltool run --create-table does (on demand, a
-single hash key leaseKey), then writes.
+creates it first, the same table kcltool run --create-table creates (on
+demand, a single hash key leaseKey; by default for KCL 3.x, with the
+LeaseOwnerToLeaseKeyIndex and the Migration3.0 item, --kcl-version 2 for
+KCL 2.x), then writes.
 
 The safety of checkpoint reset applies: a dry run by default, and with
 --execute a check that the application is stopped (--sample), a backup of
@@ -77,6 +83,9 @@ then get no owner, so their holders lose them).`,
 			if err := o.applyFlags.check(); err != nil {
 				return err
 			}
+			if o.KCLVersion != 2 && o.KCLVersion != 3 {
+				return cmdutil.UsageErrorf("--kcl-version must be 2 or 3, not %d", o.KCLVersion)
+			}
 			return runCheckpointImport(cmd, f, o)
 		},
 	}
@@ -89,7 +98,8 @@ then get no owner, so their holders lose them).`,
 	fl.StringSliceVar(&o.Shards, "shard", nil, "only these shards (ids or lease keys, comma-separated)")
 	fl.BoolVar(&o.Prune, "prune", false, "delete leases that are not in the export (never one whose key the file names)")
 	fl.BoolVar(&o.SkipInvalid, "skip-invalid", false, "apply the usable entries of a file with some that cannot be used, and exit 3 naming them (without it, such a file is refused whole)")
-	fl.BoolVar(&o.CreateTable, "create-table", false, "with --execute: create a missing lease table the way run does (on demand, hash key leaseKey)")
+	fl.BoolVar(&o.CreateTable, "create-table", false, "with --execute: create a missing lease table the way run does (on demand, hash key leaseKey; see --kcl-version)")
+	fl.IntVar(&o.KCLVersion, "kcl-version", 3, "with --create-table, the KCL the new table is made for, as run --kcl-version: 3 (the LeaseOwnerToLeaseKeyIndex and the Migration3.0 item at CLIENT_VERSION_3X) or 2")
 	return c
 }
 
@@ -123,7 +133,7 @@ func runCheckpointImport(cmd *cobra.Command, f *cmdutil.Factory, o *importOption
 	}
 	noTable := false
 	if o.CreateTable {
-		if noTable, err = ensureImportTable(cmd, f, dest, o.Execute); err != nil {
+		if noTable, err = ensureImportTable(cmd, f, dest, o.Execute, o.KCLVersion); err != nil {
 			return err
 		}
 	}
@@ -148,22 +158,40 @@ func runCheckpointImport(cmd *cobra.Command, f *cmdutil.Factory, o *importOption
 // ensureImportTable renders reset.PrepareImportTable for --create-table:
 // a missing table is created with --execute and only reported in a dry
 // run, which writes nothing. missing says the dry run is to plan against
-// an empty table.
-func ensureImportTable(cmd *cobra.Command, f *cmdutil.Factory, table string, execute bool) (missing bool, err error) {
+// an empty table. The table is run's (coordination.EnsureLeaseTable) for
+// kclVersion, with the items a KCL 3.5 worker under its default
+// clientVersionConfig writes; ModifiedBy names this command, the writer.
+func ensureImportTable(cmd *cobra.Command, f *cmdutil.Factory, table string, execute bool, kclVersion int) (missing bool, err error) {
 	ctx := cmd.Context()
 	ddb, err := f.DynamoDB(ctx)
 	if err != nil {
 		return false, err
 	}
-	got, err := reset.PrepareImportTable(ctx, ddb, table, execute)
+	app := coordination.NewApplication{}
+	if kclVersion == 3 {
+		app = coordination.NewKCL3Application(importWriter)
+	}
+	create := func(ctx context.Context) error {
+		_, err := coordination.EnsureLeaseTable(ctx, ddb, coordination.Tables{Lease: table}, true, app, f.Clock)
+		return err
+	}
+	got, err := reset.PrepareImportTable(ctx, ddb, table, execute, create)
 	if err != nil {
 		return false, cmdutil.ExplainAWS(err, f.AWSContext(table, ""))
 	}
 	if got == reset.ImportTableCreated {
-		fmt.Fprintf(f.IO.ErrOut, "kcltool: created lease table %q in %s (on demand, hash key leaseKey)\n", table, f.AWSContext(table, "").Region)
+		what := "on demand, hash key leaseKey: KCL 2.x"
+		if app.Index {
+			what = "on demand, hash key leaseKey, index " + leasecore.KCL3IndexName + ", " + app.ClientVersion + ": KCL 3.x, leases given by a leader"
+		}
+		fmt.Fprintf(f.IO.ErrOut, "kcltool: created lease table %q in %s (%s)\n", table, f.AWSContext(table, "").Region, what)
 	}
 	return got == reset.ImportTableMissing, nil
 }
+
+// importWriter is the mb (modified by) of the Migration3.0 item a created
+// table gets: the KCL writes its worker identifier there.
+const importWriter = "kcltool checkpoint import"
 
 // importTableMissing explains a destination table that does not exist:
 // which one, where, and the flag that creates it.
@@ -180,7 +208,7 @@ func importTableMissing(f *cmdutil.Factory, table string, dest cmdutil.AppFlags,
 	return &cmdutil.HintError{
 		Err: fmt.Errorf("lease table %q (%s) not found in %s", table, by, region),
 		Hints: []string{
-			"add --create-table to create it the way kcltool run --create-table does (on demand, hash key leaseKey): the dry run shows the leases it would write, --execute creates the table and writes them",
+			"add --create-table to create it the way kcltool run --create-table does (for KCL 3.x unless --kcl-version 2): the dry run shows the leases it would write, --execute creates the table and writes them",
 			fmt.Sprintf("or check the name (%s when the application set tableName) and --region", tableFlag),
 		},
 	}

@@ -123,7 +123,9 @@ var runSettings = []runSetting{
 	{flag: "max-leases-for-worker", env: "KCLTOOL_MAX_LEASES_FOR_WORKER", property: "maxLeasesForWorker", conv: propInt, field: "Lease.MaxLeasesForWorker", invalid: "-1",
 		usage: "most leases this worker holds (0: no limit)"},
 	{flag: "create-table", env: "KCLTOOL_CREATE_TABLE", field: "CreateTable", invalid: "maybe",
-		usage: "create a missing lease table the way the KCL does (on demand, hash key leaseKey)"},
+		usage: "create a missing lease table the way the KCL does (on demand, hash key leaseKey; see --kcl-version)"},
+	{flag: "kcl-version", env: "KCLTOOL_KCL_VERSION", field: "KCLVersion", invalid: "4", complete: []string{"3", "2"},
+		usage: "with --create-table, the KCL a new application's table is made for: 3, as KCL 3.5 makes it (the LeaseOwnerToLeaseKeyIndex and the Migration3.0 item, whose cv follows --client-version-config; leases are then given by a leader), or 2 (leases taken by the workers); an existing table keeps its mode"},
 
 	{flag: "shutdown-grace", env: "KCLTOOL_SHUTDOWN_GRACE", property: "shutdownGraceMillis", conv: propMillis, field: "ShutdownGrace", invalid: "0s",
 		usage: "on SIGTERM or Ctrl-C, how long running handlers may finish"},

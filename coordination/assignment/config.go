@@ -71,15 +71,17 @@ type Config struct {
 	// expired when its counter has not moved for longer than this
 	// (leaseDurationMillis of LeaseAssignmentManager).
 	FailoverTime time.Duration
-	// AssignmentInterval is leaseAssignmentIntervalMillis, 2 × FailoverTime
+	// AssignmentInterval is leaseAssignmentIntervalMillis (a key of the
+	// MultiLangDaemon too), 2 × FailoverTime
 	// by default. The Manager does not schedule itself; it is carried here
 	// for the runner and for Result.NextRunIn.
 	AssignmentInterval time.Duration
 	// ScanRate paces the leader's lease-table scan, in read units per
 	// second (0: DefaultScanRate; negative: unpaced, as the KCL).
 	ScanRate float64
-	// ScanSegments is the parallel scan's segment count (0: the KCL's
-	// LeaseTableScanSegmentResolver, one per 0.2 GB of table, 1 to 32).
+	// ScanSegments is leaseTableScanTotalSegments, the parallel scan's
+	// segment count (0: the KCL's LeaseTableScanSegmentResolver, one per
+	// 0.2 GB of table, 1 to 32).
 	ScanSegments int
 
 	// inMemoryWorkerMetricsCaptureFrequencyMillis, noOfPersistedMetricsPerWorkerMetrics

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
@@ -240,5 +241,74 @@ func TestRunGivesUpAfterThreeFailures(t *testing.T) {
 	m.Reset()
 	if err := runs(1); errors.Is(err, ErrGiveUpLeadership) {
 		t.Fatalf("first failure after Reset: %v, want no give-up", err)
+	}
+}
+
+// A handoff the old owner never completes (its batch never ends, and its
+// own timeout is far off) is forced by the leader with assignLease once
+// the handoff is older than gracefulLeaseHandoffTimeoutMillis + the
+// failover time (getCheckpointOwnerTimeoutTimestampMillis); until then the
+// lease is blocked (blockedOnPendingCheckpoint) and not written, which
+// the test checks as: no forced write before that time.
+func TestRunForcesATimedOutHandoff(t *testing.T) {
+	// Step 2 every run, so that the leader would move the lease again as
+	// soon as it may.
+	r := newRig(t, kcl3fleet.NewApp, Config{VarianceBalancingFrequency: 1}, 12)
+	r.joinWith(kcl3fleet.WorkerConfig{ID: "a", NeverFinishBatch: true, HandoffTimeout: time.Hour})
+	r.join("b")
+	r.cycle()
+	r.cycle()
+	r.join("c")
+	started := map[string]time.Time{}
+	forced := 0
+	blocked := 0
+	for i := 0; i < 9; i++ {
+		now := r.clk.Now()
+		res := r.cycle()
+		blocked += res.Blocked
+		for _, mv := range res.Moves {
+			switch {
+			case mv.Graceful && mv.From == "a" && mv.Done:
+				started[mv.Key] = now
+			case !mv.Graceful && mv.From == "a" && mv.Done:
+				at, ok := started[mv.Key]
+				if !ok {
+					t.Fatalf("run %d: %+v forced without a handoff started", i, mv)
+				}
+				if d := now.Sub(at); d < r.m.cfg.HandoffTimeout+r.m.cfg.FailoverTime {
+					t.Fatalf("run %d: handoff of %s forced %v after it started, before the timeout", i, mv.Key, d)
+				}
+				forced++
+			}
+		}
+	}
+	if len(started) == 0 || forced == 0 {
+		t.Fatalf("handoffs from a %d, forced %d: want some of each", len(started), forced)
+	}
+	t.Logf("%d handoffs from a, %d forced after the timeout, %d moves blocked meanwhile", len(started), forced, blocked)
+}
+
+// Workers that report CPU are balanced on it: a worker at 90% beside one
+// at 30% (average 60, both outside ±10%) gives throughput × (90 − 60)/90
+// × 60% of its leases, by graceful handoff, to the cooler one; the cooler
+// one gives nothing.
+func TestRunBalancesOnCPU(t *testing.T) {
+	r := newRig(t, kcl3fleet.NewApp, Config{}, 12)
+	cpu := func(v float64) kcl3fleet.Metrics {
+		return kcl3fleet.Metrics{Stats: map[string][]float64{"C": {v, v}}, Range: map[string][]int64{"C": {100}}}
+	}
+	r.joinWith(kcl3fleet.WorkerConfig{ID: "hot", Metrics: cpu(50)})
+	r.joinWith(kcl3fleet.WorkerConfig{ID: "cool", Metrics: cpu(50)})
+	r.cycle() // even CPU: 6 each, no rebalancing
+	if by, _ := r.owners(); by["hot"] != 6 || by["cool"] != 6 {
+		t.Fatalf("owners %v, want 6 each", by)
+	}
+	r.joinWith(kcl3fleet.WorkerConfig{ID: "hot", Metrics: cpu(90)})
+	r.joinWith(kcl3fleet.WorkerConfig{ID: "cool", Metrics: cpu(30)})
+	r.m.Reset() // a new leadership: step 2 in its first run
+	res := r.run()
+	// 6 leases of 1 KBps × 30/90 × 0.6 = 1.2 KBps: one lease.
+	if !res.Rebalanced || len(res.Moves) != 1 || res.Moves[0].From != "hot" || res.Moves[0].To != "cool" || !res.Moves[0].Graceful {
+		t.Fatalf("run %+v: want one handoff from hot to cool", res)
 	}
 }

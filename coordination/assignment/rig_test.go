@@ -40,7 +40,8 @@ const tick = 10 * time.Second / 3
 
 func newRig(t *testing.T, kind kcl3fleet.Kind, cfg Config, leases int) *rig {
 	t.Helper()
-	ctx := context.Background()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel) // ends the followers' handoff timers
 	clk := clocktest.New(time.Unix(1_790_000_000, 0))
 	f := kcl3fleet.Setup(t, emulator.DynamoDB(t), kcl3fleet.Layout{Kind: kind})
 	f.Clock = clk
@@ -60,14 +61,18 @@ func newRig(t *testing.T, kind kcl3fleet.Kind, cfg Config, leases int) *rig {
 		workers: map[string]*kcl3fleet.OtherWorker{}, dead: map[string]bool{}}
 }
 
-// join adds a follower that reports its metrics at once.
+// join adds followers that report their metrics at once.
 func (r *rig) join(ids ...string) {
 	for _, id := range ids {
-		w := r.f.NewWorker(kcl3fleet.WorkerConfig{ID: id})
-		r.workers[id] = w
-		if err := w.ReportMetrics(r.ctx); err != nil {
-			r.t.Fatal(err)
-		}
+		r.joinWith(kcl3fleet.WorkerConfig{ID: id})
+	}
+}
+
+func (r *rig) joinWith(cfg kcl3fleet.WorkerConfig) {
+	w := r.f.NewWorker(cfg)
+	r.workers[cfg.ID] = w
+	if err := w.ReportMetrics(r.ctx); err != nil {
+		r.t.Fatal(err)
 	}
 }
 

@@ -3,6 +3,9 @@
 // background, runs two `kcltool run` workers with the sample handler
 // (examples/handler.sh), splits a shard, stops one worker so that the other
 // takes over, shows the operator views, and stops the workers cleanly.
+// The workers run a KCL 2.x application (--kcl-version 2): they take their
+// leases themselves, which is what the demo shows; a table created for
+// KCL 3.x (run's default) gives leases only through a leader.
 // With -keep (make demo KEEP=1) it ends by saying how to explore what it
 // left in the servers, which the Makefile then leaves running.
 package main
@@ -284,7 +287,7 @@ type worker struct {
 
 func startWorker(ctx context.Context, bin, handler, dir, id string) (*worker, error) {
 	cmd := exec.CommandContext(ctx, bin, "run", "--app", app, "--stream", app, "--worker-id", id,
-		"--create-table", "--initial-position", "TRIM_HORIZON", "--exec", handler,
+		"--create-table", "--kcl-version", "2", "--initial-position", "TRIM_HORIZON", "--exec", handler,
 		// Short timings, so that the demo shows in seconds what takes the
 		// KCL's defaults a minute.
 		"--failover-time", "3s", "--taker-interval", "1s", "--parent-poll-interval", "1s",
