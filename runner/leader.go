@@ -38,9 +38,12 @@ type leaderSide struct {
 	mgr  *assignment.Manager
 	// giveUp carries a term's request to release the lock.
 	giveUp chan struct{}
-	// stopped closes when loop has returned.
-	stopped chan struct{}
-	cancel  context.CancelFunc
+	// quit asks loop to return between two polls; stopped closes when it
+	// has. A poll is never cut short by the stop: a heartbeat cancelled in
+	// flight may apply unseen, and the release's condition (the version
+	// this worker knows) would then fail and leave the lock standing.
+	quit, stopped chan struct{}
+	quitOnce      sync.Once
 
 	mu      sync.Mutex
 	term    *leaderTerm
@@ -83,7 +86,7 @@ func newLeaderSide(w *Worker) *leaderSide {
 		acfg.WorkerMetricsReporterFreq = cfg.KCL3.WorkerMetricsInterval
 	}
 	mgr := assignment.NewManager(w.leaseDDB, w.kcl3Tables(), acfg, w.clock, w.log)
-	return &leaderSide{w: w, lock: lock, mgr: mgr, giveUp: make(chan struct{}, 1), stopped: make(chan struct{})}
+	return &leaderSide{w: w, lock: lock, mgr: mgr, giveUp: make(chan struct{}, 1), quit: make(chan struct{}), stopped: make(chan struct{})}
 }
 
 // start runs the election loop until stop or ctx ends.
@@ -91,9 +94,8 @@ func (l *leaderSide) start(ctx context.Context) {
 	if l.w.cfg.KCL3.NoLeader {
 		return
 	}
-	ctx, cancel := context.WithCancel(ctx)
 	l.mu.Lock()
-	l.cancel, l.started = cancel, true
+	l.started = true
 	l.mu.Unlock()
 	go l.loop(ctx)
 }
@@ -114,6 +116,9 @@ func (l *leaderSide) loop(ctx context.Context) {
 		t := l.w.clock.NewTimer(l.lock.NextPoll())
 		select {
 		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-l.quit:
 			t.Stop()
 			return
 		case <-l.giveUp:
@@ -296,12 +301,12 @@ func (l *leaderSide) stopAssigning() {
 		return
 	}
 	l.mu.Lock()
-	cancel, started := l.cancel, l.started
+	started := l.started
 	l.mu.Unlock()
 	if !started {
 		return
 	}
-	cancel()
+	l.quitOnce.Do(func() { close(l.quit) })
 	<-l.stopped
 }
 

@@ -109,6 +109,9 @@ func NewWorker(cfg Config, ddb DynamoDBAPI, kin KinesisAPI) (*Worker, error) {
 	if w.metrics == nil {
 		w.metrics = metrics.New()
 	}
+	// Made here, not in Run, so that it is never written while the worker
+	// runs (the metrics and tests read it).
+	w.leader = newLeaderSide(w)
 	if cfg.CloudWatch != nil {
 		w.cw = metrics.NewCloudWatch(deadlineCloudWatch{api: cfg.CloudWatch, d: cloudWatchTimeout}, cfg.App, cfg.WorkerID, cfg.Clock, w.log)
 	}
@@ -173,7 +176,6 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	w.mu.Lock()
 	w.coord = coord
-	w.leader = newLeaderSide(w)
 	w.mu.Unlock()
 	w.metrics.Bind(cfg.App, w.streamsLabel(), cfg.WorkerID, coord.Stats, w.slots.InUse, w.clock)
 	w.metrics.BindLeader(w.leader.Stats)
