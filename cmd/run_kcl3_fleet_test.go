@@ -139,6 +139,13 @@ func TestRunKCL3KillWorker(t *testing.T) {
 		return kcl3RunArgs(s, id, "--batch-size", strconv.Itoa(batchSize), "--exec", fleetHandler)
 	}
 	watch := checkpointWatch(t, f)
+	// The Java leader holds the lock from the start (kcltool workers
+	// contend for it, and would lead a fleet without one); it assigns only
+	// once both workers report metrics.
+	leader := f.NewLeader(kcl3Timings)
+	if ok, err := leader.TakeLock(context.Background()); !ok || err != nil {
+		t.Fatalf("the Java leader takes the lock: %v %v", ok, err)
+	}
 
 	a := startWorker(t, "A", env, args("A")...)
 	b := startWorker(t, "B", env, args("B")...)
@@ -156,7 +163,6 @@ func TestRunKCL3KillWorker(t *testing.T) {
 		}
 		return ids["A"] && ids["B"]
 	})
-	leader := f.NewLeader(kcl3Timings)
 	runLeader(t, leader)
 	eventuallyE2E(t, 60*time.Second, "the leader to give leases to A and B", func() bool {
 		o := fleetOwners(t, f)

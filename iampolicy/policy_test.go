@@ -173,8 +173,9 @@ func TestAllows(t *testing.T) {
 
 // TestRunGrantsKCL3: every run may meet a KCL 3.x table, so its policy
 // holds the 3.x worker's calls: Query on the index and nowhere else, the
-// side tables named after the application or by their flags, read-only
-// CoordinatorState, and only this worker's own upsert in WorkerMetricStats.
+// side tables named after the application or by their flags, the leader
+// lock's writes in CoordinatorState (every worker contends), and in
+// WorkerMetricStats this worker's own upsert and the leader's Scan.
 func TestRunGrantsKCL3(t *testing.T) {
 	tg := target("run", "app", "orders", "table", "orders-leases", "stream", "s")
 	tg.Region, tg.Account = "eu-west-1", "123456789012"
@@ -193,11 +194,14 @@ func TestRunGrantsKCL3(t *testing.T) {
 		{"dynamodb:Query", arn("orders") + "/index/LeaseOwnerToLeaseKeyIndex", false},
 		{"dynamodb:DescribeTable", arn("orders-CoordinatorState"), true},
 		{"dynamodb:GetItem", arn("orders-CoordinatorState"), true},
-		{"dynamodb:UpdateItem", arn("orders-CoordinatorState"), false}, // the leader's table
-		{"dynamodb:PutItem", arn("orders-CoordinatorState"), false},
+		// The leader lock: acquire, heartbeat, release (runner/leader.go).
+		{"dynamodb:PutItem", arn("orders-CoordinatorState"), true},
+		{"dynamodb:UpdateItem", arn("orders-CoordinatorState"), true},
+		{"dynamodb:DeleteItem", arn("orders-CoordinatorState"), true},
+		{"dynamodb:CreateTable", arn("orders-CoordinatorState"), false},
 		{"dynamodb:DescribeTable", arn("orders-WorkerMetricStats"), true},
 		{"dynamodb:UpdateItem", arn("orders-WorkerMetricStats"), true},
-		{"dynamodb:Scan", arn("orders-WorkerMetricStats"), false},      // other workers' items
+		{"dynamodb:Scan", arn("orders-WorkerMetricStats"), true},       // the leader's run reads every worker's item
 		{"dynamodb:DeleteItem", arn("orders-WorkerMetricStats"), true}, // its own item, at a graceful stop
 		// In the single-table layout, the metrics item and the coordination
 		// items are lease-table items.

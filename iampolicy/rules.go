@@ -27,19 +27,26 @@ var rules = []rule{
 	//    UpdateItem and GetItem on the lease table, granted above, as are
 	//    the worker-metrics item and the Migration3.0 / TableMigration3.5 /
 	//    leader items when they live in the lease table.
-	//  - CoordinatorState: read only. DescribeTable tells whether the side
-	//    table exists (the layout); GetItem reads Migration3.0,
-	//    TableMigration3.5 and the leader lock. A worker never writes there:
-	//    the leader and the KCL's migration tool do.
+	//  - CoordinatorState: DescribeTable tells whether the side table
+	//    exists (the layout); GetItem reads Migration3.0, TableMigration3.5
+	//    and the leader lock. Every worker contends for the leader lock
+	//    (runner/leader.go, coordination.LeaderLock, written as
+	//    dynamodb-lock-client writes it): PutItem to acquire, UpdateItem to
+	//    heartbeat, DeleteItem to release, all conditional and on the
+	//    Leader item only. Migration3.0 is written by the KCL's migration
+	//    tool and kcltool migration, not by run.
 	//  - WorkerMetricStats: DescribeTable (the layout) and UpdateItem, the
 	//    upsert of this worker's own item (WorkerMetricStatsDAO's
 	//    updateItem with ignoreNulls), and DeleteItem of that item at a
 	//    graceful stop (coordination.Reporter.Remove), so that the leader
-	//    stops counting the worker before its leases are evicted. Other
-	//    workers' items are never read.
+	//    stops counting the worker before its leases are evicted. Scan: the
+	//    leader reads every worker's item at each assignment run until the
+	//    table migration is COMPLETE (MigrationAwareLAMDataManager). In the
+	//    lease-table layout the same calls fall on the lease table, granted
+	//    above.
 	{cmds("run"), always, leaseOwnerIndex, dynamodb("Query")},
-	{cmds("run"), always, coordinatorStateTable, dynamodb("DescribeTable", "GetItem")},
-	{cmds("run"), always, workerMetricsTable, dynamodb("DescribeTable", "UpdateItem", "DeleteItem")},
+	{cmds("run"), always, coordinatorStateTable, dynamodb("DescribeTable", "GetItem", "PutItem", "UpdateItem", "DeleteItem")},
+	{cmds("run"), always, workerMetricsTable, dynamodb("DescribeTable", "Scan", "UpdateItem", "DeleteItem")},
 	// DescribeStreamSummary gives multi-stream leases their account and
 	// epoch (runner/multistream.go); the table's own keys can select that
 	// mode for a single --stream, so it is always granted.

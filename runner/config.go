@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kcltool/kcltool/coordination/assignment"
 	"log/slog"
 	"time"
 
@@ -327,6 +328,25 @@ type KCL3Config struct {
 	// LeaseAssignmentInterval is leaseAssignmentIntervalMillis; zero means
 	// 2 × the failover time.
 	LeaseAssignmentInterval time.Duration
+	// LeaderLease is the leaseDuration this worker writes in the leader
+	// lock when it leads (runner/leader.go); zero means 2 × the failover
+	// time (the KCL writes 120 s, dynamoDbLockBasedLeaderLeaseDurationInMillis).
+	LeaderLease time.Duration
+	// NoLeader keeps this worker out of the leader election: it never
+	// takes the lock, so it never assigns leases nor audits shards (a
+	// follower only, as kcltool was before issue 26).
+	NoLeader bool
+	// ShardAuditInterval is the leader's shard audit frequency
+	// (leasesRecoveryAuditorExecutionFrequencyMillis); zero means
+	// DefaultShardAuditInterval. In KCL 3.x mode it replaces
+	// ShardSyncInterval, and only the leader audits (leader_audit.go).
+	ShardAuditInterval time.Duration
+	// Assignment is the leader's assignment settings: the strategy, the
+	// scan's pace, and the WorkerUtilizationAwareAssignmentConfig keys of
+	// a 3.x properties file. FailoverTime, AssignmentInterval and, when
+	// zero, HandoffTimeout and WorkerMetricsReporterFreq come from the
+	// settings above; GracefulHandoff decides NoGracefulHandoff.
+	Assignment assignment.Config
 	// GracefulHandoff is isGracefulLeaseHandoffEnabled (default true);
 	// HandoffTimeout is gracefulLeaseHandoffTimeoutMillis (default 30 s).
 	GracefulHandoff bool

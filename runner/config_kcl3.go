@@ -31,6 +31,9 @@ func (k KCL3Config) check() error {
 		// Zero is valid: 2 × the failover time, as the KCL's
 		// LeaseManagementConfig.leaseAssignmentIntervalMillis().
 		{"lease-assignment-interval", k.LeaseAssignmentInterval, 0},
+		// Zero: 2 × the failover time (leader.go); zero: 2 minutes.
+		{"leader-lease", k.LeaderLease, 0},
+		{"shard-audit-interval", k.ShardAuditInterval, 0},
 		// A handoff with no time to checkpoint, or metrics never written,
 		// are not settings.
 		{"handoff-timeout", k.HandoffTimeout, 1},

@@ -41,12 +41,14 @@ func (r *shardRun) requestHandoff() {
 func (w *Worker) handOff(r *shardRun, key string, to string) {
 	defer w.runsWG.Done()
 	started := w.clock.Now()
+	timedOut := false
 	if r != nil {
 		t := w.clock.NewTimer(w.cfg.KCL3.HandoffTimeout)
 		select {
 		case <-r.done:
 			t.Stop()
 		case <-t.C():
+			timedOut = true
 			r.log.Warn("graceful handoff timed out: stopping the shard's handler before transferring the lease; its batch is not checkpointed and the new owner handles it again",
 				"timeout", w.cfg.KCL3.HandoffTimeout, "to", to)
 			r.cancel(errHandoffTimeout)
@@ -77,7 +79,9 @@ func (w *Worker) handOff(r *shardRun, key string, to string) {
 		w.log.Warn("could not transfer the lease to its next owner; released it instead", "lease", key, "to", to, "err", err)
 		return
 	}
-	w.log.Info("lease handed over to its next owner", "lease", key, "to", to, "after", w.clock.Now().Sub(started).Round(time.Millisecond))
+	took := w.clock.Now().Sub(started)
+	w.metrics.HandedOver(took, timedOut)
+	w.log.Info("lease handed over to its next owner", "lease", key, "to", to, "after", took.Round(time.Millisecond))
 }
 
 // startHandoff handles a LeaseHandoff event; the caller holds w.mu. The

@@ -59,7 +59,9 @@ type Worker struct {
 	mode       coordination.State
 	assignedAt time.Time
 	kcl3       kcl3Side
-	runsWG     sync.WaitGroup
+	// leader is this worker's part in the KCL 3.x leadership (leader.go).
+	leader *leaderSide
+	runsWG sync.WaitGroup
 
 	// runCtx is the parent of every shard run; cancelling it kills running
 	// handlers without another checkpoint (a crash, a lapsed grace).
@@ -107,6 +109,9 @@ func NewWorker(cfg Config, ddb DynamoDBAPI, kin KinesisAPI) (*Worker, error) {
 	if w.metrics == nil {
 		w.metrics = metrics.New()
 	}
+	// Made here, not in Run, so that it is never written while the worker
+	// runs (the metrics and tests read it).
+	w.leader = newLeaderSide(w)
 	if cfg.CloudWatch != nil {
 		w.cw = metrics.NewCloudWatch(deadlineCloudWatch{api: cfg.CloudWatch, d: cloudWatchTimeout}, cfg.App, cfg.WorkerID, cfg.Clock, w.log)
 	}
@@ -154,7 +159,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := w.syncShards(ctx); err != nil {
+	if err := w.initialSync(ctx, mode); err != nil {
 		if ctx.Err() != nil || awserr.NotFound(err) {
 			return err
 		}
@@ -173,6 +178,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.coord = coord
 	w.mu.Unlock()
 	w.metrics.Bind(cfg.App, w.streamsLabel(), cfg.WorkerID, coord.Stats, w.slots.InUse, w.clock)
+	w.metrics.BindLeader(w.leader.Stats)
 	w.runCtx, w.cancelRuns = context.WithCancelCause(ctx)
 	loopsCtx, stopLoops := context.WithCancel(ctx)
 	var loops sync.WaitGroup
@@ -197,6 +203,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	w.kcl3.start(ctx, w, mode)
 	defer w.kcl3.stop(context.WithoutCancel(ctx))
+	// Started after the coordinator: a leader's first run then finds this
+	// worker's own leases already read. It ends with loopsCtx; a graceful
+	// stop releases the lock (stopGracefully).
+	w.leader.start(loopsCtx)
 	w.log.Info("lease assignment mode", "assignment", mode.Assignment.String(), "layout", mode.Layout.String(), "reportMetrics", mode.ReportMetrics, "reason", mode.Reason)
 	w.log.Info("worker started", "app", cfg.App, "table", cfg.Table, "stream", w.streamsLabel(),
 		"initialPosition", cfg.Initial.Kind, "failover", coord.Config().FailoverTime, "batchSize", cfg.BatchSize, "maxParallel", cfg.MaxParallel)
@@ -206,6 +216,10 @@ func (w *Worker) Run(ctx context.Context) error {
 		return w.stopNow(ctx)
 	case <-w.shutdown:
 	}
+	// The leader's run in progress is dropped at once, as the KCL's
+	// graceful shutdown stops its LeaseAssignmentManager first; the lock
+	// is released after the leases (stopGracefully).
+	w.leader.stopAssigning()
 	stopLoops()
 	if err := w.stopGracefully(ctx, stopCW, &cwDone); err != nil {
 		return err
@@ -265,6 +279,11 @@ func (w *Worker) stopGracefully(ctx context.Context, stopCW context.CancelFunc, 
 		}
 		w.log.Warn("could not release every lease; the rest expire after the failover time", "err", err)
 	}
+	// Last of the three, as the KCL's Scheduler.shutdown releases its lock
+	// after its leases: the next leader, at its next poll, finds this
+	// worker's leases unowned and its metrics item gone, and assigns them
+	// in its first run (leader.go, releaseLock).
+	w.leader.releaseLock(rctx)
 	stopCW()
 	cwDone.Wait()
 	if w.cw != nil {
@@ -341,9 +360,15 @@ func (w *Worker) onEvent(e leasecore.LeaseEvent) {
 
 // syncLoop runs KCL's periodic shard sync, so that shards nobody holds a
 // lease for (new streams' shards, a reshard the fleet missed) get leases.
+//
+// In KCL 3.x mode it is the leader's audit instead (leader_audit.go):
+// followers sync only when asked (a merge child waiting for its other
+// parent's lease), never on the timer.
 func (w *Worker) syncLoop(ctx context.Context) {
+	var audit shardAudit
 	for {
-		t := w.clock.NewTimer(w.cfg.ShardSyncInterval)
+		t := w.clock.NewTimer(w.syncInterval())
+		asked := false
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -351,8 +376,19 @@ func (w *Worker) syncLoop(ctx context.Context) {
 		case <-t.C():
 		case <-w.syncNow:
 			t.Stop()
+			asked = true
 		}
-		if err := w.syncShards(ctx); err != nil && ctx.Err() == nil {
+		var err error
+		switch {
+		case w.currentMode().Assignment != leasecore.AssignByLeader || asked:
+			audit = shardAudit{}
+			err = w.syncShards(ctx)
+		case w.isLeader():
+			err = w.auditShards(ctx, &audit)
+		default:
+			audit = shardAudit{} // a new leadership audits afresh
+		}
+		if err != nil && ctx.Err() == nil {
 			w.log.Info("shard sync failed; trying again later", "err", err)
 		}
 	}

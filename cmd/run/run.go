@@ -56,6 +56,9 @@ type runOptions struct {
 
 	MetricsAddr       string
 	CloudWatchMetrics bool
+
+	// Assignment is --assignment: throughput or lease-count.
+	Assignment string
 }
 
 // NewCmd returns `kcltool run`.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kcltool/kcltool/cmd/cmdutil"
+	"github.com/kcltool/kcltool/coordination/assignment"
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
 	"github.com/kcltool/kcltool/runner"
@@ -43,6 +44,14 @@ func (o *runOptions) workerConfig(f *cmdutil.Factory) (runner.Config, error) {
 		cfg.App = table
 	}
 	cfg.Initial = initial
+	switch o.Assignment {
+	case "throughput":
+		cfg.KCL3.Assignment.Strategy = assignment.ByThroughput
+	case "lease-count":
+		cfg.KCL3.Assignment.Strategy = assignment.ByLeaseCount
+	default:
+		return runner.Config{}, cmdutil.UsageErrorf("invalid --assignment %q: use throughput or lease-count", o.Assignment)
+	}
 	cfg.Handler = &processor.Handler{Argv: argv, Format: format, Timeout: o.cfg.Handler.Timeout, Env: f.Environ(), Clock: f.Clock}
 	cfg.Metrics, cfg.Log, cfg.Clock = metrics.New(), f.Logger(), f.Clock
 	if cfg.FanOut, err = o.fanOut(f, len(streams)); err != nil {
@@ -163,3 +172,6 @@ func (o *runOptions) streamMode() runner.StreamMode {
 	}
 	return runner.StreamModeSingle
 }
+
+// scanRateDefault says --leader-scan-rate's default in its help.
+var scanRateDefault = strconv.FormatFloat(assignment.DefaultScanRate, 'f', -1, 64) + " read units per second, so that a 10,000-lease scan (about 300 units) is spread over seconds"

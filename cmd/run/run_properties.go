@@ -114,6 +114,9 @@ type propertiesRun struct {
 	// apply yet, and the per-service endpoints.
 	extra    []configRow
 	warnings []string
+	// leaderKeys are the KCL 3.x leader's assignment keys the file set,
+	// checked (applyLeaderKeys).
+	leaderKeys map[string]string
 }
 
 // loadProperties reads and applies a properties file to cmd's flags (those
@@ -251,6 +254,7 @@ func (p *propertiesRun) configure(cfg *runner.Config) {
 		return
 	}
 	cfg.MultiLangEmptyPages = p.emptyPages && cfg.MultiLang
+	p.applyLeaderKeys(&cfg.KCL3.Assignment)
 }
 
 // applyStreamARN: streamArn names the stream and its region. A region

@@ -6,8 +6,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/kcltool/kcltool/cmd/cmdutil"
+	"github.com/kcltool/kcltool/coordination/assignment"
 	"github.com/kcltool/kcltool/internal/javaprops"
 )
 
@@ -28,10 +30,14 @@ import (
 type kcl3Role int
 
 const (
-	// kcl3Leader: read only by the KCL 3.x leader (LeaseAssignmentManager,
-	// MigrationAwareLAMDataManager, TableMigrationStateMachineImpl's
-	// leader handlers). kcltool runs no leader yet: recorded, one warning.
+	// kcl3Leader: read only by the KCL 3.x leader's LeaseAssignmentManager
+	// (WorkerUtilizationAwareAssignmentConfig): applied to the assignment
+	// a kcltool worker runs when it leads (applyLeaderKeys).
 	kcl3Leader kcl3Role = iota
+	// kcl3LeaderOther: read by the KCL 3.x leader's table migration
+	// (TableMigrationStateMachineImpl's leader handlers), which kcltool's
+	// leader does not run: recorded, one warning.
+	kcl3LeaderOther
 	// kcl3Table: how the side tables are created (DdbTableConfig). kcltool
 	// never creates them; recorded quietly.
 	kcl3Table
@@ -61,7 +67,7 @@ var kcl3Keys = map[string]kcl3Key{
 	"workerMetricsEMAAlpha":                  {role: kcl3Leader, kind: "double"},
 	"staleWorkerMetricsEntryCleanupDuration": {role: kcl3Leader, kind: "duration"},
 	// CoordinatorConfig: the leader's wait before PENDING becomes COMPLETE.
-	"tableMigrationCompleteBakeTimeSeconds": {role: kcl3Leader, kind: "int"},
+	"tableMigrationCompleteBakeTimeSeconds": {role: kcl3LeaderOther, kind: "int"},
 
 	// The worker's own metrics (WorkerMetricStatsManager, Scheduler's
 	// selectWorkerMetricsIfAvailable): kcltool samples and keeps as the
@@ -142,7 +148,13 @@ func (p *propertiesRun) applyKCL3Keys(f *cmdutil.Factory) error {
 		row := configRow{Setting: k, Value: v, Source: sourceFile, Property: k}
 		switch key.role {
 		case kcl3Leader:
-			row.Note = "a KCL 3.x leader's setting: read, used by a kcltool leader in a later version"
+			row.Note = "a KCL 3.x leader's setting: used when this worker leads"
+			if p.leaderKeys == nil {
+				p.leaderKeys = map[string]string{}
+			}
+			p.leaderKeys[k] = v
+		case kcl3LeaderOther:
+			row.Note = "a KCL 3.x leader's table-migration setting: read, not used (kcltool's leader does not move entities between tables)"
 			leader = append(leader, e)
 		case kcl3Table:
 			row.Note = "how the KCL creates its 3.x side tables: used only if kcltool creates them, which it does not"
@@ -159,7 +171,7 @@ func (p *propertiesRun) applyKCL3Keys(f *cmdutil.Factory) error {
 		for i, e := range leader {
 			names[i] = e.Key
 		}
-		p.warn(f, "properties keys "+strings.Join(names, ", ")+" are settings of a KCL 3.x leader: read, used by a kcltool leader in a later version (this worker follows the fleet's leader)", leader[0])
+		p.warn(f, "properties keys "+strings.Join(names, ", ")+" are settings of a KCL 3.x leader's table migration: read, not used (kcltool's leader does not move entities between tables)", leader[0])
 	}
 	return nil
 }
@@ -167,4 +179,53 @@ func (p *propertiesRun) applyKCL3Keys(f *cmdutil.Factory) error {
 func isKCL3Key(k string) bool {
 	_, ok := kcl3Keys[k]
 	return ok
+}
+
+// applyLeaderKeys sets the leader's assignment settings from the
+// WorkerUtilizationAwareAssignmentConfig keys the file has (checked by
+// applyKCL3Keys). A value the MultiLangDaemon would pass on as zero
+// leaves kcltool's field zero, which is the KCL's default there.
+func (p *propertiesRun) applyLeaderKeys(a *assignment.Config) {
+	for k, v := range p.leaderKeys {
+		switch k {
+		case "maxThroughputPerHostKBps":
+			a.MaxThroughputPerHostKBps, _ = strconv.ParseFloat(v, 64)
+		case "dampeningPercentage":
+			a.DampeningPercentage, _ = strconv.Atoi(v)
+		case "reBalanceThresholdPercentage":
+			a.ReBalanceThresholdPercentage, _ = strconv.Atoi(v)
+		case "allowThroughputOvershoot":
+			a.NoThroughputOvershoot = v == "false"
+		case "varianceBalancingFrequency":
+			a.VarianceBalancingFrequency, _ = strconv.Atoi(v)
+		case "workerMetricsEMAAlpha":
+			a.WorkerMetricsEMAAlpha, _ = strconv.ParseFloat(v, 64)
+		case "staleWorkerMetricsEntryCleanupDuration":
+			a.StaleWorkerMetricsEntryCleanupDuration, _ = parseISODuration(v)
+		}
+	}
+}
+
+// parseISODuration reads the java.time.Duration syntax isoDuration
+// accepts (days, hours, minutes, seconds).
+func parseISODuration(v string) (time.Duration, error) {
+	m := isoDuration.FindStringSubmatch(v)
+	if m == nil {
+		return 0, fmt.Errorf("not an ISO-8601 duration")
+	}
+	var d time.Duration
+	for _, part := range []struct {
+		s    string
+		unit time.Duration
+	}{{m[1], 24 * time.Hour}, {m[4], time.Hour}, {m[6], time.Minute}, {m[8], time.Second}} {
+		if part.s == "" {
+			continue
+		}
+		n, err := strconv.ParseFloat(strings.TrimRight(strings.ToUpper(part.s), "DHMS"), 64)
+		if err != nil {
+			return 0, err
+		}
+		d += time.Duration(n * float64(part.unit))
+	}
+	return d, nil
 }

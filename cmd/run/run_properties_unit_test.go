@@ -1,8 +1,11 @@
 package run
 
 import (
+	"time"
+
 	"bytes"
 	"context"
+	"github.com/kcltool/kcltool/coordination/assignment"
 	"os"
 	"path/filepath"
 	"strings"
@@ -96,5 +99,35 @@ func TestPropertiesProgramResolution(t *testing.T) {
 	}
 	if got := resolveProgram("missing.py", dir); got != "missing.py" {
 		t.Errorf("missing: %q, want it unchanged", got)
+	}
+}
+
+// TestPropertiesLeaderKeys: the WorkerUtilizationAwareAssignmentConfig
+// keys of a 3.x file reach the leader's assignment settings.
+func TestPropertiesLeaderKeys(t *testing.T) {
+	props := "applicationName = orders\nstreamName = orders\nRetrievalMode = POLLING\nexecutableName = node app.js\n" + `maxThroughputPerHostKBps = 4096
+dampeningPercentage = 50
+reBalanceThresholdPercentage = 15
+allowThroughputOvershoot = false
+varianceBalancingFrequency = 4
+workerMetricsEMAAlpha = 0.4
+staleWorkerMetricsEntryCleanupDuration = P1DT12H
+`
+	path := filepath.Join(t.TempDir(), "app.properties")
+	if err := os.WriteFile(path, []byte(props), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := cmdutil.NewFactory(&cmdutil.IOStreams{Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}, func(string) string { return "" })
+	p, err := loadProperties(NewCmd(f), f, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg runner.Config
+	p.configure(&cfg)
+	a := cfg.KCL3.Assignment
+	want := assignment.Config{MaxThroughputPerHostKBps: 4096, DampeningPercentage: 50, ReBalanceThresholdPercentage: 15,
+		NoThroughputOvershoot: true, VarianceBalancingFrequency: 4, WorkerMetricsEMAAlpha: 0.4, StaleWorkerMetricsEntryCleanupDuration: 36 * time.Hour}
+	if a != want {
+		t.Errorf("assignment config %+v, want %+v", a, want)
 	}
 }

@@ -156,6 +156,21 @@ var runSettings = []runSetting{
 	{flag: "worker-metrics-interval", env: "KCLTOOL_WORKER_METRICS_INTERVAL", property: "workerMetricsReporterFreqInMillis", conv: propMillis, field: "KCL3.WorkerMetricsInterval", invalid: "0s",
 		usage: "in a KCL 3.x application, how often this worker writes its worker metrics item (KCL workerMetricsReporterFreqInMillis; a leader counts a worker whose item is older than twice its own interval as gone)"},
 
+	// KCL 3.x leadership (issue 26): kcltool's own settings of the
+	// leader a kcltool worker becomes; the MultiLangDaemon has no keys for
+	// them (its lock lease is a fixed 120 s, its strategy always
+	// WORKER_UTILIZATION_AWARE).
+	{flag: "no-leader", env: "KCLTOOL_NO_LEADER", field: "KCL3.NoLeader", invalid: "maybe",
+		usage: "in a KCL 3.x application, never contend for the leader lock: this worker only follows the fleet's leader (a Java one, say), and warns when that leader is dead"},
+	{flag: "leader-lease", env: "KCLTOOL_LEADER_LEASE", field: "KCL3.LeaderLease", invalid: "-1s",
+		usage: "in a KCL 3.x application, the leaseDuration this worker writes in the leader lock when it leads: how long other kcltool workers wait on a dead leader's lock before taking it over (Java KCL 3.5.1 workers never take over a lock they can read, KCL issue #1803) (0: 2 × --failover-time; the KCL writes 120s)"},
+	{flag: "assignment", env: "KCLTOOL_ASSIGNMENT", opt: "Assignment", def: "throughput", invalid: "fair", complete: []string{"throughput", "lease-count"},
+		usage: "in a KCL 3.x application, how this worker balances leases when it leads: throughput (the KCL's worker-utilization-aware assignment, on CPU or throughput) or lease-count (KCL 3.4.3's LEASE_COUNT_BASED)"},
+	{flag: "leader-scan-rate", env: "KCLTOOL_LEADER_SCAN_RATE", field: "KCL3.Assignment.ScanRate",
+		usage: "in a KCL 3.x application, the read units per second at which this worker, when it leads, scans the lease table at each assignment run (0: " + scanRateDefault + "; negative: unpaced, as the KCL)"},
+	{flag: "shard-audit-interval", env: "KCLTOOL_SHARD_AUDIT_INTERVAL", field: "KCL3.ShardAuditInterval", invalid: "-1s",
+		usage: "in a KCL 3.x application, how often the leader audits the lease table for shards without a lease, in place of --shard-sync-interval (the KCL's leasesRecoveryAuditorExecutionFrequencyMillis, which its MultiLangDaemon does not read; 0: 2m)"},
+
 	// Served by cmd (runWorker): no runner.Config field. An address that
 	// cannot be listened on fails when the worker starts.
 	{flag: "metrics-addr", env: "KCLTOOL_METRICS_ADDR", opt: "MetricsAddr", def: "",
@@ -186,6 +201,8 @@ func registerRunSettings(c *cobra.Command, o *runOptions) {
 			fl.DurationVar(p, s.flag, *p, s.usage)
 		case *int:
 			fl.IntVar(p, s.flag, *p, s.usage)
+		case *float64:
+			fl.Float64Var(p, s.flag, *p, s.usage)
 		case *int32:
 			fl.Int32Var(p, s.flag, *p, s.usage)
 		case *bool:

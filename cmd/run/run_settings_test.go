@@ -23,6 +23,7 @@ var everyValueValid = map[string]string{
 	"on-failure":        "a folder is created on the first failure",
 	"worker-id":         "any leaseOwner",
 	"metrics-addr":      "checked when the worker listens",
+	"leader-scan-rate":  "zero is the default pace, a negative rate unpaced (as the KCL scans)",
 }
 
 // notSettings are run's flags about the invocation, not the worker.

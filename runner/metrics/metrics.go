@@ -31,6 +31,8 @@ type Metrics struct {
 	clock clock.Clock
 	// cw, when set, also receives every observation.
 	cw atomic.Pointer[CloudWatch]
+	// leader is the KCL 3.x leadership's figures (leader.go).
+	leader leaderMetrics
 }
 
 // New returns an empty collection.

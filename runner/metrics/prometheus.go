@@ -39,6 +39,7 @@ func (m *Metrics) WritePrometheus(w io.Writer) error {
 		p.single("kcltool_worker_dynamodb_throttled_total", "counter", "Lease table calls answered with a throttling error (retried).", wl, float64(lease.Throttled))
 		p.capacityUnits(wl, lease.Units)
 	}
+	p.writeLeader(m, wl)
 	p.single("kcltool_worker_handlers_running", "gauge", "Handler processes running now (bounded by --max-parallel).", wl, float64(running))
 	if cpu, ok := processCPU(); ok {
 		// The name and meaning of Prometheus's process collector, to the
