@@ -72,7 +72,7 @@ func TestJSONSchemaMatchesStructs(t *testing.T) {
 		"leases ls": leases.LeaseJSON{}, "leases ls --non-leases": leases.NonLeaseJSON{}, "leases owners": leases.OwnerJSON{},
 		"checkpoint diff": checkpoint.LagJSON{}, "shards lineage": shards.LineageJSON{}, "doctor": doctor.ReportJSON{},
 		"checkpoint reset": checkpoint.ChangeJSON{}, "plan file": checkpoint.PlanFileJSON{}, "checkpoint backups ls": checkpoint.BackupJSON{}, "run --print-config": run.RunConfigJSON{},
-		"consumers ls": consumers.ConsumerJSON{}, "migration status": migration.StatusJSON{},
+		"consumers ls": consumers.ConsumerJSON{}, "migration status": migration.StatusJSON{}, "migration start": migration.PlanJSON{},
 	} {
 		got, want := structPaths(reflect.TypeOf(v), ""), schemaPaths(name)
 		if !slices.Equal(got, want) {
@@ -346,6 +346,18 @@ func TestJSONKeysAlwaysPresent(t *testing.T) {
 	both("migration status", 0, append([]string{"migration", "status"}, app...)...)
 	up := kcl3fleet.Setup(t, s.ddb, kcl3fleet.Layout{Kind: kcl3fleet.SideTables, ClientVersion: coordination.ClientVersionUpgradeFrom2X, TableMigration: kcl3fleet.TableMigrationInit})
 	both("migration status", 0, "migration", "status", "--app", up.Tables.Lease)
+	// migration start | rollback | finalize plans (dry runs): start on the
+	// 2.x table (a create, the index, the checks to come), rollback of the
+	// upgrading fleet (an update from cv, the wait), finalize refused there
+	// (blockers) and with nothing to do on a final fleet.
+	both("migration start", 0, append([]string{"migration", "start"}, app...)...)
+	both("migration start", 0, "migration", "rollback", "--app", up.Tables.Lease)
+	both("migration start", 3, "migration", "finalize", "--app", up.Tables.Lease)
+	final := kcl3fleet.Setup(t, s.ddb, kcl3fleet.Layout{Kind: kcl3fleet.NewApp})
+	both("migration start", 0, "migration", "finalize", "--app", final.Tables.Lease)
+	// Applied (after): the upgrading fleet rolled back.
+	c.document("migration start", "migration rollback --execute",
+		run(0, "migration", "rollback", "--app", up.Tables.Lease, "--execute", "--index-wait", "0s", "-o", "json"))
 	doctor := []string{"doctor", "--failover-time", "300ms", "--window", "900ms", "--no-cloudwatch", "--fail-on", "never"}
 	both("doctor", 0, append(append(doctor, app...), stream...)...)
 	c.document("doctor", "doctor without --stream", run(0, append(append(doctor, app...), "-o", "json")...))

@@ -52,7 +52,7 @@ func TestMigrationStatusStaleWorker(t *testing.T) {
 }
 
 // TestMigrationStatusGolden pins -o json for a plain 2.x table (next:
-// start, not available yet) and a 3.x one whose migrations are final:
+// `migration start`) and a 3.x one whose migrations are final:
 // exit 0 for both.
 func TestMigrationStatusGolden(t *testing.T) {
 	t.Parallel()

@@ -34,11 +34,15 @@ type LeaderLockConfig struct {
 	// lets a holder miss two heartbeats and keep the lock.
 	HeartbeatPeriod time.Duration
 	// ContendPeriod is how often a worker that does not hold the lock
-	// reads it (NextPoll); zero takes HeartbeatPeriod, as the KCL decider
-	// caches a "not leader" answer for the heartbeat period. Each read is
-	// one consistent GetItem (1 read unit) per worker: a longer period
-	// costs fewer reads in a large fleet and delays the first sight of a
-	// dead holder's last version, hence the takeover, by as much.
+	// reads it (NextPoll); zero takes half of LeaseDuration (10 s at the
+	// default lease). Each read is one consistent GetItem (1 read unit)
+	// per worker: a longer period costs fewer reads in a large fleet and
+	// delays the first sight of a dead holder's last version, hence the
+	// takeover, by as much. The fleet simulation measured the non-leaders'
+	// reads at 5 s (the heartbeat period, as the KCL decider caches a "not
+	// leader" answer) as most of the leader's cost at 1,000 leases × 100
+	// workers; at half the lease a dead leader is still replaced within
+	// the lease plus two assignment intervals.
 	ContendPeriod time.Duration
 }
 
@@ -112,6 +116,10 @@ type LeaderLock struct {
 	// the item later shows this owner and that version, it was ours.
 	pending map[string]heldLock
 	stats   LeaderLockStats
+	// tookOverFrom is the owner of the stale lock the last acquisition
+	// replaced, and when this worker first saw that owner's last version.
+	tookOverFrom     string
+	tookOverLastSeen time.Time
 }
 
 type heldLock struct {
@@ -137,7 +145,7 @@ func NewLeaderLock(api WriteAPI, t Tables, cfg LeaderLockConfig, clk clock.Clock
 		cfg.HeartbeatPeriod = cfg.LeaseDuration / 4
 	}
 	if cfg.ContendPeriod <= 0 {
-		cfg.ContendPeriod = cfg.HeartbeatPeriod
+		cfg.ContendPeriod = cfg.LeaseDuration / 2
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -222,6 +230,16 @@ func (l *LeaderLock) Poll(ctx context.Context, st State) (leader bool, err error
 		err = l.contend(ctx, table, keyAttr)
 	}
 	return l.IsLeader(), err
+}
+
+// TookOverFrom names the owner of the stale lock that this worker's last
+// acquisition replaced, and when this worker first saw that owner's last
+// version: the owner has not heartbeat since, and is most likely dead.
+// owner is "" when the lock was free or released.
+func (l *LeaderLock) TookOverFrom() (owner string, lastSeen time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.tookOverFrom, l.tookOverLastSeen
 }
 
 // IsLeader reports whether this worker holds the lock where the last
@@ -373,7 +391,9 @@ func (l *LeaderLock) contend(ctx context.Context, table, keyAttr string) error {
 		l.held[table] = &heldLock{table: table, keyAttr: keyAttr, version: version, sent: sent}
 		delete(l.pending, table)
 		l.seen = nil
+		l.tookOverFrom, l.tookOverLastSeen = from, time.Time{}
 		if from != "" {
+			l.tookOverLastSeen = now.Add(-after)
 			l.stats.TakenOver++
 			l.setLeaderLocked(true, "leader lock taken over", "table", table, "from", from,
 				"unchanged_for", after.String(), "lease_duration", l.cfg.LeaseDuration.String())

@@ -218,8 +218,8 @@ func TestLeaderLockStaleTakeover(t *testing.T) {
 		r.clk.Advance(10 * time.Second)
 		r.poll(a) // one more heartbeat: b must start over from here
 		r.poll(b) // first sight of the new version
-		if d := b.NextPoll(); d != b.PollInterval() {
-			t.Fatalf("NextPoll = %v, want the interval %v", d, b.PollInterval())
+		if d := b.NextPoll(); d != 10*time.Second {
+			t.Fatalf("NextPoll = %v, want the contend period, half the 20 s lease", d)
 		}
 		for range 4 {
 			r.clk.Advance(5 * time.Second)
@@ -243,6 +243,10 @@ func TestLeaderLockStaleTakeover(t *testing.T) {
 		}
 		if s := b.Stats(); s != (coordination.LeaderLockStats{Acquired: 1, TakenOver: 1}) {
 			t.Errorf("b.Stats = %+v", s)
+		}
+		// The predecessor and its last sign of life, for Manager.Departed.
+		if from, seen := b.TookOverFrom(); from != "kcltool-a" || r.clk.Now().Sub(seen) != 20*time.Second+time.Millisecond {
+			t.Errorf("TookOverFrom = %q, last seen %v before the takeover; want kcltool-a, 20.001s", from, r.clk.Now().Sub(seen))
 		}
 		if !strings.Contains(r.logs.String(), `msg="leader lock taken over" owner=kcltool-b`) ||
 			!strings.Contains(r.logs.String(), "from=kcltool-a unchanged_for=20.001s") {

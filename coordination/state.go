@@ -110,8 +110,9 @@ type State struct {
 	ClientVersion   string
 	ClientVersionBy string
 	ClientVersionAt time.Time
-	// ClientVersionHistory is h, the earlier client versions, oldest first
-	// as the item keeps them (MigrationState.HistoryEntry: cv, mb, mts).
+	// ClientVersionHistory is h, the earlier client versions as the item
+	// keeps them, newest first (MigrationState.addHistoryEntry inserts at
+	// index 0; MigrationState.HistoryEntry: cv, mb, mts).
 	ClientVersionHistory []ClientVersionChange
 	// TableMigration is tm of the TableMigration3.5 item, "" when none.
 	TableMigration string
@@ -167,4 +168,20 @@ type ClientVersionChange struct {
 	ClientVersion string    // cv
 	By            string    // mb
 	At            time.Time // mts
+}
+
+// MigrationWriteTable is where a KCL 3.5 worker creates Migration3.0 when
+// there is none (CoordinatorStateDAO's write delegate): the side table
+// while tm is INIT or DEPLOYED (which a side table without a
+// TableMigration3.5 item counts as), else the lease table. ok is false
+// when the side table's existence is unknown (it may not be described).
+func (s State) MigrationWriteTable(t Tables) (table string, ok bool) {
+	if s.CoordinatorStateTable == PresenceUnknown {
+		return "", false
+	}
+	switch s.effectiveTableMigration() {
+	case TableMigrationInit, TableMigrationDeployed:
+		return t.CoordinatorState, true
+	}
+	return t.Lease, true
 }

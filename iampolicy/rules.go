@@ -132,6 +132,20 @@ var rules = []rule{
 	{cmds("migration status"), always, leaseTable, dynamodb("DescribeTable", "GetItem", "Scan")},
 	{cmds("migration status"), always, coordinatorStateTable, dynamodb("DescribeTable", "GetItem", "Scan")},
 	{cmds("migration status"), always, workerMetricsTable, dynamodb("DescribeTable", "Scan")},
+	// migration start | rollback | finalize plan from the same reads
+	// (inspect.PlanMigration) and, with --execute, write
+	// (coordination.MigrationApply): Migration3.0 created (PutItem) or
+	// changed (UpdateItem) where it is, in either table; start adds and
+	// rollback deletes the LeaseOwnerToLeaseKeyIndex (UpdateTable, then
+	// DescribeTable until done); rollback deletes a KCL 3.0-3.4 fleet's
+	// WorkerMetricStats table.
+	{cmds("migration start", "migration rollback", "migration finalize"), always, leaseTable, dynamodb("DescribeTable", "GetItem", "Scan")},
+	{cmds("migration start", "migration rollback", "migration finalize"), always, coordinatorStateTable, dynamodb("DescribeTable", "GetItem", "Scan")},
+	{cmds("migration start", "migration rollback", "migration finalize"), always, workerMetricsTable, dynamodb("DescribeTable", "Scan")},
+	{cmds("migration start", "migration rollback", "migration finalize"), flag("execute"), leaseTable, dynamodb("PutItem", "UpdateItem")},
+	{cmds("migration start", "migration rollback", "migration finalize"), flag("execute"), coordinatorStateTable, dynamodb("PutItem", "UpdateItem")},
+	{cmds("migration start", "migration rollback"), flag("execute"), leaseTable, dynamodb("UpdateTable")},
+	{cmds("migration rollback"), flag("execute"), workerMetricsTable, dynamodb("DeleteTable")},
 }
 
 // efoRun: run reads with enhanced fan-out with --efo. iam-policy resolves

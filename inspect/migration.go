@@ -102,7 +102,7 @@ func cvStep(f MigrationFacts) (MigrationStep, bool) {
 	case coordination.ClientVersionUpgradeFrom2X:
 	case coordination.ClientVersion3XWithRollback:
 		return MigrationStep{Name: "cv " + c.ClientVersion + " → " + coordination.ClientVersion3X, OperatorStep: true,
-			Note: "the operator's step (the KCL migration script's rollforward); the leader does not take it"}, true
+			Note: "the operator's step (deploying the workers with CLIENT_VERSION_CONFIG_3X, or `kcltool migration finalize`); the leader does not take it"}, true
 	default:
 		return MigrationStep{}, false
 	}

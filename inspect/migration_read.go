@@ -42,10 +42,17 @@ type MigrationCheck struct {
 // cvChecks names MigrationReadyMonitor's checks one by one, passed ones
 // too, for an operator who wants to see what is already ready.
 func (s *MigrationStatus) cvChecks() []MigrationCheck {
-	c := s.Facts.Coord
-	if c.ClientVersion != coordination.ClientVersionUpgradeFrom2X {
+	if s.Facts.Coord.ClientVersion != coordination.ClientVersionUpgradeFrom2X {
 		return nil
 	}
+	return s.flipChecks(true)
+}
+
+// flipChecks are MigrationReadyMonitor's checks as the application stands;
+// written says cv UPGRADE_FROM_2X is written already (else the KCL's wait
+// starts once `migration start` writes it).
+func (s *MigrationStatus) flipChecks(written bool) []MigrationCheck {
+	c := s.Facts.Coord
 	fresh := map[string]bool{}
 	for _, w := range s.Fresh {
 		fresh[w] = true
@@ -65,11 +72,16 @@ func (s *MigrationStatus) cvChecks() []MigrationCheck {
 	checks = append(checks, m,
 		MigrationCheck{Name: "no lease without an owner", OK: s.Unassigned == 0, Detail: plural(s.Unassigned, "lease") + " unassigned"})
 	wait := MigrationCheck{Name: fmt.Sprintf("the KCL's wait (a check every %s, stable for %s)", CVMonitorInterval, CVStabilization), OK: true}
-	if c.ClientVersionAt.IsZero() {
+	switch left := max(0, CVMonitorInterval+CVStabilization-s.Facts.Now.Sub(c.ClientVersionAt)); {
+	case !written:
+		wait.OK = false
+		wait.Detail = fmt.Sprintf("starts when cv %s is written: at least %s", coordination.ClientVersionUpgradeFrom2X, CVMonitorInterval+CVStabilization)
+	case c.ClientVersionAt.IsZero():
 		wait.Detail = "cv has no mts: the wait starts when the leader first finds the fleet ready"
-	} else if left := max(0, CVMonitorInterval+CVStabilization-s.Facts.Now.Sub(c.ClientVersionAt)); left > 0 {
+	case left > 0:
+		// Not a failed check: time alone clears it.
 		wait.Detail = fmt.Sprintf("%s left since cv was written", left.Round(time.Second))
-	} else {
+	default:
 		wait.Detail = "run out since cv was written; the leader flips at most " + (CVMonitorInterval + CVStabilization).String() + " after every check first passes"
 	}
 	return append(checks, wait)

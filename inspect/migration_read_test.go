@@ -21,8 +21,9 @@ import (
 func TestMain(m *testing.M) { os.Exit(emulator.Main(m)) }
 
 // creatingIndex answers DescribeTable with the lease table's index
-// CREATING: dynalite builds an index at CreateTable only, so the state of
-// an index being added (UpdateTable) is played by a wrapper.
+// CREATING: dynalite (with scripts/dynalite-gsi.cjs) keeps an added index
+// CREATING only for --updateTableMs, too short to read reliably, so the
+// state is played by a wrapper.
 type creatingIndex struct {
 	coordination.ReadAPI
 	table string

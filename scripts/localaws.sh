@@ -107,7 +107,7 @@ up() {
   mkdir -p "$state"
   down quiet
   check_ports
-  node -r "$root/scripts/loopback.cjs" "$root/node_modules/dynalite/cli.js" \
+  node -r "$root/scripts/loopback.cjs" -r "$root/scripts/dynalite-gsi.cjs" "$root/node_modules/dynalite/cli.js" \
     --host 127.0.0.1 --port "$ddb_port" --createTableMs 50 --deleteTableMs 50 --updateTableMs 50 \
     >"$state/dynalite.log" 2>&1 &
   ddb_pid=$!

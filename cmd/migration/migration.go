@@ -1,6 +1,6 @@
 // Package migration holds `kcltool migration`: the KCL 3.x migrations of
-// an application (client version cv, table migration tm). Only status
-// exists yet; start, rollback and finalize come later (issue 26).
+// an application (client version cv, table migration tm): status reads;
+// start, rollback and finalize plan and, with --execute, write.
 package migration
 
 import (
@@ -17,10 +17,11 @@ import (
 func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	c := &cobra.Command{
 		Use:     "migration",
-		Short:   "Show a KCL application's migration to KCL 3.x and what holds it",
+		Short:   "Show, start, roll back or finalize a KCL application's migration to KCL 3.x",
 		GroupID: "operate",
 	}
-	c.AddCommand(newStatusCmd(f))
+	c.AddCommand(newStatusCmd(f),
+		newStepCmd(f, inspect.MigrationStart), newStepCmd(f, inspect.MigrationRollback), newStepCmd(f, inspect.MigrationFinalize))
 	return c
 }
 
@@ -51,7 +52,7 @@ owner, and the time left of the KCL's own waits (a check every minute and 10
 minutes of stability before cv flips; the hour tm INIT bakes).
 
 Exits 3 while something blocks the step the leader takes next, 0 otherwise, 1
-on errors. start, rollback and finalize are not available yet.`,
+on errors. start, rollback and finalize take the operator's steps.`,
 		Example: `  kcltool migration status --app orders
   kcltool migration status --app orders -o json | jq '.steps[] | {step, blockers}'`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -62,13 +63,7 @@ on errors. start, rollback and finalize are not available yet.`,
 			if err != nil {
 				return err
 			}
-			t := coordination.DefaultTables(table, o.App)
-			if o.CoordinatorStateTable != "" {
-				t.CoordinatorState = o.CoordinatorStateTable
-			}
-			if o.WorkerMetricsTable != "" {
-				t.WorkerMetrics = o.WorkerMetricsTable
-			}
+			t := o.tables(table)
 			st, err := inspect.ReadMigration(cmd.Context(), ddb, t, f.Clock)
 			if err != nil {
 				return cmdutil.ExplainAWS(err, f.AWSContext(table, ""))
@@ -83,10 +78,27 @@ on errors. start, rollback and finalize are not available yet.`,
 		},
 	}
 	o.Register(c)
-	c.Flags().StringVar(&o.CoordinatorStateTable, "coordinator-state-table", "", "the KCL 3.0-3.4 coordinator state table, when the application set coordinatorStateTableName (default: APP-CoordinatorState)")
-	c.Flags().StringVar(&o.WorkerMetricsTable, "worker-metrics-table", "", "the KCL 3.0-3.4 worker metrics table, when the application set workerMetricsTableName (default: APP-WorkerMetricStats)")
+	o.sideTableFlags(c)
 	cmdutil.AddOutputFlag(c, &o.Output)
 	return c
+}
+
+func (o *statusOptions) sideTableFlags(c *cobra.Command) {
+	c.Flags().StringVar(&o.CoordinatorStateTable, "coordinator-state-table", "", "the KCL 3.0-3.4 coordinator state table, when the application set coordinatorStateTableName (default: APP-CoordinatorState)")
+	c.Flags().StringVar(&o.WorkerMetricsTable, "worker-metrics-table", "", "the KCL 3.0-3.4 worker metrics table, when the application set workerMetricsTableName (default: APP-WorkerMetricStats)")
+}
+
+// tables names the application's tables: the side tables after the app
+// unless the flags name them.
+func (o *statusOptions) tables(lease string) coordination.Tables {
+	t := coordination.DefaultTables(lease, o.App)
+	if o.CoordinatorStateTable != "" {
+		t.CoordinatorState = o.CoordinatorStateTable
+	}
+	if o.WorkerMetricsTable != "" {
+		t.WorkerMetrics = o.WorkerMetricsTable
+	}
+	return t
 }
 
 func blockers(st *inspect.MigrationStatus) int {

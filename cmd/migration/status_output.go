@@ -72,14 +72,14 @@ func kclOf(c coordination.State) string {
 }
 
 // nextOf is the next step in a line: the first pending step, or for a
-// KCL 2.x table the operator's start, which kcltool does not do yet.
+// KCL 2.x table the operator's start.
 func nextOf(st *inspect.MigrationStatus) string {
 	if len(st.Steps) > 0 {
 		return st.Steps[0].Name
 	}
 	c := st.Facts.Coord
 	if c.Layout == coordination.LayoutNone || c.ClientVersion == coordination.ClientVersion2X {
-		return "start: deploy KCL 3.x with clientVersionConfig COMPATIBLE_WITH_2X (`kcltool migration start` is not available yet)"
+		return "start: `kcltool migration start` (what deploying KCL 3.x with clientVersionConfig COMPATIBLE_WITH_2X does)"
 	}
 	return ""
 }

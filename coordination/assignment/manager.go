@@ -112,6 +112,9 @@ type Manager struct {
 	runs     int // lamRunCounter
 	failures int // noOfContinuousFailedAttempts
 	segments segmentCache
+	// departed are workers known dead (Departed) and when they were last
+	// seen alive.
+	departed map[string]time.Time
 }
 
 // seenLease is what the leader keeps of a lease between runs.
@@ -147,6 +150,45 @@ func (m *Manager) Config() Config { return m.cfg }
 func (m *Manager) Reset() {
 	m.prev = map[string]seenLease{}
 	m.runs, m.failures = 0, 0
+	m.departed = nil
+}
+
+// Departed marks worker as dead since lastSeen: it is not counted active,
+// whatever its metrics item says, until that item is written again after
+// lastSeen. The runner calls it for the previous leader when it takes a
+// stale lock over: that worker stopped heartbeating at least a lock lease
+// ago. Without it a kill -9 of the leader leaves the dead worker active
+// for up to 60 s more (its last metrics item is that fresh), and the
+// decider keeps counting it in the fleet's average and giving some of
+// its own expired leases back to it (a deviation from the KCL, whose new
+// leader knows nothing of its predecessor).
+func (m *Manager) Departed(worker string, lastSeen time.Time) {
+	if worker == "" {
+		return
+	}
+	if m.departed == nil {
+		m.departed = map[string]time.Time{}
+	}
+	m.departed[worker] = lastSeen
+}
+
+// withoutDeparted drops the metrics items of departed workers not written
+// since they were last seen alive; a newer item brings the worker back.
+func (m *Manager) withoutDeparted(metrics []coordination.WorkerMetrics) []coordination.WorkerMetrics {
+	if len(m.departed) == 0 {
+		return metrics
+	}
+	out := metrics[:0:0]
+	for _, wm := range metrics {
+		if at, ok := m.departed[wm.WorkerID]; ok {
+			if !wm.LastUpdate.After(at) {
+				continue
+			}
+			delete(m.departed, wm.WorkerID)
+		}
+		out = append(out, wm)
+	}
+	return out
 }
 
 // Observe records leases as seen at time at, by this worker before it led
@@ -211,6 +253,7 @@ func (m *Manager) run(ctx context.Context, st coordination.State) (Result, error
 		return res, err
 	}
 	now := m.clock.Now() // leaseTableScanTime
+	metrics = m.withoutDeparted(metrics)
 	firstSeen := m.track(leases, now)
 	if firstSeen {
 		res.NextRunIn = min(res.NextRunIn, m.cfg.FailoverTime+time.Second)

@@ -312,3 +312,35 @@ func TestRunBalancesOnCPU(t *testing.T) {
 		t.Fatalf("run %+v: want one handoff from hot to cool", res)
 	}
 }
+
+// A worker marked Departed (the previous leader, whose lock was taken over
+// as stale) is not active while its last metrics item is still fresh:
+// the next run counts the others only and gives its expired leases to
+// them. Unmarked, it stays active for up to 60 s more. A later metrics
+// item brings it back.
+func TestDepartedWorkerIsNotActive(t *testing.T) {
+	r := newRig(t, kcl3fleet.NewApp, Config{}, 12)
+	r.join("a", "b", "c")
+	r.cycle()
+	r.cycle()
+	r.kill("c")
+	r.m.Departed("c", r.clk.Now())
+	res := r.run()
+	if res.Active != 2 {
+		t.Fatalf("active workers right after c departed: %d, want 2 (c's metrics item is fresh but c is gone)", res.Active)
+	}
+	for range 3 {
+		r.cycle()
+	}
+	if by, _ := r.owners(); by["c"] != 0 || by["a"]+by["b"] != 12 {
+		t.Fatalf("owners %v, want all 12 with a and b", by)
+	}
+	r.advance(time.Second)
+	// Back after all (a long pause, not a death): a new metrics item.
+	if err := r.f.PutWorkerMetrics(r.ctx, "c", kcl3fleet.Metrics{}, r.clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if res := r.run(); res.Active != 3 {
+		t.Fatalf("active workers once c wrote metrics again: %d, want 3", res.Active)
+	}
+}

@@ -99,6 +99,9 @@ type Stats struct {
 	// ReadUnitsByOp and WriteUnitsByOp split the units by operation.
 	ReadUnitsByOp, WriteUnitsByOp map[string]float64
 	ConditionFailed               int64
+	// IndexWriteUnits is the part of WriteUnits written to the global
+	// secondary indexes (WriteUnitsByOp[IndexOp]; indexwrites.go).
+	IndexWriteUnits float64
 }
 
 // New returns an empty table.
@@ -714,6 +717,7 @@ func (m *Model) parseUpdate(expr string) ([]updateAction, error) {
 }
 
 func (m *Model) store(key string, old, next map[string]types.AttributeValue, size int) {
+	m.accountIndex(old, next)
 	if old != nil {
 		m.owner[ownerOf(old)]--
 		if m.owner[ownerOf(old)] == 0 {

@@ -155,9 +155,9 @@ func WaitStreamActive(tb TB, c *kinesis.Client, name string) {
 
 // CreateKCL3LeaseTable creates a lease table as KCL 3.x does: CreateLeaseTable's
 // shape plus the LeaseOwnerToLeaseKeyIndex (hash leaseOwner, range leaseKey,
-// KEYS_ONLY). dynalite builds an index only at CreateTable (an UpdateTable
-// that adds one is accepted but no index ever appears), so tests that need
-// the index create the table with it.
+// KEYS_ONLY), in the CreateTable call as KCL 3.5 creates a new table. (An
+// existing table gets it by UpdateTable, which dynalite does through
+// scripts/dynalite-gsi.cjs: `migration start`.)
 func CreateKCL3LeaseTable(tb TB, c *dynamodb.Client, name string) {
 	tb.Helper()
 	ctx := context.Background()

@@ -199,7 +199,11 @@ func launchOnce(root, name string) (*server, error) {
 	ports := []int{port} // every port the server binds, waited for under the lock
 	switch name {
 	case "dynalite":
-		cmd = exec.Command("node", "-r", preload, filepath.Join(root, "node_modules", "dynalite", "cli.js"),
+		// dynalite-gsi.cjs: UpdateTable adds and deletes a global
+		// secondary index (KCL 3.x's migration does), which dynalite
+		// alone cannot.
+		cmd = exec.Command("node", "-r", preload, "-r", filepath.Join(root, "scripts", "dynalite-gsi.cjs"),
+			filepath.Join(root, "node_modules", "dynalite", "cli.js"),
 			"--host", "127.0.0.1", "--port", strconv.Itoa(port),
 			"--createTableMs", "20", "--deleteTableMs", "20", "--updateTableMs", "20")
 	case "kinesis-local":

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/kcltool/kcltool/coordination"
+	"github.com/kcltool/kcltool/coordination/assignment"
 	"github.com/kcltool/kcltool/internal/clock"
 	"github.com/kcltool/kcltool/internal/testenv/clocktest"
 	"github.com/kcltool/kcltool/internal/testenv/ddbmodel"
@@ -53,6 +54,17 @@ type Fleet3 struct {
 	stops map[string]context.CancelFunc
 	// reporters are the kcltool workers' metrics reporters.
 	reporters map[string]*coordination.Reporter
+
+	// Lead, with StartMember, gives every worker a leader side (lead3.go);
+	// AssignConfig is the kcltool leader's.
+	Lead         Lead
+	AssignConfig assignment.Config
+	// ContendPeriod is the kcltool lead's LeaderLockConfig.ContendPeriod
+	// (zero: LeaderLock's default).
+	ContendPeriod time.Duration
+	JavaLeader    kcl3fleet.LeaderConfig // the Java leads' settings (WorkerID and JavaSchedule set per member)
+	sides         map[string]leaderSide
+	deadMoves     int64
 }
 
 // NewFleet3 makes the model table (with the index) holding n unowned
@@ -80,7 +92,7 @@ func NewFleet3(engine Engine, leases int, batch time.Duration, leader kcl3fleet.
 	}
 	f := &Fleet3{Fleet: base, Engine: engine, KCL3: kf, Leader: kf.NewLeader(leader), Batch: batch,
 		java: map[string]*kcl3fleet.OtherWorker{}, ours: map[string]*leasecore.Coordinator{}, stops: map[string]context.CancelFunc{},
-		reporters: map[string]*coordination.Reporter{}}
+		reporters: map[string]*coordination.Reporter{}, sides: map[string]leaderSide{}}
 	m.ResetStats()
 	return f
 }
@@ -191,6 +203,9 @@ func (f *Fleet3) Renewals() int64 {
 
 // Stop ends the workers and the leader; call it before the bubble ends.
 func (f *Fleet3) Stop() {
+	for _, id := range f.Members() {
+		f.Kill(id)
+	}
 	f.mu.Lock()
 	for _, c := range f.ours {
 		_ = c.Stop(context.Background(), false)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kcltool/kcltool/internal/clock"
@@ -36,6 +37,24 @@ type LeaderConfig struct {
 	// NoGracefulHandoff is isGracefulLeaseHandoffEnabled = false (line 495):
 	// moves of live leases use assignLease instead of a handoff.
 	NoGracefulHandoff bool
+	// JavaSchedule runs the election as each Java worker's decider does
+	// (decider.go): IsLeader with its 30 s memory and its lock reads, and
+	// RunJava's loops. Off, a round takes a free lock (TakeLock) and reads
+	// nothing else, as tests of single writes want.
+	JavaSchedule bool
+	// StaleTakeover (with JavaSchedule) lets a contender take a lock whose
+	// version has not changed for the item's leaseDuration, which lock
+	// client 1.4.0 under the KCL's decider never does (decider.go).
+	StaleTakeover bool
+	// LeaseCount is the LEASE_COUNT_BASED strategy (KCL 3.4.3,
+	// LeaseCountBasedLeaseAssignmentDecider; round_count.go) in place of
+	// the port's fewest-leases choice without balancing.
+	LeaseCount bool
+	// VarianceBalancingFrequency is varianceBalancingFrequency (3): the
+	// lease-count balance runs at the first run and every third after.
+	VarianceBalancingFrequency int
+	// AuditInterval is leasesRecoveryAuditorExecutionFrequencyMillis (2 min).
+	AuditInterval time.Duration
 }
 
 func (c *LeaderConfig) defaults() {
@@ -50,6 +69,10 @@ func (c *LeaderConfig) defaults() {
 	def(&c.AssignmentInterval, 2*c.FailoverTime)
 	def(&c.MetricsReporterFreq, 30*time.Second)
 	def(&c.HandoffTimeout, 30*time.Second)
+	def(&c.AuditInterval, 2*time.Minute)
+	if c.VarianceBalancingFrequency <= 0 {
+		c.VarianceBalancingFrequency = 3
+	}
 }
 
 // Leader is a KCL 3.x leader: the lock (DynamoDBLockBasedLeaderDecider with
@@ -73,6 +96,16 @@ type Leader struct {
 
 	lastErr error
 	rounds  []Round
+
+	// lastBeat is when this leader last wrote the lock (acquire or
+	// heartbeat): the lock client's lookupTime of its own lock.
+	lastBeat  time.Time
+	dec       deciderState
+	lockReads atomic.Int64
+	audits    atomic.Int64
+	segments  segmentResolver
+	// lamRunCounter is LeaseAssignmentManager.lamRunCounter.
+	lamRunCounter int
 }
 
 type seenLease struct {
@@ -117,6 +150,7 @@ func (l *Leader) TakeLock(ctx context.Context) (bool, error) {
 	}
 	l.version = v
 	l.stalled = false
+	l.lastBeat = l.clock.Now()
 	l.startHeartbeatLocked()
 	return true, nil
 }
@@ -161,6 +195,7 @@ func (l *Leader) Heartbeat(ctx context.Context) error {
 		return err
 	}
 	l.version = v
+	l.lastBeat = l.clock.Now()
 	l.beats++
 	return nil
 }

@@ -69,13 +69,13 @@ func (l *Leader) RunOnce(ctx context.Context) (Round, error) {
 	}
 	// isLeader (lines 165-177): not the leader means no round, and the
 	// next round as leader starts afresh (prepareAfterLeaderSwitch).
-	if ok, err := l.TakeLock(ctx); err != nil || !ok {
+	if ok, err := l.IsLeader(ctx); err != nil || !ok {
 		l.mu.Lock()
 		l.prev = map[string]seenLease{}
 		l.mu.Unlock()
 		return Round{}, err
 	}
-	leases, err := l.f.Leases(ctx)
+	leases, err := l.scanLeases(ctx)
 	if err != nil {
 		return Round{Leader: true}, err
 	}
@@ -113,6 +113,13 @@ func (l *Leader) RunOnce(ctx context.Context) (Round, error) {
 	}
 	sort.SliceStable(expired, func(i, j int) bool { return expired[i].lastMove.Before(expired[j].lastMove) })
 	newOwner := map[string]string{}
+	if l.cfg.LeaseCount {
+		newOwner = l.leaseCountRound(views, expired, r.Active, now)
+		for _, v := range expired {
+			r.Expired = append(r.Expired, v.lease.LeaseKey)
+		}
+		expired = nil
+	}
 	for _, v := range expired {
 		r.Expired = append(r.Expired, v.lease.LeaseKey)
 		// Simplified choice (package doc): the active worker with the
