@@ -12,6 +12,7 @@ import (
 //
 //	Random r = new Random(1947);
 //	for (int i = 0; i < 8; i++) print(r.nextInt(7 - (i % 5)));
+//	r = new Random(1947); for (int i = 0; i < 6; i++) print(r.nextInt(16));
 //	List<String> l = new ArrayList<>(owners); Collections.sort(l);
 //	Collections.shuffle(l, new Random(1947)); print(l);
 //
@@ -34,6 +35,13 @@ func TestJavaRandomMatchesJava(t *testing.T) {
 	}
 	if want := []int32{1, 1, 0, 1, 1, 6, 3, 0}; !slices.Equal(got, want) {
 		t.Errorf("new Random(1947).nextInt(bound) = %v, want %v", got, want)
+	}
+	r, got = newJavaRandom(ShuffleLeaderSeed), nil
+	for range 6 {
+		got = append(got, r.nextIntn(16))
+	}
+	if want := []int32{10, 5, 0, 4, 7, 7}; !slices.Equal(got, want) {
+		t.Errorf("new Random(1947).nextInt(16) = %v, want %v", got, want)
 	}
 }
 
