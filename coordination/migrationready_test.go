@@ -40,7 +40,9 @@ func TestMigrationMetricsActive(t *testing.T) {
 
 func TestCheckMigrationReady(t *testing.T) {
 	now := time.Unix(1_000_000, 0)
-	fresh := func(w string) WorkerMetrics { return WorkerMetrics{WorkerID: w, LastUpdate: now.Add(-10 * time.Second)} }
+	fresh := func(w string) WorkerMetrics {
+		return WorkerMetrics{WorkerID: w, LastUpdate: now.Add(-10 * time.Second)}
+	}
 	stale := func(w string) WorkerMetrics { return WorkerMetrics{WorkerID: w, LastUpdate: now.Add(-2 * time.Minute)} }
 	leases := []leasecore.Lease{{LeaseKey: "s1", LeaseOwner: "w1"}, {LeaseKey: "s2", LeaseOwner: "w2"}, {LeaseKey: "s3", LeaseOwner: "w1"}}
 	for _, c := range []struct {
