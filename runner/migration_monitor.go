@@ -85,6 +85,9 @@ func (w *Worker) migrationMonitorLoop(ctx context.Context) {
 			w.log.Info("migration ready monitor started: under "+coordination.ClientVersionUpgradeFrom2X+" the fleet's leader flips cv to "+
 				coordination.ClientVersion3XWithRollback+" once the index is ACTIVE and every lease owner reports worker metrics",
 				"every", m.interval, "stable", m.stab.Window)
+			// The first check an interval after the start, as
+			// startMonitor schedules it.
+			continue
 		}
 		if err := m.check(ctx); err != nil && ctx.Err() == nil {
 			// As the KCL's monitor: logged, tried again at the next check.
