@@ -79,6 +79,14 @@ func TestKCL3HandoffAway(t *testing.T) {
 			t.Errorf("java-1 started at %s, before kcltool's last batch ended at %s", iv.From.Format(time.StampMicro), lastEnd.Format(time.StampMicro))
 		}
 	}
+	// The handoff's duration is in the metrics (kcltool_worker_handoff_seconds).
+	var prom strings.Builder
+	if err := r.w.metrics.WritePrometheus(&prom); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(prom.String(), `kcltool_worker_handoff_seconds_count{app="`+cfg.App+`",worker="kcltool-1"} 1`) {
+		t.Error("the handoff is not in kcltool_worker_handoff_seconds")
+	}
 	if err := r.stop(t); err != nil {
 		t.Fatal(err)
 	}

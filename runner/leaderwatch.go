@@ -22,7 +22,14 @@ type leaderWatch struct {
 
 // leaderWatchLoop looks at the lock once per lease assignment interval, in
 // leader mode only (the 2.x protocol needs no leader).
+//
+// Only for a worker that does not contend (KCL3Config.NoLeader): one that
+// does takes a dead leader's lock over itself after the lock's
+// leaseDuration (leader.go), so the warning would only mislead.
 func (w *Worker) leaderWatchLoop(ctx context.Context) {
+	if !w.cfg.KCL3.NoLeader {
+		return
+	}
 	interval := w.coord.Config().LeaseAssignmentInterval
 	var lw leaderWatch
 	for {

@@ -160,6 +160,8 @@ var runSettings = []runSetting{
 	// leader a kcltool worker becomes; the MultiLangDaemon has no keys for
 	// them (its lock lease is a fixed 120 s, its strategy always
 	// WORKER_UTILIZATION_AWARE).
+	{flag: "no-leader", env: "KCLTOOL_NO_LEADER", field: "KCL3.NoLeader", invalid: "maybe",
+		usage: "in a KCL 3.x application, never contend for the leader lock: this worker only follows the fleet's leader (a Java one, say), and warns when that leader is dead"},
 	{flag: "leader-lease", env: "KCLTOOL_LEADER_LEASE", field: "KCL3.LeaderLease", invalid: "-1s",
 		usage: "in a KCL 3.x application, the leaseDuration this worker writes in the leader lock when it leads: how long other kcltool workers wait on a dead leader's lock before taking it over (Java KCL 3.5.1 workers never take over a lock they can read, KCL issue #1803) (0: 2 × --failover-time; the KCL writes 120s)"},
 	{flag: "assignment", env: "KCLTOOL_ASSIGNMENT", opt: "Assignment", def: "throughput", invalid: "fair", complete: []string{"throughput", "lease-count"},
