@@ -88,7 +88,7 @@ func TestCombining(t *testing.T) {
 		}
 		d := &variance{cfg: Config{NoThroughputOvershoot: !tc.overshoot}}
 		var got []float64
-		for _, l := range d.combining(ls, tc.take) {
+		for _, l := range d.combining(ls, tc.take, false) {
 			got = append(got, l.tput)
 		}
 		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
@@ -196,22 +196,32 @@ func TestDefaultWorkerMetric(t *testing.T) {
 
 // balanceWorkerVariance: take throughput × (v − avg)/v × 60% from each
 // worker above the limit and give it to the workers with the most room.
-// Two workers at 150 and one at 0 (30, 30, 0 leases of 1 KBps): each gives
-// 30 × (50/150) × 0.6 = 6 KBps, that is 5 leases (a lease is taken only
-// while some throughput is left to take after it).
+// Two workers at 75% CPU and one at 0 (30, 30, 0 leases of 1 KBps): each
+// gives 30 × (25/75) × 0.6 = 6 KBps, that is 5 leases (a lease is taken
+// only while some throughput is left to take after it). On the synthetic
+// "T" metric (workers without CPU, 150, 150 and 0) kcltool does not
+// dampen (variance.dampening): each gives 30 × 50/150 = 10 KBps, 10 leases
+// (to the nearest lease), whatever the dampening.
 func TestBalanceMovesDampenedThroughput(t *testing.T) {
 	now := time.Unix(1_790_000_000, 0)
-	ws := []coordination.WorkerMetrics{{WorkerID: "a", LastUpdate: now}, {WorkerID: "b", LastUpdate: now}, {WorkerID: "c", LastUpdate: now}}
+	cpu := func(id string, v float64) coordination.WorkerMetrics {
+		m := cpuWorker(id, v)
+		m.LastUpdate = now
+		return m
+	}
+	withCPU := []coordination.WorkerMetrics{cpu("a", 75), cpu("b", 75), cpu("c", 0)}
+	noCPU := []coordination.WorkerMetrics{{WorkerID: "a", LastUpdate: now}, {WorkerID: "b", LastUpdate: now}, {WorkerID: "c", LastUpdate: now}}
 	for _, tc := range []struct {
+		ws        []coordination.WorkerMetrics
 		dampening int
 		want      int
-	}{{60, 10}, {100, 18}, {30, 4}} {
+	}{{withCPU, 60, 10}, {withCPU, 100, 18}, {withCPU, 30, 4}, {noCPU, 60, 20}, {noCPU, 30, 20}} {
 		var ls []*lease
 		for i := range 60 {
 			ls = append(ls, mkLease(fmt.Sprint(i), []string{"a", "b"}[i%2], 1, f64(1)))
 		}
 		cfg := Config{DampeningPercentage: tc.dampening}.WithDefaults()
-		v := newView(ls, ws, cfg, now)
+		v := newView(ls, tc.ws, cfg, now)
 		d := newVariance(v, cfg, rand.New(rand.NewPCG(1, 1)))
 		d.balance()
 		to := map[string]int{}
@@ -219,7 +229,7 @@ func TestBalanceMovesDampenedThroughput(t *testing.T) {
 			to[v.moves[l]]++
 		}
 		if len(v.order) != tc.want || to["c"] != tc.want {
-			t.Errorf("dampening %d: moves %v, want %d to c", tc.dampening, to, tc.want)
+			t.Errorf("dampening %d, CPU %v: moves %v, want %d to c", tc.dampening, tc.ws[0].Samples != nil, to, tc.want)
 		}
 	}
 	// With the fleet even, nothing moves.
@@ -228,7 +238,7 @@ func TestBalanceMovesDampenedThroughput(t *testing.T) {
 		ls = append(ls, mkLease(fmt.Sprint(i), []string{"a", "b", "c"}[i%3], 1, f64(1)))
 	}
 	cfg := Config{}.WithDefaults()
-	v := newView(ls, ws, cfg, now)
+	v := newView(ls, noCPU, cfg, now)
 	newVariance(v, cfg, rand.New(rand.NewPCG(1, 1))).balance()
 	if len(v.order) != 0 {
 		t.Fatalf("even fleet: %d moves", len(v.order))

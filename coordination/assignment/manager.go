@@ -25,6 +25,11 @@
 //   - when no lease has a throughput yet, every lease weighs 1 KBps
 //     (view.go) where the KCL divides 0 by 0; ties between workers go to
 //     the one with the fewest leases (queue.go);
+//   - on the synthetic throughput metric of workers without CPU data,
+//     the ±reBalanceThresholdPercentage band holds (a worker above the
+//     average is not "above its operating range" of 100 for the trigger),
+//     the excess is taken undampened and to the nearest lease
+//     (variance.go), so that such a fleet stops moving once balanced;
 //   - a new leader can judge expiry sooner: Observe takes counters seen
 //     before the first run, and Result.NextRunIn asks for the second run
 //     after the failover time rather than a whole interval (see Observe);

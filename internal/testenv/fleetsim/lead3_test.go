@@ -119,10 +119,8 @@ func TestRollingJava(t *testing.T) {
 // failover time.
 func TestLedKCLTool(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		// The lease-count strategy: the throughput strategy still moves
-		// leases in steady state on this fleet (0.25-14 a minute,
-		// reported to the assignment's author), which this test would
-		// catch.
+		// The lease-count strategy; the default (throughput) strategy's
+		// steady state is TestLedKCLToolThroughputSteady's.
 		r := MeasureLed(LeadKCLTool, KCLTool3, Point{Leases: 16, Workers: 4}, LedOptions{Steady: 2 * time.Minute, KillLimit: 6 * time.Minute,
 			Assign: assignment.Config{Strategy: assignment.ByLeaseCount}})
 		t.Logf("%+v", r)
