@@ -162,6 +162,18 @@ func TestKCL3KcltoolLeadsJavaFollowers(t *testing.T) {
 		}
 		return n[j1.ID()] > 0 && n[j2.ID()] > 0
 	})
+	// Its own metrics reported, the leader balances leases onto itself
+	// too: a graceful handoff from a Java follower (initiateGracefulLeaseHandoff,
+	// then the follower's transfer).
+	eventually(t, 90*time.Second, "kcltool-1 holding a lease handed over by a Java follower", func() bool {
+		n := 0
+		for _, o := range s.owners(t) {
+			if o == "kcltool-1" {
+				n++
+			}
+		}
+		return n > 0 && r.w.leader.Stats().HandedOff > 0
+	})
 	if err := r.stop(t); err != nil {
 		t.Fatal(err)
 	}

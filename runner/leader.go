@@ -167,6 +167,15 @@ func (l *leaderSide) beginTerm(ctx context.Context) {
 	l.stats.Terms++
 	l.stats.Changes++
 	l.mu.Unlock()
+	// A stale lock taken over: its owner stopped heartbeating a lock lease
+	// ago and is most likely dead; its metrics item, still fresh for up
+	// to 2 reporter periods, must not count it active (Manager.Departed).
+	// Set before the term's first run; Reset at the last term's end
+	// cleared the previous one.
+	if from, at := l.lock.TookOverFrom(); from != "" {
+		l.mgr.Departed(from, at)
+		l.w.log.Info("took a stale leader lock over: its owner is counted gone until it writes metrics again", "from", from)
+	}
 	l.w.log.Info("this worker leads the KCL 3.x fleet: assigning leases", "every", l.mgr.Config().AssignmentInterval,
 		"strategy", l.mgr.Config().Strategy.String(), "leaderLease", l.lock.LeaseDuration())
 	go func() {
