@@ -11,7 +11,7 @@ BIN     := bin/kcltool
 FUZZTIME ?= 30000x
 SHELLS  := bash zsh fish powershell
 
-.PHONY: all build test demo bench up down lint fmt-check vet completions completions-check docs docs-check fuzz install-servers help
+.PHONY: all build test demo demo-kcl3 bench up down lint fmt-check vet completions completions-check docs docs-check fuzz install-servers help
 
 all: build
 
@@ -75,12 +75,17 @@ down: ## stop the local servers
 # KEEP=1 leaves the servers up with the demo's data: they keep it in memory
 # only, so stopping them (or 'make up', which restarts them) loses it.
 demo: build up ## the main job end to end: 4-shard stream, two workers, a split, a takeover, the operator views (KEEP=1: servers stay up with its data)
-	@eval "$$(scripts/localaws.sh env)" && go run ./internal/tools/demo -kcltool $(BIN) $(if $(filter 1 yes true,$(KEEP)),-keep); status=$$?; \
+	@eval "$$(scripts/localaws.sh env)" && go run ./internal/tools/demo -kcltool $(BIN) -kcl-version $(DEMO_KCL) $(if $(filter 1 yes true,$(KEEP)),-keep); status=$$?; \
 	  if [ -z "$(filter 1 yes true,$(KEEP))" ]; then \
 	    scripts/localaws.sh down; \
 	    [ $$status -eq 0 ] && echo && echo "demo done; the local servers are stopped and their data is gone. 'make demo KEEP=1' leaves them up with the demo's data to explore."; \
 	  fi; \
 	  exit $$status
+
+DEMO_KCL ?= 2
+
+demo-kcl3: ## the demo on a KCL 3.x application: a leader elected among the workers assigns and balances the leases
+	@$(MAKE) --no-print-directory demo DEMO_KCL=3
 
 # One package at a time (-p 1): benchmarks running side by side would measure
 # each other. pipefail keeps a failing benchmark's exit status.

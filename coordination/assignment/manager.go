@@ -268,6 +268,14 @@ func (m *Manager) run(ctx context.Context, st coordination.State) (Result, error
 
 	var expired []*lease
 	for _, l := range leases {
+		if l.actualOwner() == "" && l.seen.Checkpoint.IsShardEnd() {
+			// A finished lease nobody holds needs no worker: it waits for
+			// the cleanup that deletes it once its children have
+			// started. The KCL assigns it all the same; a kcltool worker
+			// given one releases it at once, so each run would write it
+			// again (a deviation, as kcltool's 2.x taker makes).
+			continue
+		}
 		if l.lastMove.IsZero() || now.Sub(l.lastMove) > m.cfg.FailoverTime || l.actualOwner() == "" {
 			l.expiredOrUnassigned = true
 			expired = append(expired, l)

@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/kcltool/kcltool/coordination"
 	"github.com/kcltool/kcltool/internal/testenv/kcl3fleet"
@@ -342,5 +344,36 @@ func TestDepartedWorkerIsNotActive(t *testing.T) {
 	}
 	if res := r.run(); res.Active != 3 {
 		t.Fatalf("active workers once c wrote metrics again: %d, want 3", res.Active)
+	}
+}
+
+// An unowned lease at SHARD_END is left alone: it waits for the cleanup.
+// (The KCL assigns it; a kcltool worker releases it at once, so every run
+// would write it again.) A finished lease still held stays with its owner.
+func TestRunLeavesFinishedLeasesUnassigned(t *testing.T) {
+	r := newRig(t, kcl3fleet.NewApp, Config{}, 4)
+	r.join("a", "b")
+	finished := "shardId-000000000003"
+	_, err := r.f.DDB.UpdateItem(r.ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(r.f.Tables.Lease),
+		Key:                       map[string]ddbtypes.AttributeValue{"leaseKey": &ddbtypes.AttributeValueMemberS{Value: finished}},
+		UpdateExpression:          aws.String("SET checkpoint = :e"),
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":e": &ddbtypes.AttributeValueMemberS{Value: "SHARD_END"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		r.cycle()
+	}
+	l, err := r.f.Lease(r.ctx, finished)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.LeaseOwner != "" || l.LeaseCounter != 0 {
+		t.Fatalf("finished lease: owner %q, counter %d; want left unowned and unwritten", l.LeaseOwner, l.LeaseCounter)
+	}
+	if by, _ := r.owners(); by["a"]+by["b"] != 3 {
+		t.Fatalf("owners %v, want the 3 open leases assigned", by)
 	}
 }

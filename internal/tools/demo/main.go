@@ -3,9 +3,12 @@
 // background, runs two `kcltool run` workers with the sample handler
 // (examples/handler.sh), splits a shard, stops one worker so that the other
 // takes over, shows the operator views, and stops the workers cleanly.
-// The workers run a KCL 2.x application (--kcl-version 2): they take their
-// leases themselves, which is what the demo shows; a table created for
-// KCL 3.x (run's default) gives leases only through a leader.
+// By default the workers run a KCL 2.x application (--kcl-version 2): they
+// take and steal their leases themselves. With -kcl-version 3 (make
+// demo-kcl3) they run a KCL 3.x application, run's default for a new
+// table: one of them is elected leader, assigns the leases and balances
+// them by graceful handoff, and the stopped worker's leases are assigned
+// to the other at the leader's next run.
 // With -keep (make demo KEEP=1) it ends by saying how to explore what it
 // left in the servers, which the Makefile then leaves running.
 package main
@@ -14,7 +17,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -53,10 +55,15 @@ const (
 func main() {
 	bin := flag.String("kcltool", "bin/kcltool", "the kcltool binary")
 	keep := flag.Bool("keep", false, "the servers stay up afterwards: say how to explore them")
+	version := flag.Int("kcl-version", 2, "the application's KCL version: 2 (workers take leases) or 3 (a leader assigns them)")
 	flag.Parse()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	if *version != 2 && *version != 3 {
+		fmt.Fprintln(os.Stderr, "demo: -kcl-version is 2 or 3")
+		os.Exit(2)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	if err := run(ctx, *bin); err != nil {
+	if err := run(ctx, *bin, *version); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
@@ -82,7 +89,11 @@ Point kcltool at them from this shell:
 
 func say(format string, args ...any) { fmt.Printf("\n==> "+format+"\n", args...) }
 
-func run(ctx context.Context, bin string) error {
+// timeout bounds the whole demo: about 75 s on an idle two-core machine,
+// more than twice that on a loaded one.
+const timeout = 5 * time.Minute
+
+func run(ctx context.Context, bin string, version int) error {
 	bin, err := filepath.Abs(bin)
 	if err != nil {
 		return err
@@ -113,17 +124,20 @@ func run(ctx context.Context, bin string) error {
 
 	say("starting two workers: kcltool run --app %s --stream %s --exec examples/handler.sh ...", app, app)
 	fmt.Printf("    (the handler appends each order to %s)\n", filepath.Join(work, "orders.log"))
-	a, err := startWorker(ctx, bin, handler, work, "worker-a")
+	if version == 3 {
+		fmt.Println("    (a KCL 3.x application: one worker is elected leader and assigns the leases)")
+	}
+	a, err := startWorker(ctx, bin, handler, work, "worker-a", version)
 	if err != nil {
 		return err
 	}
 	defer a.stop()
-	b, err := startWorker(ctx, bin, handler, work, "worker-b")
+	b, err := startWorker(ctx, bin, handler, work, "worker-b", version)
 	if err != nil {
 		return err
 	}
 	defer b.stop()
-	if err := waitBalanced(ctx, ddb); err != nil {
+	if err := waitBalanced(ctx, ddb, version); err != nil {
 		return err
 	}
 	if err := show(ctx, bin, "leases", "ls", "--app", app); err != nil {
@@ -141,7 +155,11 @@ func run(ctx context.Context, bin string) error {
 	}
 	time.Sleep(2 * time.Second)
 
-	say("stopping worker-a (SIGTERM): it finishes its batches, checkpoints, releases its leases; worker-b takes them over at once")
+	if version == 3 {
+		say("stopping worker-a (SIGTERM): it finishes its batches, checkpoints, deletes its metrics item and evicts its leases; the leader gives them to worker-b at its next run")
+	} else {
+		say("stopping worker-a (SIGTERM): it finishes its batches, checkpoints, releases its leases; worker-b takes them over at once")
+	}
 	if err := a.stop(); err != nil {
 		return err
 	}
@@ -285,9 +303,9 @@ type worker struct {
 	err  error
 }
 
-func startWorker(ctx context.Context, bin, handler, dir, id string) (*worker, error) {
+func startWorker(ctx context.Context, bin, handler, dir, id string, version int) (*worker, error) {
 	cmd := exec.CommandContext(ctx, bin, "run", "--app", app, "--stream", app, "--worker-id", id,
-		"--create-table", "--kcl-version", "2", "--initial-position", "TRIM_HORIZON", "--exec", handler,
+		"--create-table", "--kcl-version", fmt.Sprint(version), "--initial-position", "TRIM_HORIZON", "--exec", handler,
 		// Short timings, so that the demo shows in seconds what takes the
 		// KCL's defaults a minute.
 		"--failover-time", "3s", "--taker-interval", "1s", "--parent-poll-interval", "1s",
@@ -440,10 +458,16 @@ func orderCheck(path string, want int) (string, error) {
 	return fmt.Sprintf("each of the %d customers' orders arrived in the order produced, across the split and the takeover (%d handled twice)", len(last), dups), nil
 }
 
-// waitBalanced waits until each worker holds two of the four leases: the
-// second worker steals one lease per taker run from the first.
-func waitBalanced(ctx context.Context, ddb *dynamodb.Client) error {
-	deadline := time.Now().Add(30 * time.Second)
+// waitBalanced waits until each worker holds two of the four leases: under
+// KCL 2.x the second worker steals one lease per taker run from the first;
+// under 3.x the leader balances at its first run and every third after, by
+// graceful handoff.
+func waitBalanced(ctx context.Context, ddb *dynamodb.Client, version int) error {
+	within := 30 * time.Second
+	if version == 3 {
+		within = 90 * time.Second
+	}
+	deadline := time.Now().Add(within)
 	for {
 		out, err := ddb.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(app), ConsistentRead: aws.Bool(true)})
 		if err == nil {
@@ -461,7 +485,7 @@ func waitBalanced(ctx context.Context, ddb *dynamodb.Client) error {
 			}
 		}
 		if time.Now().After(deadline) {
-			return errors.New("the workers did not share the leases within 30s")
+			return fmt.Errorf("the workers did not share the leases within %s", within)
 		}
 		select {
 		case <-ctx.Done():
