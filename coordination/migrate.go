@@ -161,7 +161,7 @@ func MigrationApply(ctx context.Context, api MigrationAPI, writes []MigrationWri
 // first (at most 10 entries); a new item also gets entityType and, as a
 // worker's new MigrationState(workerId).update(cv) gives it, one history
 // entry for CLIENT_VERSION_INIT.
-func writeClientVersion(ctx context.Context, api MigrationAPI, w MigrationWrite, now time.Time) error {
+func writeClientVersion(ctx context.Context, api WriteAPI, w MigrationWrite, now time.Time) error {
 	history := []types.AttributeValue{}
 	if w.Action == ActionCreateCV {
 		history = append(history, historyAV("CLIENT_VERSION_INIT", w.byOr(), now))

@@ -33,8 +33,11 @@ var rules = []rule{
 	//    (runner/leader.go, coordination.LeaderLock, written as
 	//    dynamodb-lock-client writes it): PutItem to acquire, UpdateItem to
 	//    heartbeat, DeleteItem to release, all conditional and on the
-	//    Leader item only. Migration3.0 is written by the KCL's migration
-	//    tool and kcltool migration, not by run.
+	//    Leader item only. Migration3.0 is written by run once, under
+	//    CLIENT_VERSION_UPGRADE_FROM_2X, when the 2.x fleet's leader flips
+	//    cv to 3X_WITH_ROLLBACK (runner/migration_monitor.go: a
+	//    conditional UpdateItem where the item is), as by the KCL's
+	//    migration tool and kcltool migration.
 	//  - WorkerMetricStats: DescribeTable (the layout) and UpdateItem, the
 	//    upsert of this worker's own item (WorkerMetricStatsDAO's
 	//    updateItem with ignoreNulls), and DeleteItem of that item at a

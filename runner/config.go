@@ -359,6 +359,15 @@ type KCL3Config struct {
 	// WorkerMetricsInterval is how often the worker upserts its metrics
 	// item (WorkerMetricsTableConfig's reporting period, 30 s).
 	WorkerMetricsInterval time.Duration
+	// MigrationMonitorInterval and MigrationFlipStabilization are test
+	// knobs of the migration ready monitor (migration_monitor.go): how
+	// often it checks (zero: a minute, MONITOR_INTERVAL_MILLIS) and how
+	// long the checks must pass before cv is flipped to
+	// CLIENT_VERSION_3X_WITH_ROLLBACK (zero: 10 minutes). The KCL 3.5.1
+	// hard-codes both (the Scheduler's flipTo3XStabilizerTimeInSeconds);
+	// no flag or properties key sets them.
+	MigrationMonitorInterval   time.Duration
+	MigrationFlipStabilization time.Duration
 	// Samplers picks the worker metrics reported, CPU where the KCL
 	// reports it (EC2, ECS, EKS), none elsewhere, when the leader balances
 	// this worker on throughput (WorkerMetricsSelector); platform names

@@ -182,11 +182,12 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.runCtx, w.cancelRuns = context.WithCancelCause(ctx)
 	loopsCtx, stopLoops := context.WithCancel(ctx)
 	var loops sync.WaitGroup
-	loops.Add(4)
+	loops.Add(5)
 	go func() { defer loops.Done(); w.syncLoop(loopsCtx) }()
 	go func() { defer loops.Done(); w.cleanupLoop(loopsCtx) }()
 	go func() { defer loops.Done(); w.modeLoop(loopsCtx) }()
 	go func() { defer loops.Done(); w.leaderWatchLoop(loopsCtx) }()
+	go func() { defer loops.Done(); w.migrationMonitorLoop(loopsCtx) }()
 	cwCtx, stopCW := context.WithCancel(ctx)
 	var cwDone sync.WaitGroup
 	if w.cw != nil {
