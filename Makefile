@@ -24,8 +24,11 @@ build: ## build bin/kcltool with the version and commit stamped in
 install-servers: ## install the pinned local DynamoDB and Kinesis servers (npm ci)
 	@scripts/localaws.sh install
 
+# -p 4: the end-to-end packages mostly wait (timers, the local servers), about
+# half a core each, so four at a time on two cores finish sooner than two;
+# -timeout 30m: cmd alone runs about 10 minutes, go test's default limit.
 test: install-servers vet fmt-check completions-check docs-check ## vet, gofmt, completions and docs checks, race tests, short fuzz
-	go test -race -count=1 -timeout 30m ./...
+	go test -race -count=1 -timeout 30m -p 4 ./...
 	go test -run=NONE -fuzz=FuzzDecodeLease -fuzztime=$(FUZZTIME) ./leasecore
 	go test -run=NONE -fuzz=FuzzDecodeScan -fuzztime=$(FUZZTIME) ./leasecore
 	go test -run=NONE -fuzz=FuzzMultiStreamFields -fuzztime=$(FUZZTIME) ./leasecore
