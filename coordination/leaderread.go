@@ -3,10 +3,6 @@ package coordination
 import (
 	"context"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
-	"github.com/kcltool/kcltool/internal/awserr"
 	"github.com/kcltool/kcltool/leasecore"
 )
 
@@ -19,18 +15,9 @@ import (
 // items. Newest lut per worker, sorted by worker id, as ListWorkerMetrics.
 // Unlike ListWorkerMetrics it does not scan the lease table a second time.
 func WorkerMetricsFromScan(ctx context.Context, api ReadAPI, t Tables, st State, nonLeases []leasecore.NonLeaseItem) ([]WorkerMetrics, error) {
-	var all []WorkerMetrics
-	if st.mergedReads() && st.WorkerMetricsTable != PresenceAbsent {
-		items, err := scanAll(ctx, api, &dynamodb.ScanInput{TableName: aws.String(t.WorkerMetrics)})
-		switch {
-		case awserr.NotFound(err):
-		case awserr.AccessDenied(err) && st.WorkerMetricsTable == PresenceUnknown:
-		case err != nil:
-			return nil, err
-		}
-		for _, item := range items {
-			all = append(all, decodeWorkerMetrics(item, attrWorkerID, t.WorkerMetrics))
-		}
+	all, err := sideTableWorkerMetrics(ctx, api, t, st)
+	if err != nil {
+		return nil, err
 	}
 	for _, n := range nonLeases {
 		if n.EntityType == EntityWorkerMetrics && n.Item != nil {

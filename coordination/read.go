@@ -99,18 +99,9 @@ func ReadLock(ctx context.Context, api ReadAPI, t Tables, st State) (Lock, error
 // every item does, since 3.0 - 3.4 workers write no entityType
 // (LegacyTableWorkerMetricStatsDAODelegate). Sorted by worker id.
 func ListWorkerMetrics(ctx context.Context, api ReadAPI, t Tables, st State) ([]WorkerMetrics, error) {
-	var all []WorkerMetrics
-	if st.mergedReads() && st.WorkerMetricsTable != PresenceAbsent {
-		items, err := scanAll(ctx, api, &dynamodb.ScanInput{TableName: aws.String(t.WorkerMetrics)})
-		switch {
-		case awserr.NotFound(err):
-		case awserr.AccessDenied(err) && st.WorkerMetricsTable == PresenceUnknown:
-		case err != nil:
-			return nil, err
-		}
-		for _, item := range items {
-			all = append(all, decodeWorkerMetrics(item, attrWorkerID, t.WorkerMetrics))
-		}
+	all, err := sideTableWorkerMetrics(ctx, api, t, st)
+	if err != nil {
+		return nil, err
 	}
 	items, err := scanAll(ctx, api, &dynamodb.ScanInput{
 		TableName:                 aws.String(t.Lease),
@@ -126,6 +117,28 @@ func ListWorkerMetrics(ctx context.Context, api ReadAPI, t Tables, st State) ([]
 		all = append(all, decodeWorkerMetrics(item, attrLeaseKey, t.Lease))
 	}
 	return newestPerWorker(all), nil
+}
+
+// sideTableWorkerMetrics reads <app>-WorkerMetricStats while reads merge
+// both layouts (every item counts there: 3.0 - 3.4 workers write no
+// entityType). A missing table, or one this caller may not describe and
+// may not read, gives none.
+func sideTableWorkerMetrics(ctx context.Context, api ReadAPI, t Tables, st State) ([]WorkerMetrics, error) {
+	var all []WorkerMetrics
+	if !st.mergedReads() || st.WorkerMetricsTable == PresenceAbsent {
+		return nil, nil
+	}
+	items, err := scanAll(ctx, api, &dynamodb.ScanInput{TableName: aws.String(t.WorkerMetrics)})
+	switch {
+	case awserr.NotFound(err):
+	case awserr.AccessDenied(err) && st.WorkerMetricsTable == PresenceUnknown:
+	case err != nil:
+		return nil, err
+	}
+	for _, item := range items {
+		all = append(all, decodeWorkerMetrics(item, attrWorkerID, t.WorkerMetrics))
+	}
+	return all, nil
 }
 
 // newestPerWorker keeps one item per worker, the one with the newest lut
