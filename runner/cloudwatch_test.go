@@ -2,6 +2,8 @@ package runner
 
 import (
 	"fmt"
+	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -100,5 +102,54 @@ func TestCloudWatchNeverAnsweredDoesNotStopPublishing(t *testing.T) {
 	eventually(t, 15*time.Second, "metrics published after the heal", func() bool { return len(fake.Data()) > 0 })
 	if took := time.Since(healed); took > 8*time.Second {
 		t.Fatalf("metrics published %s after the heal, want within the 5s deadline plus a period", took)
+	}
+}
+
+// The last publication at a graceful stop waits for a periodic one in
+// flight instead of cutting it off: every PutMetricData sent reaches
+// CloudWatch, and the capacity units published add up to what the worker
+// consumed. With a slow CloudWatch (a 300 ms round trip, publishing every
+// 20 ms) a put is nearly always in flight when the worker stops; the stop
+// used to cancel it, and the period it carried was lost (CI: the last
+// batch's RecordsProcessed missing).
+func TestCloudWatchStopKeepsThePeriodInFlight(t *testing.T) {
+	fake := emulator.NewCloudWatch(t)
+	const delay = 300 * time.Millisecond
+	proxy := emulator.NewFaultProxy(t, fake.URL, emulator.Throttle, 0, "", 1)
+	proxy.SetDelay(delay)
+	s := newStack(t, 2)
+	out := outFile(t)
+	s.put(t, func(k string) string { return k }, keys("k", 10)...)
+	cfg := s.config(t, "w1", out)
+	cfg.CloudWatch = cloudwatch.NewFromConfig(emulator.Config(), func(o *cloudwatch.Options) { o.BaseEndpoint = aws.String(proxy.URL) })
+	cfg.CloudWatchInterval = 20 * time.Millisecond
+	r := start(t, s, cfg)
+	eventually(t, 20*time.Second, "10 records", func() bool { return len(readHandled(t, out)) >= 10 })
+	eventually(t, 20*time.Second, "a renewal published", func() bool {
+		for _, d := range fake.Data() {
+			if d.Dimensions["Operation"] == "LeaseTable.renew" {
+				return true
+			}
+		}
+		return false
+	})
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(delay + 200*time.Millisecond) // a put cut off still reaches the proxy after its delay
+	if sent, got := proxy.Total(), int64(fake.Calls()); sent != got {
+		t.Errorf("%d PutMetricData reached the proxy, %d reached CloudWatch: a publication was cut off at the stop", sent, got)
+	}
+	var published, consumed float64
+	for _, d := range fake.Data() {
+		if strings.HasPrefix(d.Dimensions["Operation"], "LeaseTable.") && d.MetricName == "ConsumedWriteCapacityUnits" {
+			published += d.Value
+		}
+	}
+	for _, u := range r.w.coord.Stats().Units {
+		consumed += u.Write
+	}
+	if math.Abs(published-consumed) > 1e-6 {
+		t.Errorf("published %v write units of the lease table, the worker consumed %v", published, consumed)
 	}
 }

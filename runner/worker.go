@@ -285,11 +285,11 @@ func (w *Worker) stopGracefully(ctx context.Context, stopCW context.CancelFunc, 
 	// worker's leases unowned and its metrics item gone, and assigns them
 	// in its first run (leader.go, releaseLock).
 	w.leader.releaseLock(rctx)
+	if w.cw != nil {
+		w.cw.Last(rctx, w.coord.Stats)
+	}
 	stopCW()
 	cwDone.Wait()
-	if w.cw != nil {
-		w.cw.Publish(rctx, w.coord.Stats)
-	}
 	w.cancelRuns(errHardStop) // nothing runs any more; frees the context
 	w.log.Info("worker stopped: every lease released")
 	return nil

@@ -68,12 +68,19 @@ type CloudWatch struct {
 	// last lease counters published, to send differences
 	lastLost, lastTaken int64
 	lastUnits           map[string]leasecore.Units
+
+	// turn lets one publication run at a time: the last one waits for a
+	// periodic one in flight instead of cutting it off, since the data a
+	// publication carries have left the buffer and would be lost with it.
+	turn chan struct{}
+	// ended is set by Last; Run publishes nothing after it.
+	ended bool
 }
 
 // NewCloudWatch publishes to api under namespace (the application), with
 // the worker's name on its worker-level metrics.
 func NewCloudWatch(api CloudWatchAPI, namespace, worker string, clk clock.Clock, log *slog.Logger) *CloudWatch {
-	return &CloudWatch{api: api, namespace: namespace, worker: worker, clock: clk, log: log, data: map[cwKey]*cwStat{}}
+	return &CloudWatch{api: api, namespace: namespace, worker: worker, clock: clk, log: log, data: map[cwKey]*cwStat{}, turn: make(chan struct{}, 1)}
 }
 
 func (p *CloudWatch) observe(k cwKey, v float64) {
@@ -222,12 +229,46 @@ func (p *CloudWatch) Run(ctx context.Context, interval time.Duration, lease func
 		if clock.Sleep(ctx, p.clock, interval) != nil {
 			return
 		}
+		if !p.take(ctx) {
+			return
+		}
+		if p.ended {
+			p.give()
+			return
+		}
 		p.Publish(ctx, lease)
+		p.give()
 	}
 }
 
+// Last is the worker's last publication as it stops: it waits (within
+// ctx) for a periodic publication in flight to finish, then sends the rest,
+// and Run publishes nothing after it. Cancelling Run's context instead
+// would cut off the put in flight and lose the period it carries (seen in
+// CI as the last batch's RecordsProcessed missing).
+func (p *CloudWatch) Last(ctx context.Context, lease func() leasecore.Stats) {
+	if !p.take(ctx) {
+		p.log.Warn("could not publish the last CloudWatch metrics: a publication in flight did not end in time", "namespace", p.namespace)
+		return
+	}
+	defer p.give()
+	p.ended = true
+	p.Publish(ctx, lease)
+}
+
+func (p *CloudWatch) take(ctx context.Context) bool {
+	select {
+	case p.turn <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (p *CloudWatch) give() { <-p.turn }
+
 // Publish sends what was observed since the last publication, with the
-// lease counters lease reports; the worker calls it once more as it stops.
+// lease counters lease reports. Run and Last call it one at a time.
 func (p *CloudWatch) Publish(ctx context.Context, lease func() leasecore.Stats) {
 	if lease != nil {
 		p.leases(lease())
