@@ -3,7 +3,7 @@
 
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
-LDFLAGS := -X github.com/kcltool/kcltool/cmd.version=$(VERSION) -X github.com/kcltool/kcltool/cmd.commit=$(COMMIT)
+LDFLAGS := -X github.com/kcltool/kcltool/internal/buildinfo.version=$(VERSION) -X github.com/kcltool/kcltool/internal/buildinfo.commit=$(COMMIT)
 BIN     := bin/kcltool
 # A count, not a duration: with a duration, Go 1.26's fuzz coordinator can
 # report "context deadline exceeded" at the end without any failing input
