@@ -232,10 +232,12 @@ func legacyBlockers(f MigrationFacts, owners []string) (blockers, workers []stri
 	return blockers, workers
 }
 
-// MetricsFresh is the leader's test of an active worker
-// (WorkerMetricStats.isExpired with 2 × the 30s reporting period).
+// MetricsFresh is the migration-ready monitor's test of an active worker
+// (isWorkerMetricStatsActive: lut + 2 × the 30s reporting period > now, in
+// whole seconds), so that `migration status` and the monitor that flips cv
+// never disagree, not even at exactly 60 s.
 func MetricsFresh(m coordination.WorkerMetrics, now time.Time) bool {
-	return !m.LastUpdate.IsZero() && now.Sub(m.LastUpdate) <= WorkerMetricsFreshness
+	return coordination.MigrationMetricsActive(m, now, WorkerMetricsFreshness)
 }
 
 // freshWorkers are the workers with fresh metrics, read in table (any
