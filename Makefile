@@ -11,7 +11,7 @@ BIN     := bin/kcltool
 FUZZTIME ?= 30000x
 SHELLS  := bash zsh fish powershell
 
-.PHONY: all build test demo demo-kcl3 bench up down lint fmt-check vet completions completions-check docs docs-check fuzz install-servers help
+.PHONY: all build test demo demo-kcl3 bench up down lint fmt-check vet completions completions-check docs docs-check fuzz install-servers help install uninstall release-check
 
 all: build
 
@@ -20,6 +20,35 @@ help: ## list the targets
 
 build: ## build bin/kcltool with the version and commit stamped in
 	go build -ldflags '$(LDFLAGS)' -o $(BIN) .
+
+# make install PREFIX=/usr/local (DESTDIR=... for a package's staging root):
+# the binary, the man pages and the bash, zsh and fish completions where each
+# shell looks for them without configuration.
+PREFIX ?= /usr/local
+BINDIR := $(DESTDIR)$(PREFIX)/bin
+MANDIR := $(DESTDIR)$(PREFIX)/share/man/man1
+SHAREDIR := $(DESTDIR)$(PREFIX)/share
+
+install: build ## install the binary, man pages and completions under PREFIX (default /usr/local; DESTDIR honoured)
+	install -d $(BINDIR) $(MANDIR) $(SHAREDIR)/bash-completion/completions $(SHAREDIR)/zsh/site-functions $(SHAREDIR)/fish/vendor_completions.d
+	install -m 0755 $(BIN) $(BINDIR)/kcltool
+	install -m 0644 docs/man/*.1 $(MANDIR)
+	install -m 0644 completions/kcltool.bash $(SHAREDIR)/bash-completion/completions/kcltool
+	install -m 0644 completions/kcltool.zsh $(SHAREDIR)/zsh/site-functions/_kcltool
+	install -m 0644 completions/kcltool.fish $(SHAREDIR)/fish/vendor_completions.d/kcltool.fish
+
+uninstall: ## remove what make install put under PREFIX
+	rm -f $(BINDIR)/kcltool $(addprefix $(MANDIR)/,$(notdir $(wildcard docs/man/*.1))) \
+	  $(SHAREDIR)/bash-completion/completions/kcltool $(SHAREDIR)/zsh/site-functions/_kcltool $(SHAREDIR)/fish/vendor_completions.d/kcltool.fish
+
+# goreleaser lives in its own module (tools/goreleaser/go.mod, a tool
+# directive) so that its dependencies never enter kcltool's go.mod. Not part
+# of make test: the first run builds goreleaser (9.5 minutes on two shared cores).
+GORELEASER := go tool -modfile=tools/goreleaser/go.mod goreleaser
+
+release-check: ## check .goreleaser.yaml and build every release archive and the checksums into dist/ (a snapshot, nothing published)
+	$(GORELEASER) check
+	KCLTOOL_COMMIT=$(COMMIT) $(GORELEASER) release --snapshot --clean
 
 install-servers: ## install the pinned local DynamoDB and Kinesis servers (npm ci)
 	@scripts/localaws.sh install

@@ -394,6 +394,18 @@ var jsonSchemas = []jsonCommand{
 		},
 	},
 	{
+		Name:  "version",
+		Shape: "One object: which kcltool this is (`internal/buildinfo`).",
+		Keys: []jsonKey{
+			{"version", tString, "the version a release or `make build` stamped in, else the module version `go install …@vX` recorded, else `dev`"},
+			{"commit", tString, "the full commit: stamped, else the Go toolchain's `vcs.revision`, else `unknown`"},
+			{"modified", tBoolean, "the toolchain recorded uncommitted changes in the work tree it built (`vcs.modified`); false when it recorded nothing (release builds, `go install`)"},
+			{"goVersion", tString, "the Go release it was built with, e.g. `go1.26.8`"},
+			{"os", tString, "`GOOS`: `linux`, `darwin`, `windows`, …"},
+			{"arch", tString, "`GOARCH`: `amd64`, `arm64`, …"},
+		},
+	},
+	{
 		Name:  "checkpoint export",
 		Title: "`kcltool checkpoint export` (`-o json`, the default)",
 		Shape: "One object with one item per line; `checkpoint import` reads it back (also files written before these keys were always present).",

@@ -73,6 +73,7 @@ func TestJSONSchemaMatchesStructs(t *testing.T) {
 		"checkpoint diff": checkpoint.LagJSON{}, "shards lineage": shards.LineageJSON{}, "doctor": doctor.ReportJSON{},
 		"checkpoint reset": checkpoint.ChangeJSON{}, "plan file": checkpoint.PlanFileJSON{}, "checkpoint backups ls": checkpoint.BackupJSON{}, "run --print-config": run.RunConfigJSON{},
 		"consumers ls": consumers.ConsumerJSON{}, "migration status": migration.StatusJSON{}, "migration start": migration.PlanJSON{},
+		"version": VersionJSON{},
 	} {
 		got, want := structPaths(reflect.TypeOf(v), ""), schemaPaths(name)
 		if !slices.Equal(got, want) {

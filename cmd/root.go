@@ -141,6 +141,7 @@ AWS_ENDPOINT_URL_KINESIS and AWS_ENDPOINT_URL_CLOUDWATCH are honoured.`,
 		withGroup(shards.NewLineageCmd(f, "lineage"), "operate", "Alias of 'shards lineage'"),
 		iampolicycmd.NewCmd(f, iamPolicyTree()),
 		newCompletionCmd(f),
+		newVersionCmd(f),
 		newExitCodesHelpCmd(),
 	)
 	root.AddCommand(doctor.NewCmds(f)...)
