@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kcltool/kcltool/internal/testenv/emulator"
+	"github.com/kcltool/kcltool/leasecore"
 )
 
 // The health endpoints through the binary (docs/deploy.md, Health
@@ -112,6 +113,23 @@ func TestRunHealthMoreWorkersThanShards(t *testing.T) {
 	}
 	if n := s.owners(t)["B"]; n != 0 {
 		t.Fatalf("B holds %d leases of the one shard A holds", n)
+	}
+}
+
+// A KCL 3.x worker waiting for a leader that never comes (--no-leader,
+// and no other worker) holds no lease; its discovery queries succeed, so it
+// is ready: a 3.x fleet rolled out before its leader assigns must not stall.
+func TestRunHealthKCL3WaitingForLeader(t *testing.T) {
+	s := newE2EStack(t, 1)
+	w := startWorker(t, "A", nil, runArgs(s, "A", "--kcl-version", "3", "--no-leader",
+		"--metrics-addr", "127.0.0.1:0", "--exec", "cat >/dev/null")...)
+	base := healthBase(t, w)
+	eventuallyE2E(t, 60*time.Second, "/readyz 200 holding no lease", func() bool {
+		code, body := getHealth(t, base+"/readyz")
+		return code == http.StatusOK && body["status"] == "ready" && body["leasesHeld"] == float64(0)
+	})
+	if !strings.Contains(w.logs.String(), `"assignment":"`+leasecore.AssignByLeader.String()+`"`) {
+		t.Fatal("the worker does not run in KCL 3.x mode")
 	}
 }
 
