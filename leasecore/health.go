@@ -280,6 +280,21 @@ func LoopOf(ctx context.Context) *Loop {
 	return l
 }
 
+// LoopNames are the loops watched now, sorted.
+func (h *Health) LoopNames() []string {
+	if h == nil {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]string, 0, len(h.loops))
+	for l := range h.loops {
+		out = append(out, l.name)
+	}
+	sort.Strings(out)
+	return out
+}
+
 // Liveness statuses (the "status" key of /livez).
 const (
 	LiveOK     = "ok"
