@@ -56,10 +56,14 @@ func TestRunHealthEndpoints(t *testing.T) {
 		if code, body := getHealth(t, base+"/livez"); code != http.StatusOK {
 			t.Fatalf("/livez %.0fs into the partition: %d %v, want 200: an unreachable DynamoDB is not a wedged process", time.Since(cut).Seconds(), code, body)
 		}
-		if notReady == nil {
-			if code, body := getHealth(t, base+"/readyz"); code == http.StatusServiceUnavailable {
-				notReady = body
-			}
+		// Once not ready, not ready until healed: no flapping back while
+		// the leases expire and the next scan has not failed yet.
+		code, body := getHealth(t, base+"/readyz")
+		switch {
+		case code == http.StatusServiceUnavailable && notReady == nil:
+			notReady = body
+		case code == http.StatusOK && notReady != nil:
+			t.Fatalf("/readyz 200 again %.0fs into the partition, after %v: %v", time.Since(cut).Seconds(), notReady, body)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}

@@ -144,10 +144,11 @@ type Readiness struct {
 //     count as a replacement in a rollout.
 //   - Holding leases: not ready once the renewals have failed, with no
 //     success in between, for longer than the failover time. Holding none:
-//     the same with the taker's scans (2.x) or the discovery query (3.x). A
-//     failing spell of the other kind still running counts from its own
-//     start, so that a worker whose leases expired during an outage is not
-//     briefly ready again until its next scan fails.
+//     the same with the taker's scans (2.x) or the discovery query (3.x),
+//     each failed page counted as it happens (ScanOptions.OnRetry). A
+//     renewals' failing spell with no scan or discovery success since it
+//     began goes on counting, so that a worker whose leases expired during
+//     an outage is not ready again until a scan succeeds.
 //   - Otherwise ready, leases or none: a worker among more workers than
 //     shards, or a 3.x worker waiting for the leader, is ready.
 func (h *Health) Ready() Readiness {
@@ -167,16 +168,21 @@ func (h *Health) Ready() Readiness {
 		r.Status, r.Reason = ReadyStopping, "the worker is stopping"
 		return r
 	}
-	main, other := calls[callAssign], calls[callRenew]
-	if n > 0 {
-		main, other = other, main
-	}
-	if !main.seen() {
-		main, other = other, callState{}
-	}
-	spell := main
-	if !spell.failingSince.IsZero() && !other.failingSince.IsZero() && other.failingSince.Before(spell.failingSince) {
-		spell.failingSince = other.failingSince
+	renew, assign := calls[callRenew], calls[callAssign]
+	var spell callState // the calls that decide, and their failing spell
+	if (n > 0 && renew.seen()) || (n == 0 && !assign.seen()) {
+		spell = renew
+	} else {
+		spell = assign
+		// Leases that expired while their renewals failed: that spell
+		// goes on until a scan or discovery succeeds after it began.
+		if f := renew.failingSince; !f.IsZero() && !assign.lastOK.After(f) &&
+			(spell.failingSince.IsZero() || f.Before(spell.failingSince)) {
+			if spell.failingSince.IsZero() {
+				spell.lastOp, spell.lastErr = renew.lastOp, renew.lastErr
+			}
+			spell.failingSince = f
+		}
 	}
 	if !spell.failingSince.IsZero() {
 		since := spell.failingSince

@@ -93,8 +93,6 @@ func TestHealthReadiness(t *testing.T) {
 	if r := h.Ready(); !r.Ready {
 		t.Fatalf("renewals failing for exactly the failover time: %+v, want still ready", r)
 	}
-	// A succeeding scan does not hide failing renewals of held leases.
-	h.LeaseCall(ctx, OpScan, nil)
 	clk.Advance(time.Millisecond)
 	r := h.Ready()
 	if r.Ready || r.Status != ReadyFailing || r.Operation != OpRenew || r.Error != errDown.Error() ||
@@ -102,8 +100,13 @@ func TestHealthReadiness(t *testing.T) {
 		t.Fatalf("renewals failing past the failover time: %+v, want failing with operation, error and start", r)
 	}
 	// The leases expire locally: holding none, the scans decide, but the
-	// renewals' failing spell goes on counting until a scan succeeds.
+	// renewals' failing spell goes on counting until a scan succeeds, even
+	// before the next scan has failed (the end-to-end test found the
+	// worker ready again in between).
 	held = 0
+	if r := h.Ready(); r.Ready || !r.FailingSince.Equal(start) || r.Operation != OpRenew {
+		t.Fatalf("leases expired, no scan since: %+v, want not ready since the renewals began failing", r)
+	}
 	h.LeaseCall(ctx, OpScan, errDown)
 	if r := h.Ready(); r.Ready || !r.FailingSince.Equal(start) {
 		t.Fatalf("leases expired, first scan failing: %+v, want not ready since the renewals began failing", r)
@@ -132,6 +135,28 @@ func TestHealthReadiness(t *testing.T) {
 	h.Stopping()
 	if r := h.Ready(); r.Ready || r.Status != ReadyStopping {
 		t.Fatalf("stopping: %+v, want stopping, not ready", r)
+	}
+}
+
+// Succeeding scans do not hide failing renewals of held leases; once the
+// leases are gone, a scan that succeeded after the renewals began failing
+// makes the worker ready (holding none, the scans decide).
+func TestHealthScansDoNotHideRenewals(t *testing.T) {
+	held := 3
+	h, clk := newTestHealth(&held)
+	ctx := context.Background()
+	h.LeaseCall(ctx, OpRenew, nil)
+	h.LeaseCall(ctx, OpRenew, errDown)
+	for range 5 {
+		clk.Advance(5 * time.Second)
+		h.LeaseCall(ctx, OpScan, nil)
+	}
+	if r := h.Ready(); r.Ready || r.Operation != OpRenew || r.FailingSeconds != 25 {
+		t.Fatalf("renewals failing 25s, scans succeeding: %+v, want not ready on renew", r)
+	}
+	held = 0
+	if r := h.Ready(); !r.Ready {
+		t.Fatalf("leases gone, scans succeeding since: %+v, want ready", r)
 	}
 }
 

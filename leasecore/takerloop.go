@@ -45,6 +45,7 @@ func (c *Coordinator) runTaker(ctx context.Context) time.Duration {
 	res, err := ScanTable(WithCapacityOp(ctx, OpScan), c.api, c.table, ScanOptions{
 		Segments: c.cfg.ScanSegments,
 		Sleep:    func(ctx context.Context, d time.Duration) error { return clock.Sleep(ctx, c.clock, d) },
+		OnRetry:  func(err error) { c.health.LeaseCall(ctx, OpScan, err) },
 	})
 	c.stats.retries.Add(int64(res.Retries))
 	c.health.LeaseCall(ctx, OpScan, err)
