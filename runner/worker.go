@@ -109,6 +109,7 @@ func NewWorker(cfg Config, ddb DynamoDBAPI, kin KinesisAPI) (*Worker, error) {
 	if w.metrics == nil {
 		w.metrics = metrics.New()
 	}
+	w.metrics.SetBuild(cfg.Build)
 	// Made here, not in Run, so that it is never written while the worker
 	// runs (the metrics and tests read it).
 	w.leader = newLeaderSide(w)
@@ -209,7 +210,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	// stop releases the lock (stopGracefully).
 	w.leader.start(loopsCtx)
 	w.log.Info("lease assignment mode", "assignment", mode.Assignment.String(), "layout", mode.Layout.String(), "reportMetrics", mode.ReportMetrics, "reason", mode.Reason)
-	w.log.Info("worker started", "app", cfg.App, "table", cfg.Table, "stream", w.streamsLabel(),
+	w.log.Info("worker started", "version", cfg.Build.Version, "app", cfg.App, "table", cfg.Table, "stream", w.streamsLabel(),
 		"initialPosition", cfg.Initial.Kind, "failover", coord.Config().FailoverTime, "batchSize", cfg.BatchSize, "maxParallel", cfg.MaxParallel)
 
 	select {

@@ -28,6 +28,7 @@ func (m *Metrics) WritePrometheus(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	p := &promWriter{w: bw}
 
+	writeBuildInfo(p, m.buildInfo())
 	wl := []string{"app", app, "worker", worker}
 	if haveLease {
 		p.single("kcltool_worker_leases_held", "gauge", "Leases this worker holds now.", wl, float64(lease.Held))
@@ -91,6 +92,7 @@ func (m *Metrics) WritePrometheus(w io.Writer) error {
 			p.sample("kcltool_shard_read_failing_seconds", labels(s), failing)
 		}
 	}
+	writeBacklogs(p, shards, labels, now)
 	for _, c := range counters {
 		p.family(c.name, "counter", c.help)
 		for _, s := range shards {
