@@ -2,7 +2,9 @@ package cmd
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -46,9 +48,8 @@ var (
 	kcltoolMetric = regexp.MustCompile(`\bkcltool_[a-z0-9_]+`)
 )
 
-// readAlertRules reads docs/alerts.yaml and checks it is a rule file
-// Prometheus loads: groups with unique names, each rule an alert with an
-// expression, a duration in for, a severity and a summary and description.
+// readAlertRules reads docs/alerts.yaml; the test fails unless it is a
+// rule file Prometheus loads (alertRuleProblems).
 func readAlertRules(t *testing.T) alertRules {
 	t.Helper()
 	root, err := emulator.RepoRoot()
@@ -59,38 +60,72 @@ func readAlertRules(t *testing.T) alertRules {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dec := yaml.NewDecoder(strings.NewReader(string(raw)))
+	rules, problems := alertRuleProblems(raw)
+	for _, p := range problems {
+		t.Errorf("docs/alerts.yaml: %s", p)
+	}
+	return rules
+}
+
+// alertRuleProblems decodes a rule file and says what Prometheus would
+// refuse in it, and what an on-call engineer would miss: groups with
+// unique names and rules, each rule an alert with a unique name, an
+// expression, a duration in for, a severity, a summary, and a description
+// that says what to run or set.
+func alertRuleProblems(raw []byte) (alertRules, []string) {
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
 	dec.KnownFields(true)
 	var rules alertRules
 	if err := dec.Decode(&rules); err != nil {
-		t.Fatalf("docs/alerts.yaml: %v", err)
+		return rules, []string{err.Error()}
 	}
+	var problems []string
 	if len(rules.Groups) == 0 {
-		t.Fatal("docs/alerts.yaml has no groups")
+		problems = append(problems, "no groups")
 	}
 	groups, alerts := map[string]bool{}, map[string]bool{}
 	for _, g := range rules.Groups {
 		if g.Name == "" || groups[g.Name] || len(g.Rules) == 0 {
-			t.Errorf("group %q: a group needs a unique name and rules", g.Name)
+			problems = append(problems, fmt.Sprintf("group %q: a group needs a unique name and rules", g.Name))
 		}
 		groups[g.Name] = true
 		for _, r := range g.Rules {
 			switch {
 			case r.Record != "" || !promName.MatchString(r.Alert) || alerts[r.Alert]:
-				t.Errorf("rule %q (record %q): every rule is an alert with a unique, valid name", r.Alert, r.Record)
+				problems = append(problems, fmt.Sprintf("rule %q (record %q): every rule is an alert with a unique, valid name", r.Alert, r.Record))
 			case strings.TrimSpace(r.Expr) == "" || strings.Count(r.Expr, "(") != strings.Count(r.Expr, ")"):
-				t.Errorf("alert %s: expression %q is empty or unbalanced", r.Alert, r.Expr)
+				problems = append(problems, fmt.Sprintf("alert %s: expression %q is empty or unbalanced", r.Alert, r.Expr))
 			case r.For != "" && !promDuration.MatchString(r.For):
-				t.Errorf("alert %s: for %q is not a Prometheus duration", r.Alert, r.For)
+				problems = append(problems, fmt.Sprintf("alert %s: for %q is not a Prometheus duration", r.Alert, r.For))
 			case !slices.Contains([]string{"critical", "warning", "info"}, r.Labels["severity"]):
-				t.Errorf("alert %s: severity %q, want critical, warning or info", r.Alert, r.Labels["severity"])
+				problems = append(problems, fmt.Sprintf("alert %s: severity %q, want critical, warning or info", r.Alert, r.Labels["severity"]))
 			case r.Annotations["summary"] == "" || !strings.Contains(r.Annotations["description"], "kcltool ") && !strings.Contains(r.Annotations["description"], "--"):
-				t.Errorf("alert %s: needs a summary, and a description that says what to run or set", r.Alert)
+				problems = append(problems, fmt.Sprintf("alert %s: needs a summary, and a description that says what to run or set", r.Alert))
 			}
 			alerts[r.Alert] = true
 		}
 	}
-	return rules
+	return rules, problems
+}
+
+// docs/alerts.yaml is a rule file Prometheus loads, and the check finds
+// what it would refuse.
+func TestAlertRulesFileIsWellFormed(t *testing.T) {
+	if names := alertMetrics(readAlertRules(t)); len(names) < 8 {
+		t.Errorf("the rules use only %v", names)
+	}
+	for _, c := range []struct{ name, file, want string }{
+		{"a key Prometheus does not know", "groups:\n  - name: g\n    rules:\n      - alert: A\n        expression: up == 0\n", "field expression not found"},
+		{"a duration in words", "groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: up == 0\n        for: 5 minutes\n", "not a Prometheus duration"},
+		{"no severity", "groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: up == 0\n", "severity"},
+		{"a recording rule", "groups:\n  - name: g\n    rules:\n      - record: a:b\n        expr: up\n", "every rule is an alert"},
+		{"an unbalanced expression", "groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: sum(up == 0\n", "unbalanced"},
+		{"no advice", "groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: up == 0\n        labels: {severity: critical}\n        annotations: {summary: down, description: it is down}\n", "what to run or set"},
+	} {
+		if _, problems := alertRuleProblems([]byte(c.file)); !strings.Contains(strings.Join(problems, "\n"), c.want) {
+			t.Errorf("%s: problems %q, want one saying %q", c.name, problems, c.want)
+		}
+	}
 }
 
 // alertMetrics are the kcltool_* names the rules' expressions use, a
@@ -136,9 +171,6 @@ const pendingReadiness = "kcltool_worker_ready"
 // its version in its start-up line and kcltool_build_info.
 func TestRunExposesEveryMetricTheAlertsUse(t *testing.T) {
 	names := alertMetrics(readAlertRules(t))
-	if len(names) < 8 {
-		t.Fatalf("the rules use only %v", names)
-	}
 	s := newE2EStack(t, 1)
 	s.putRound(t, keyNames(10), 0)
 	w := startWorker(t, "w", nil, runArgs(s, "w", "--metrics-addr", "127.0.0.1:0", "--exec", "cat >/dev/null")...)
