@@ -109,13 +109,13 @@ func NewWorker(cfg Config, ddb DynamoDBAPI, kin KinesisAPI) (*Worker, error) {
 	if w.metrics == nil {
 		w.metrics = metrics.New()
 	}
-	w.metrics.SetBuild(cfg.Build)
 	// Made here, not in Run, so that it is never written while the worker
 	// runs (the metrics and tests read it).
 	w.leader = newLeaderSide(w)
 	if cfg.CloudWatch != nil {
 		w.cw = metrics.NewCloudWatch(deadlineCloudWatch{api: cfg.CloudWatch, d: cloudWatchTimeout}, cfg.App, cfg.WorkerID, cfg.Clock, w.log)
 	}
+	w.metrics.SetBuild(cfg.Build)
 	return w, nil
 }
 

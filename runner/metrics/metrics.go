@@ -26,6 +26,8 @@ type Metrics struct {
 	lease func() leasecore.Stats
 	// running reports the handler processes running; nil until the worker runs.
 	running func() int
+	// build is what kcltool_build_info reports (build.go).
+	build Build
 	// clock is the worker's: failingSince was stamped with it, so the
 	// failing spell's length is read from it too. Nil until the worker runs.
 	clock clock.Clock
@@ -33,28 +35,6 @@ type Metrics struct {
 	cw atomic.Pointer[CloudWatch]
 	// leader is the KCL 3.x leadership's figures (leader.go).
 	leader leaderMetrics
-	// build is what kcltool_build_info reports.
-	build Build
-}
-
-// Build names the kcltool binary: kcltool_build_info's labels. The caller
-// passes it in (cmd/run, from internal/buildinfo), so that the metrics
-// report what the binary says of itself.
-type Build struct {
-	Version, Commit, GoVersion string
-}
-
-// SetBuild sets what kcltool_build_info reports.
-func (m *Metrics) SetBuild(b Build) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.build = b
-}
-
-func (m *Metrics) buildInfo() Build {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.build
 }
 
 // New returns an empty collection.

@@ -24,10 +24,3 @@ func writeBacklogs(p *promWriter, shards []*ShardStats, labels func(*ShardStats)
 		}
 	}
 }
-
-// writeBuildInfo writes kcltool_build_info, the usual constant 1 whose
-// labels name the binary, so that dashboards can join on the version.
-func writeBuildInfo(p *promWriter, b Build) {
-	p.single("kcltool_build_info", "gauge", "The kcltool binary: its version, commit and Go release; always 1.",
-		[]string{"version", b.Version, "commit", b.Commit, "goversion", b.GoVersion}, 1)
-}
