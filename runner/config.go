@@ -129,6 +129,10 @@ type Config struct {
 
 	// Metrics, if set, receives per-shard and per-worker figures.
 	Metrics *metrics.Metrics
+	// Build names the binary (its version, commit and Go release) in the
+	// start-up log line and kcltool_build_info. The caller fills it: the
+	// runner does not read build information itself.
+	Build metrics.Build
 	// CloudWatch, if set, publishes KCL's metric names every
 	// CloudWatchInterval into the namespace App.
 	CloudWatch         metrics.CloudWatchAPI

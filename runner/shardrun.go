@@ -46,7 +46,10 @@ type shardRun struct {
 	handoff     chan struct{}
 	handoffOnce sync.Once
 	stats       *metrics.ShardStats
-	log         *slog.Logger
+	// backlog is this holding's records read and not checkpointed, for
+	// the gauges of a stuck shard (shardrun_backlog.go).
+	backlog *metrics.Backlog
+	log     *slog.Logger
 
 	// endErr is what ended the reading, readable once done is closed.
 	endErr error
@@ -81,6 +84,7 @@ func newShardRun(w *Worker, l leasecore.Lease, tenure uint64, prev <-chan struct
 		name = r.key
 	}
 	r.stats = w.metrics.Shard(name)
+	r.backlog = r.stats.StartTenure(w.clock.Now())
 	r.log = w.log.With("shard", name)
 	return r
 }
@@ -311,8 +315,7 @@ func (r *shardRun) read(start leasecore.SequenceNumber) (err error) {
 		select {
 		case p, ok := <-pages:
 			if ok {
-				r.readBytes(p)
-				b.add(p, r.w.clock.Now())
+				r.received(b, p, r.w.clock.Now())
 			} else {
 				fetching = false
 			}
@@ -348,8 +351,7 @@ func (r *shardRun) drain(pages <-chan retrieval.Page, b *batcher, now time.Time,
 			if !ok {
 				return false
 			}
-			r.readBytes(p)
-			b.add(p, now)
+			r.received(b, p, now)
 		default:
 			return true
 		}
@@ -363,7 +365,7 @@ func (r *shardRun) policy() *processor.Policy {
 		Handler: meteredHandler{h: cfg.Handler, stats: r.stats}, Clock: r.w.clock,
 		Backoff: cfg.Backoff, MaxRetries: cfg.MaxRetries, MaxRecordAge: cfg.MaxRecordAge,
 		BisectOnError: cfg.BisectOnError, OnFailureDir: cfg.OnFailureDir,
-		Log: r.log, Slots: r.w.slots,
+		Log: r.log, Slots: r.w.slots, Retrying: r.stats.Retried,
 	}
 }
 
@@ -378,7 +380,7 @@ func (r *shardRun) handle(records []kinesisrec.Record, millisBehind int64) error
 	if err != nil {
 		return err
 	}
-	r.stats.BatchDone(records, st.Runs, st.Bisections, st.Skipped)
+	r.stats.BatchDone(records, st.Skipped)
 	return nil
 }
 
@@ -389,6 +391,7 @@ func (r *shardRun) checkpoint(ctx context.Context, at leasecore.SequenceNumber) 
 		return err
 	}
 	r.stats.Checkpointed()
+	r.backlog.Checkpointed(at, r.w.clock.Now())
 	return nil
 }
 

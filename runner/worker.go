@@ -120,6 +120,7 @@ func NewWorker(cfg Config, ddb DynamoDBAPI, kin KinesisAPI) (*Worker, error) {
 	if cfg.CloudWatch != nil {
 		w.cw = metrics.NewCloudWatch(deadlineCloudWatch{api: cfg.CloudWatch, d: cloudWatchTimeout}, cfg.App, cfg.WorkerID, cfg.Clock, w.log)
 	}
+	w.metrics.SetBuild(cfg.Build)
 	return w, nil
 }
 
@@ -215,7 +216,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	// stop releases the lock (stopGracefully).
 	w.leader.start(loopsCtx)
 	w.log.Info("lease assignment mode", "assignment", mode.Assignment.String(), "layout", mode.Layout.String(), "reportMetrics", mode.ReportMetrics, "reason", mode.Reason)
-	w.log.Info("worker started", "app", cfg.App, "table", cfg.Table, "stream", w.streamsLabel(),
+	w.log.Info("worker started", "version", cfg.Build.Version, "app", cfg.App, "table", cfg.Table, "stream", w.streamsLabel(),
 		"initialPosition", cfg.Initial.Kind, "failover", coord.Config().FailoverTime, "batchSize", cfg.BatchSize, "maxParallel", cfg.MaxParallel)
 
 	select {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kcltool/kcltool/cmd/cmdutil"
 	"github.com/kcltool/kcltool/coordination/assignment"
+	"github.com/kcltool/kcltool/internal/buildinfo"
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
 	"github.com/kcltool/kcltool/runner"
@@ -54,6 +55,7 @@ func (o *runOptions) workerConfig(f *cmdutil.Factory) (runner.Config, error) {
 	}
 	cfg.Handler = &processor.Handler{Argv: argv, Format: format, Timeout: o.cfg.Handler.Timeout, Env: f.Environ(), Clock: f.Clock}
 	cfg.Metrics, cfg.Log, cfg.Clock = metrics.New(), f.Logger(), f.Clock
+	cfg.Build = metrics.Build{Version: buildinfo.Version(), Commit: buildinfo.Commit(), GoVersion: buildinfo.GoVersion()}
 	if cfg.FanOut, err = o.fanOut(f, len(streams)); err != nil {
 		return cfg, err
 	}

@@ -26,6 +26,8 @@ type Metrics struct {
 	lease func() leasecore.Stats
 	// running reports the handler processes running; nil until the worker runs.
 	running func() int
+	// build is what kcltool_build_info reports (build.go).
+	build Build
 	// clock is the worker's: failingSince was stamped with it, so the
 	// failing spell's length is read from it too. Nil until the worker runs.
 	clock clock.Clock
@@ -115,6 +117,9 @@ type ShardStats struct {
 	// GetRecords page, a fan-out event) arriving to its batch being handed
 	// to the record processor.
 	delivery *histogram
+	// backlog is the current tenure's records read and not checkpointed
+	// (backlog.go); nil while this worker does not hold the shard.
+	backlog atomic.Pointer[Backlog]
 }
 
 // deliveryBuckets are the added-latency histogram's bounds, in seconds.
@@ -139,7 +144,10 @@ func (s *ShardStats) Delivered(received, now time.Time) {
 
 // Release: this worker no longer reads the shard, so its lag is no
 // longer reported (its counters stay).
-func (s *ShardStats) Release() { s.held.Store(false) }
+func (s *ShardStats) Release() {
+	s.held.Store(false)
+	s.backlog.Store(nil)
+}
 
 // GetRecordsCall counts one GetRecords call and how it ended.
 func (s *ShardStats) GetRecordsCall(err error) {
@@ -197,11 +205,15 @@ func (s *ShardStats) HandlerRun(d time.Duration, ok bool) {
 	}
 }
 
+// Retried counts a handler run that retries records already handed to a
+// handler, as it starts: a batch that keeps failing shows it at once, not
+// once the batch is finally done.
+func (s *ShardStats) Retried() { s.retries.Add(1) }
+
 // BatchDone counts a batch whose records have all been handled or given up
-// on, after runs handler runs, bisections splits and skipped records given
-// up on. Retries are the runs beyond one per part of the batch (a bisection
-// makes two parts of one).
-func (s *ShardStats) BatchDone(records []kinesisrec.Record, runs, bisections, skipped int) {
+// on, skipped of them given up on. Its retries were counted as they ran
+// (Retried).
+func (s *ShardStats) BatchDone(records []kinesisrec.Record, skipped int) {
 	var bytes int64
 	for i := range records {
 		bytes += int64(records[i].DataLen())
@@ -210,9 +222,6 @@ func (s *ShardStats) BatchDone(records []kinesisrec.Record, runs, bisections, sk
 	s.records.Add(int64(len(records)))
 	s.bytes.Add(bytes)
 	s.skipped.Add(int64(skipped))
-	if r := runs - 1 - bisections; r > 0 {
-		s.retries.Add(int64(r))
-	}
 	if cw := s.m.cw.Load(); cw != nil {
 		cw.observe(cwKey{op: opProcessTask, shard: s.id, name: "RecordsProcessed", unit: unitCount}, float64(len(records)))
 		cw.observe(cwKey{op: opProcessTask, shard: s.id, name: "DataBytesProcessed", unit: unitBytes}, float64(bytes))

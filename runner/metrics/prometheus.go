@@ -28,6 +28,7 @@ func (m *Metrics) WritePrometheus(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	p := &promWriter{w: bw}
 
+	writeBuildInfo(p, m.buildInfo())
 	wl := []string{"app", app, "worker", worker}
 	if haveLease {
 		p.single("kcltool_worker_leases_held", "gauge", "Leases this worker holds now.", wl, float64(lease.Held))
@@ -62,7 +63,7 @@ func (m *Metrics) WritePrometheus(w io.Writer) error {
 		{"kcltool_shard_batches_total", "Batches done: handled, or given up on into --on-failure.", func(s *ShardStats) int64 { return s.batches.Load() }},
 		{"kcltool_shard_handler_runs_total", "Handler processes run.", func(s *ShardStats) int64 { return s.runs.Load() }},
 		{"kcltool_shard_handler_failures_total", "Handler runs that failed, timed out or reported failed items.", func(s *ShardStats) int64 { return s.failures.Load() }},
-		{"kcltool_shard_handler_retries_total", "Handler runs that retried records already handed to a handler.", func(s *ShardStats) int64 { return s.retries.Load() }},
+		{"kcltool_shard_handler_retries_total", "Handler runs of records already handed to a handler (KCLTOOL_ATTEMPT above 1), counted as each starts.", func(s *ShardStats) int64 { return s.retries.Load() }},
 		{"kcltool_shard_records_skipped_total", "Records given up on and written to --on-failure.", func(s *ShardStats) int64 { return s.skipped.Load() }},
 		{"kcltool_shard_checkpoints_total", "Checkpoints written.", func(s *ShardStats) int64 { return s.checkpoints.Load() }},
 		{"kcltool_shard_getrecords_total", "GetRecords calls.", func(s *ShardStats) int64 { return s.getRecords.Load() }},
@@ -92,6 +93,7 @@ func (m *Metrics) WritePrometheus(w io.Writer) error {
 			p.sample("kcltool_shard_read_failing_seconds", labels(s), failing)
 		}
 	}
+	writeBacklogs(p, shards, labels, now)
 	for _, c := range counters {
 		p.family(c.name, "counter", c.help)
 		for _, s := range shards {

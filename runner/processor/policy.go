@@ -67,6 +67,11 @@ type Policy struct {
 	// Slots, if set, is taken for each handler run, so that shards share a
 	// bound on concurrent handlers; nil means no bound.
 	Slots *Slots
+	// Retrying, if set, is called as each run of records already handed
+	// to a handler starts (KCLTOOL_ATTEMPT above 1: after a failure, a
+	// bisection, or a stop at the lease deadline), so that a batch that
+	// keeps failing is counted while it does, not once it is finally done.
+	Retrying func()
 }
 
 // ProcessStats counts what one Process call did, for metrics.
@@ -190,6 +195,9 @@ func (p *Policy) attempt(ctx context.Context, stop <-chan struct{}, run Batch, l
 	release, err := p.Slots.acquire(ctx, stop)
 	if err != nil {
 		return Result{}, nil, err
+	}
+	if run.Attempt > 1 && p.Retrying != nil {
+		p.Retrying()
 	}
 	res := p.Handler.Run(ctx, run)
 	release()
