@@ -39,6 +39,9 @@ type Options struct {
 	// Assignment is the protocol the coordinator starts with (default
 	// AssignByTaking, KCL 2.x); SetAssignment changes it.
 	Assignment Assignment
+	// Health, when set, watches the coordinator's loops and judges its
+	// lease-table calls for the worker's health endpoints (health.go).
+	Health *Health
 }
 
 // Coordinator is one worker's side of the KCL lease protocol: a renewer
@@ -81,6 +84,7 @@ type Coordinator struct {
 	tput         *leaseStats
 	discoverPoke chan struct{}
 	skipped      map[string]string // discoverer goroutine only: why a key was last skipped
+	health       *Health           // Options.Health; nil-safe
 }
 
 // heldLease is a lease this worker holds. Its mutex serialises the writes on
@@ -167,6 +171,8 @@ func NewCoordinator(api CoordinatorAPI, table string, cfg Config, clk clock.Cloc
 		}
 	}
 	c.assign.Store(int32(opt.Assignment))
+	c.health = opt.Health
+	c.health.bindHeld(c.heldCount)
 	units := opt.Capacity
 	if units == nil {
 		units = &Capacity{}
@@ -201,12 +207,17 @@ func (c *Coordinator) Start(ctx context.Context) error {
 	c.started = true
 	ctx, c.cancel = context.WithCancel(ctx)
 	c.loops.Add(3)
-	go func() { defer c.loops.Done(); c.renewLoop(ctx) }()
+	// Registered here, not in the goroutines, so that a loop that never
+	// got going counts as wedged too.
+	renewer := c.health.Loop("renewer", c.cfg.renewerBound())
+	taker := c.health.Loop("taker", c.cfg.takerBound())
+	discoverer := c.health.Loop("discoverer", c.cfg.discovererBound())
+	go func() { defer c.loops.Done(); defer renewer.Close(); c.renewLoop(WithLoop(ctx, renewer)) }()
 	// Both assignment loops run; each works only in its mode, so that
 	// SetAssignment switches at once (as DynamoDBLeaseCoordinator runs the
 	// taker and the discoverer when the mode may change).
-	go func() { defer c.loops.Done(); c.takerLoop(ctx) }()
-	go func() { defer c.loops.Done(); c.discoverLoop(ctx) }()
+	go func() { defer c.loops.Done(); defer taker.Close(); c.takerLoop(WithLoop(ctx, taker)) }()
+	go func() { defer c.loops.Done(); defer discoverer.Close(); c.discoverLoop(WithLoop(ctx, discoverer)) }()
 	c.log.Info("lease coordinator started", "failover", c.cfg.FailoverTime, "renewInterval", c.cfg.RenewInterval,
 		"takerInterval", c.takerIntervalDescription(), "assignment", c.Assignment(), "discoveryInterval", c.cfg.DiscoveryInterval())
 	return nil
@@ -282,6 +293,20 @@ func (c *Coordinator) IsHeld(key string) bool {
 	hl.mu.Lock()
 	defer hl.mu.Unlock()
 	return !hl.dropped && c.fresh(hl, c.clock.Now())
+}
+
+// heldCount is len(Held()) without waiting for any lease's mutex, which
+// a renewal hung in the network holds for up to the renew interval: a
+// health probe must answer within its own timeout (often 1 s). It reads
+// the renewal time the leases mirror for HandlerDeadline.
+func (c *Coordinator) heldCount() int {
+	now, n := c.clock.Now(), 0
+	for _, hl := range c.heldSnapshot() {
+		if r := hl.renewed.Load(); r != nil && now.Sub(*r) <= c.cfg.FailoverTime {
+			n++
+		}
+	}
+	return n
 }
 
 // Stats returns the counters so far.

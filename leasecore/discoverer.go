@@ -17,6 +17,8 @@ func (c *Coordinator) discoverLoop(ctx context.Context) {
 	for {
 		// Out of leader mode (or after StopTaking) the loop holds no timer:
 		// a 2.x worker's clock sees no wake-ups of it.
+		// Idle until woken: nothing to watch meanwhile.
+		LoopOf(ctx).Park()
 		for c.Assignment() != AssignByLeader || c.noTaking.Load() {
 			select {
 			case <-ctx.Done():
@@ -24,8 +26,10 @@ func (c *Coordinator) discoverLoop(ctx context.Context) {
 			case <-c.discoverPoke:
 			}
 		}
+		LoopOf(ctx).Unpark()
 		next := c.clock.Now()
 		for c.Assignment() == AssignByLeader && !c.noTaking.Load() {
+			LoopOf(ctx).Beat()
 			c.discover(ctx)
 			if ctx.Err() != nil {
 				return
@@ -70,6 +74,7 @@ func (c *Coordinator) kickDiscoverer() {
 func (c *Coordinator) discover(ctx context.Context) {
 	c.stats.indexQueries.Add(1)
 	keys, err := QueryOwnedKeys(WithCapacityOp(ctx, OpDiscover), c.api, c.table, c.cfg.WorkerID)
+	c.health.LeaseCall(ctx, OpDiscover, err)
 	if err != nil {
 		if ctx.Err() == nil {
 			lvl := c.log.Warn

@@ -16,6 +16,7 @@ import (
 func (c *Coordinator) renewLoop(ctx context.Context) {
 	next := c.clock.Now()
 	for {
+		LoopOf(ctx).Beat()
 		next = next.Add(c.cfg.RenewInterval)
 		if wait := next.Sub(c.clock.Now()); wait > 0 {
 			if clock.Sleep(ctx, c.clock, wait) != nil {
@@ -116,6 +117,11 @@ func (c *Coordinator) renewOne(ctx context.Context, hl *heldLease, roundEnd time
 			l, err = RenewLease(WithCapacityOp(ctx, OpRenew), c.api, c.table, hl.lease, c.cfg.WorkerID)
 		}
 		var handoff *HandoffRequestedError
+		if errors.As(err, &handoff) {
+			c.health.LeaseCall(ctx, OpRenew, nil) // the table answered
+		} else {
+			c.health.LeaseCall(ctx, OpRenew, err)
+		}
 		switch {
 		case errors.As(err, &handoff):
 			// Renew again at once, without the checkpointOwner condition

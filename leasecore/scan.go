@@ -77,6 +77,11 @@ type ScanOptions struct {
 	// segment is asked for; it may wait, and its error ends the scan. The
 	// KCL 3.x leader paces its scan with it (coordination/assignment).
 	Pace func(ctx context.Context, units float64) error
+	// OnRetry, when set, is told of each failed page that is retried, as
+	// it happens (the taker's health, health.go: a scan that keeps
+	// retrying is failing before it gives up). It may be called from
+	// several segments at once.
+	OnRetry func(err error)
 }
 
 // SegmentsFor picks a parallel-scan segment count for a table of the given
@@ -204,6 +209,9 @@ func fetchPages(ctx context.Context, api ScanAPI, in *dynamodb.ScanInput, opt Sc
 			}
 			attempt++
 			retries++
+			if opt.OnRetry != nil {
+				opt.OnRetry(err)
+			}
 			if err := opt.Sleep(ctx, backoff.Default(attempt)); err != nil {
 				return retries, err
 			}

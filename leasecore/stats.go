@@ -75,7 +75,10 @@ type meteredAPI struct {
 
 func noSDKRetries(o *dynamodb.Options) { o.RetryMaxAttempts = 1 }
 
-func (m meteredAPI) note(err error) {
+// note counts a throttled call, and beats the loop that made the call: a
+// call that returned, failed or not, is progress (health.go).
+func (m meteredAPI) note(ctx context.Context, err error) {
+	LoopOf(ctx).Beat()
 	if awserr.Throttled(err) {
 		m.c.throttled.Add(1)
 	}
@@ -86,7 +89,7 @@ func (m meteredAPI) Scan(ctx context.Context, in *dynamodb.ScanInput, opts ...fu
 	ctx, cancel := withTimeout(ctx, m.scanTimeout)
 	defer cancel()
 	out, err := m.api.Scan(ctx, in, append(opts, noSDKRetries)...)
-	m.note(err)
+	m.note(ctx, err)
 	m.units.RecordScan(ctx, in, out, err)
 	return out, err
 }
@@ -96,7 +99,7 @@ func (m meteredAPI) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts
 	ctx, cancel := withTimeout(ctx, m.item)
 	defer cancel()
 	out, err := m.api.GetItem(ctx, in, append(opts, noSDKRetries)...)
-	m.note(err)
+	m.note(ctx, err)
 	m.units.RecordGetItem(ctx, in, out, err)
 	return out, err
 }
@@ -106,7 +109,7 @@ func (m meteredAPI) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput
 	ctx, cancel := withTimeout(ctx, m.item)
 	defer cancel()
 	out, err := m.api.UpdateItem(ctx, in, append(opts, noSDKRetries)...)
-	m.note(err)
+	m.note(ctx, err)
 	m.units.RecordUpdateItem(ctx, in, out, err)
 	return out, err
 }
@@ -127,7 +130,7 @@ func (m meteredAPI) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...
 	ctx, cancel := withTimeout(ctx, m.item)
 	defer cancel()
 	out, err := q.Query(ctx, in, append(opts, noSDKRetries)...)
-	m.note(err)
+	m.note(ctx, err)
 	m.units.RecordQuery(ctx, in, out, err)
 	return out, err
 }

@@ -14,6 +14,7 @@ import (
 // kicked.
 func (c *Coordinator) takerLoop(ctx context.Context) {
 	for {
+		LoopOf(ctx).Beat()
 		wait := c.runTaker(ctx)
 		if ctx.Err() != nil {
 			return
@@ -44,8 +45,10 @@ func (c *Coordinator) runTaker(ctx context.Context) time.Duration {
 	res, err := ScanTable(WithCapacityOp(ctx, OpScan), c.api, c.table, ScanOptions{
 		Segments: c.cfg.ScanSegments,
 		Sleep:    func(ctx context.Context, d time.Duration) error { return clock.Sleep(ctx, c.clock, d) },
+		OnRetry:  func(err error) { c.health.LeaseCall(ctx, OpScan, err) },
 	})
 	c.stats.retries.Add(int64(res.Retries))
+	c.health.LeaseCall(ctx, OpScan, err)
 	if err != nil {
 		if ctx.Err() == nil {
 			c.log.Warn("lease taker could not scan the lease table", "err", err)

@@ -53,13 +53,15 @@ type deadlineKinesis struct {
 }
 
 func (k deadlineKinesis) ListShards(ctx context.Context, in *kinesis.ListShardsInput, opts ...func(*kinesis.Options)) (*kinesis.ListShardsOutput, error) {
+	defer leasecore.LoopOf(ctx).Beat() // a call that returned, failed or not, is progress (leasecore/health.go)
 	ctx, cancel := withDeadline(ctx, k.d)
 	defer cancel()
 	return k.api.ListShards(ctx, in, opts...)
 }
 
 func (k deadlineKinesis) GetShardIterator(ctx context.Context, in *kinesis.GetShardIteratorInput, opts ...func(*kinesis.Options)) (*kinesis.GetShardIteratorOutput, error) {
-	if err := k.reads.acquire(ctx); err != nil {
+	defer leasecore.LoopOf(ctx).Beat() // a call that returned, failed or not, is progress (leasecore/health.go)
+	if err := k.acquire(ctx); err != nil {
 		return nil, err
 	}
 	defer k.reads.release()
@@ -69,7 +71,8 @@ func (k deadlineKinesis) GetShardIterator(ctx context.Context, in *kinesis.GetSh
 }
 
 func (k deadlineKinesis) GetRecords(ctx context.Context, in *kinesis.GetRecordsInput, opts ...func(*kinesis.Options)) (*kinesis.GetRecordsOutput, error) {
-	if err := k.reads.acquire(ctx); err != nil {
+	defer leasecore.LoopOf(ctx).Beat() // a call that returned, failed or not, is progress (leasecore/health.go)
+	if err := k.acquire(ctx); err != nil {
 		return nil, err
 	}
 	defer k.reads.release()
@@ -78,10 +81,20 @@ func (k deadlineKinesis) GetRecords(ctx context.Context, in *kinesis.GetRecordsI
 	return k.api.GetRecords(ctx, in, opts...)
 }
 
+// acquire waits for a read slot, parked: the slots are held by other
+// readers' calls, which have deadlines, so the wait is not a wedged reader.
+func (k deadlineKinesis) acquire(ctx context.Context) error {
+	l := leasecore.LoopOf(ctx)
+	l.Park()
+	defer l.Unpark()
+	return k.reads.acquire(ctx)
+}
+
 // DescribeStreamSummary passes on to a client that has it: multi-stream
 // mode asks for each stream's account and creation time
 // (runner/multistream.go).
 func (k deadlineKinesis) DescribeStreamSummary(ctx context.Context, in *kinesis.DescribeStreamSummaryInput, opts ...func(*kinesis.Options)) (*kinesis.DescribeStreamSummaryOutput, error) {
+	defer leasecore.LoopOf(ctx).Beat() // a call that returned, failed or not, is progress (leasecore/health.go)
 	api, ok := k.api.(reshard.DescribeStreamSummaryAPI)
 	if !ok {
 		return nil, errors.New("multi-stream mode needs DescribeStreamSummary on the Kinesis client")
@@ -110,6 +123,7 @@ func (c deadlineDynamoDB) Options() dynamodb.Options {
 }
 
 func (c deadlineDynamoDB) Scan(ctx context.Context, in *dynamodb.ScanInput, opts ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	defer leasecore.LoopOf(ctx).Beat() // a call that returned, failed or not, is progress (leasecore/health.go)
 	ctx, cancel := withDeadline(ctx, c.d)
 	defer cancel()
 	out, err := c.api.Scan(ctx, in, opts...)
@@ -118,6 +132,7 @@ func (c deadlineDynamoDB) Scan(ctx context.Context, in *dynamodb.ScanInput, opts
 }
 
 func (c deadlineDynamoDB) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	defer leasecore.LoopOf(ctx).Beat() // a call that returned, failed or not, is progress (leasecore/health.go)
 	ctx, cancel := withDeadline(ctx, c.d)
 	defer cancel()
 	out, err := c.api.Query(ctx, in, opts...)
@@ -126,6 +141,7 @@ func (c deadlineDynamoDB) Query(ctx context.Context, in *dynamodb.QueryInput, op
 }
 
 func (c deadlineDynamoDB) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	defer leasecore.LoopOf(ctx).Beat() // a call that returned, failed or not, is progress (leasecore/health.go)
 	ctx, cancel := withDeadline(ctx, c.d)
 	defer cancel()
 	out, err := c.api.GetItem(ctx, in, opts...)
@@ -134,6 +150,7 @@ func (c deadlineDynamoDB) GetItem(ctx context.Context, in *dynamodb.GetItemInput
 }
 
 func (c deadlineDynamoDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	defer leasecore.LoopOf(ctx).Beat() // a call that returned, failed or not, is progress (leasecore/health.go)
 	ctx, cancel := withDeadline(ctx, c.d)
 	defer cancel()
 	out, err := c.api.UpdateItem(ctx, in, opts...)
@@ -142,6 +159,7 @@ func (c deadlineDynamoDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateIte
 }
 
 func (c deadlineDynamoDB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	defer leasecore.LoopOf(ctx).Beat() // a call that returned, failed or not, is progress (leasecore/health.go)
 	ctx, cancel := withDeadline(ctx, c.d)
 	defer cancel()
 	out, err := c.api.PutItem(ctx, in, opts...)
@@ -150,6 +168,7 @@ func (c deadlineDynamoDB) PutItem(ctx context.Context, in *dynamodb.PutItemInput
 }
 
 func (c deadlineDynamoDB) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	defer leasecore.LoopOf(ctx).Beat() // a call that returned, failed or not, is progress (leasecore/health.go)
 	ctx, cancel := withDeadline(ctx, c.d)
 	defer cancel()
 	out, err := c.api.DeleteItem(ctx, in, opts...)
@@ -158,12 +177,14 @@ func (c deadlineDynamoDB) DeleteItem(ctx context.Context, in *dynamodb.DeleteIte
 }
 
 func (c deadlineDynamoDB) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, opts ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
+	defer leasecore.LoopOf(ctx).Beat() // a call that returned, failed or not, is progress (leasecore/health.go)
 	ctx, cancel := withDeadline(ctx, c.d)
 	defer cancel()
 	return c.api.DescribeTable(ctx, in, opts...)
 }
 
 func (c deadlineDynamoDB) CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, opts ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error) {
+	defer leasecore.LoopOf(ctx).Beat() // a call that returned, failed or not, is progress (leasecore/health.go)
 	ctx, cancel := withDeadline(ctx, c.d)
 	defer cancel()
 	return c.api.CreateTable(ctx, in, opts...)

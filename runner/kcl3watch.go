@@ -78,7 +78,11 @@ func withClientVersionConfig(st coordination.State, config string) coordination.
 // reporter. A failed read is logged and retried at the next interval; the
 // worker goes on in the mode it has.
 func (w *Worker) modeLoop(ctx context.Context) {
+	loop := w.health.Loop("kcl3-state", w.loopBound(w.cfg.ShardSyncInterval))
+	defer loop.Close()
+	ctx = leasecore.WithLoop(ctx, loop)
 	for {
+		loop.Beat()
 		if clock.Sleep(ctx, w.clock, w.cfg.ShardSyncInterval) != nil {
 			return
 		}

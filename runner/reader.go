@@ -55,12 +55,15 @@ func (r *shardRun) startPolling(start leasecore.SequenceNumber, hr leasecore.Has
 	// A shard Kinesis no longer has stops the fetch at once: its data
 	// expired, and retrying cannot bring it back (shardend.go).
 	fetchCtx, stopFetch := context.WithCancelCause(r.ctx)
+	loop := r.w.health.Loop("reader "+r.name(), r.w.readerBound())
+	fetchCtx = leasecore.WithLoop(fetchCtx, loop)
 	f := retrieval.NewFetcher(expiryWatch{KinesisAPI: r.w.kin, expired: stopFetch}, r.stream, r.shardID, start, r.w.pollingConfig(), hr, r.stats, r.log)
 	f.FromTrimHorizon = r.fromTrimHorizon
 	p := &pollingReader{pages: make(chan retrieval.Page, 1), fetched: make(chan struct{}), ctx: fetchCtx, stop: stopFetch}
 	go func() {
 		defer close(p.fetched)
 		defer close(p.pages)
+		defer loop.Close()
 		r.fetch(fetchCtx, f, p.pages)
 	}()
 	return p
@@ -79,6 +82,7 @@ func (p *pollingReader) Close() {
 // otherwise.
 func (r *shardRun) fetch(ctx context.Context, f *retrieval.Fetcher, pages chan<- retrieval.Page) {
 	for {
+		leasecore.LoopOf(ctx).Beat()
 		if r.stopping() {
 			return
 		}
@@ -87,6 +91,10 @@ func (r *shardRun) fetch(ctx context.Context, f *retrieval.Fetcher, pages chan<-
 			return
 		}
 		r.stats.Read(p.MillisBehind)
+		// Parked while the run has not taken the page: it waits for the
+		// handler, which has its own limits.
+		loop := leasecore.LoopOf(ctx)
+		loop.Park()
 		select {
 		case pages <- p:
 		case <-ctx.Done():
@@ -94,6 +102,7 @@ func (r *shardRun) fetch(ctx context.Context, f *retrieval.Fetcher, pages chan<-
 		case <-r.halt:
 			return
 		}
+		loop.Unpark()
 		if p.End {
 			return
 		}

@@ -35,6 +35,9 @@ type Worker struct {
 	slots   *processor.Slots
 	cw      *metrics.CloudWatch
 	coord   *leasecore.Coordinator
+	// health watches the loops and the lease-table calls for /livez and
+	// /readyz (health.go).
+	health *leasecore.Health
 	// units are the capacity units of every lease-table call, by
 	// operation: the coordinator counts its own (it calls through
 	// leaseDDB), ddb those of shard sync, cleanup and the rest.
@@ -109,6 +112,8 @@ func NewWorker(cfg Config, ddb DynamoDBAPI, kin KinesisAPI) (*Worker, error) {
 	if w.metrics == nil {
 		w.metrics = metrics.New()
 	}
+	w.health = leasecore.NewHealth(cfg.Clock, cfg.Lease.WithDefaults().FailoverTime)
+	w.metrics.BindHealth(w.health)
 	// Made here, not in Run, so that it is never written while the worker
 	// runs (the metrics and tests read it).
 	w.leader = newLeaderSide(w)
@@ -170,6 +175,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	lcfg.LeaseAssignmentInterval = cfg.KCL3.LeaseAssignmentInterval
 	coord, err := leasecore.NewCoordinator(w.leaseDDB, cfg.Table, lcfg, w.clock, leasecore.Options{
 		Logger: cfg.Log, OnEvent: w.onEvent, Include: w.include, Capacity: w.units, Assignment: mode.Assignment,
+		Health: w.health,
 	})
 	if err != nil {
 		return err
@@ -230,6 +236,7 @@ func (w *Worker) Run(ctx context.Context) error {
 
 // stopNow is the crash-like stop: kill everything, release nothing.
 func (w *Worker) stopNow(ctx context.Context) error {
+	w.health.Stopping()
 	w.mu.Lock()
 	w.stopping = true
 	w.mu.Unlock()
@@ -247,6 +254,7 @@ func (w *Worker) stopGracefully(ctx context.Context, stopCW context.CancelFunc, 
 	// Nothing new is taken during the grace: it would only be released
 	// again, unread.
 	w.coord.StopTaking()
+	w.health.Stopping()
 	w.mu.Lock()
 	w.stopping = true
 	running := len(w.runs)
@@ -366,8 +374,12 @@ func (w *Worker) onEvent(e leasecore.LeaseEvent) {
 // followers sync only when asked (a merge child waiting for its other
 // parent's lease), never on the timer.
 func (w *Worker) syncLoop(ctx context.Context) {
+	loop := w.health.Loop("shard-sync", w.loopBound(max(w.cfg.ShardSyncInterval, w.cfg.KCL3.ShardAuditInterval, DefaultShardAuditInterval)))
+	defer loop.Close()
+	ctx = leasecore.WithLoop(ctx, loop)
 	var audit shardAudit
 	for {
+		loop.Beat()
 		t := w.clock.NewTimer(w.syncInterval())
 		asked := false
 		select {
@@ -466,7 +478,11 @@ func (w *Worker) syncStream(ctx context.Context, s reshard.Stream, listed *lease
 // started (KCL's LeaseCleanupManager), so that the table does not grow with
 // every reshard.
 func (w *Worker) cleanupLoop(ctx context.Context) {
+	loop := w.health.Loop("lease-cleanup", w.loopBound(w.cfg.CleanupInterval))
+	defer loop.Close()
+	ctx = leasecore.WithLoop(ctx, loop)
 	for {
+		loop.Beat()
 		if clock.Sleep(ctx, w.clock, w.cfg.CleanupInterval) != nil {
 			return
 		}

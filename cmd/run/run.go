@@ -256,7 +256,8 @@ func runWorker(ctx context.Context, f *cmdutil.Factory, o *runOptions, cfg runne
 		if err != nil {
 			return fmt.Errorf("--metrics-addr %s: %w", o.MetricsAddr, err)
 		}
-		log.Info("serving Prometheus metrics", "url", "http://"+addr.String()+"/metrics")
+		base := "http://" + addr.String()
+		log.Info("serving Prometheus metrics", "url", base+"/metrics", "livez", base+"/livez", "readyz", base+"/readyz")
 	}
 	done := make(chan error, 1)
 	go func() { done <- w.Run(hard) }()

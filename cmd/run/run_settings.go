@@ -174,7 +174,7 @@ var runSettings = []runSetting{
 	// Served by cmd (runWorker): no runner.Config field. An address that
 	// cannot be listened on fails when the worker starts.
 	{flag: "metrics-addr", env: "KCLTOOL_METRICS_ADDR", opt: "MetricsAddr", def: "",
-		usage: "serve Prometheus metrics on this address, at /metrics (for example :9090)"},
+		usage: "serve Prometheus metrics on this address, at /metrics, and the health probes /livez, /healthz and /readyz (for example :9090)"},
 	{flag: "cloudwatch-metrics", env: "KCLTOOL_CLOUDWATCH_METRICS", field: "CloudWatch", opt: "CloudWatchMetrics", def: false, invalid: "maybe",
 		usage: "publish KCL's CloudWatch metrics (namespace = --app, MillisBehindLatest per shard, ...)"},
 	{flag: "cloudwatch-interval", env: "KCLTOOL_CLOUDWATCH_INTERVAL", field: "CloudWatchInterval", invalid: "0s",

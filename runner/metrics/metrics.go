@@ -33,6 +33,8 @@ type Metrics struct {
 	cw atomic.Pointer[CloudWatch]
 	// leader is the KCL 3.x leadership's figures (leader.go).
 	leader leaderMetrics
+	// health is the worker's health state (health.go); nil until bound.
+	health *leasecore.Health
 }
 
 // New returns an empty collection.

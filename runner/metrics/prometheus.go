@@ -40,6 +40,7 @@ func (m *Metrics) WritePrometheus(w io.Writer) error {
 		p.capacityUnits(wl, lease.Units)
 	}
 	p.writeLeader(m, wl)
+	p.writeHealthGauges(m, wl)
 	p.single("kcltool_worker_handlers_running", "gauge", "Handler processes running now (bounded by --max-parallel).", wl, float64(running))
 	if cpu, ok := processCPU(); ok {
 		// The name and meaning of Prometheus's process collector, to the
@@ -225,7 +226,8 @@ func (p *promWriter) sample(name string, labels []string, v float64) {
 
 var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
 
-// Serve listens on addr and serves /metrics until ctx ends. It
+// Serve listens on addr and serves /metrics, and the health endpoints
+// /livez, /healthz and /readyz (health.go), until ctx ends. It
 // returns once listening, with the address (addr may use port 0), so that a
 // port in use fails the start instead of a log line later.
 func Serve(ctx context.Context, addr string, m *Metrics, log *slog.Logger) (net.Addr, error) {
@@ -240,6 +242,7 @@ func Serve(ctx context.Context, addr string, m *Metrics, log *slog.Logger) (net.
 			log.Debug("metrics scrape", "err", err)
 		}
 	})
+	handleHealth(mux, m)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -71,6 +71,9 @@ const minCallSpacing = time.Second / MaxGetRecordsPerSecond
 const (
 	fetchBackoffBase = 200 * time.Millisecond
 	fetchBackoffMax  = 10 * time.Second
+	// MaxReadBackoff is the longest wait between a failed read and its
+	// retry (the health bound of a reader, runner/health.go).
+	MaxReadBackoff = fetchBackoffMax
 	// refreshAfter: after this many failures in a row the iterator is
 	// replaced, in case it is what the server chokes on.
 	refreshAfter = 4
