@@ -11,7 +11,7 @@ BIN     := bin/kcltool
 FUZZTIME ?= 30000x
 SHELLS  := bash zsh fish powershell
 
-.PHONY: all build test demo demo-kcl3 bench up down lint fmt-check vet completions completions-check docs docs-check fuzz install-servers help install uninstall release-check
+.PHONY: all build test demo demo-kcl3 bench up down lint fmt-check vet completions completions-check docs docs-check fuzz install-servers help install uninstall release-check image
 
 all: build
 
@@ -49,6 +49,15 @@ GORELEASER := go tool -modfile=tools/goreleaser/go.mod goreleaser
 release-check: ## check .goreleaser.yaml and build every release archive and the checksums into dist/ (a snapshot, nothing published)
 	$(GORELEASER) check
 	KCLTOOL_COMMIT=$(COMMIT) $(GORELEASER) release --snapshot --clean
+
+# IMAGE names the image; its tag is VERSION. Needs a Docker engine with
+# BuildKit: never part of make test (deploy/dockerfile_test.go checks the
+# Dockerfile and its binary without one).
+IMAGE ?= kcltool
+image: ## build the container image IMAGE:VERSION with docker (optional; see docs/deploy.md)
+	@command -v docker >/dev/null 2>&1 || { echo "make image: docker is not installed; the image needs a Docker engine (go test ./deploy checks the Dockerfile without one)" >&2; exit 1; }
+	@docker info >/dev/null 2>&1 || { echo "make image: no Docker engine answers ('docker info' failed); start one or set DOCKER_HOST (go test ./deploy checks the Dockerfile without one)" >&2; exit 1; }
+	docker build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t $(IMAGE):$(VERSION) .
 
 install-servers: ## install the pinned local DynamoDB and Kinesis servers (npm ci)
 	@scripts/localaws.sh install
