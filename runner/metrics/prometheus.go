@@ -12,7 +12,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/kcltool/kcltool/leasecore"
@@ -258,13 +257,4 @@ func Serve(ctx context.Context, addr string, m *Metrics, log *slog.Logger) (net.
 		_ = srv.Shutdown(sctx)
 	}()
 	return ln.Addr(), nil
-}
-
-// processCPU is this process's user and system CPU time.
-func processCPU() (time.Duration, bool) {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0, false
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), true
 }

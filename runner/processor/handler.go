@@ -225,7 +225,7 @@ func (h *Handler) command(b Batch) (*exec.Cmd, handlerOutput) {
 	// Its own process group, so that a timeout kills everything the handler
 	// started, and so that Ctrl-C at a terminal reaches kcltool only, which
 	// then lets running handlers finish.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = ownGroup()
 	out := handlerOutput{stdout: &stdoutCapture{}, stderr: &tailBuffer{max: StderrTailSize}, stderrLog: &stderrLines{}}
 	// os/exec drains both into these writers on its own goroutines, which
 	// never block, so the handler cannot stall on a full stderr pipe.
@@ -303,7 +303,7 @@ func (g *procGroup) watch(ctx context.Context, clk clock.Clock, timeout time.Dur
 	// id reused; never signal it then.
 	if !g.exited {
 		g.killed = why
-		_ = syscall.Kill(-g.pgid, signal)
+		_ = signalGroup(g.pgid, signal)
 	}
 	if signal == syscall.SIGKILL || g.exited {
 		return
@@ -317,7 +317,7 @@ func (g *procGroup) watch(ctx context.Context, clk clock.Clock, timeout time.Dur
 	t.Stop()
 	g.mu.Lock()
 	if !g.exited {
-		_ = syscall.Kill(-g.pgid, syscall.SIGKILL)
+		_ = signalGroup(g.pgid, syscall.SIGKILL)
 	}
 }
 
@@ -331,7 +331,7 @@ func (g *procGroup) wait(clk clock.Clock, cmd *exec.Cmd, stdin *os.File) (time.T
 	var termSent time.Time
 	if waitExitedUnreaped(g.pgid) {
 		termSent = clk.Now()
-		_ = syscall.Kill(-g.pgid, syscall.SIGTERM)
+		_ = signalGroup(g.pgid, syscall.SIGTERM)
 	}
 	waitErr := cmd.Wait()
 	// A process the handler left behind may hold stdin open without

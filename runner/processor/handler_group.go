@@ -25,7 +25,7 @@ const leftoverGrace = 2 * time.Second
 // new process after the kernel's pid counter wrapped around, which no
 // check here could be as fast as.
 func endLeftovers(clk clock.Clock, pgid int, termSent time.Time) {
-	if syscall.Kill(-pgid, syscall.SIGTERM) == syscall.ESRCH {
+	if signalGroup(pgid, syscall.SIGTERM) == syscall.ESRCH {
 		return // nothing left: the common case costs one syscall
 	}
 	if termSent.IsZero() {
@@ -34,7 +34,7 @@ func endLeftovers(clk clock.Clock, pgid int, termSent time.Time) {
 	deadline, killed := termSent.Add(leftoverGrace), false
 	for wait := time.Millisecond; groupAlive(pgid); wait = min(2*wait, 100*time.Millisecond) {
 		if now := clk.Now(); !killed && now.After(deadline) {
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			_ = signalGroup(pgid, syscall.SIGKILL)
 			killed, deadline = true, now.Add(time.Second)
 		} else if killed && now.After(deadline) {
 			return // stuck in the kernel (D state); nothing more to do

@@ -9,4 +9,4 @@ import "syscall"
 func waitExitedUnreaped(int) bool { return false }
 
 // groupAlive reports whether group pgid has members; zombies count here.
-func groupAlive(pgid int) bool { return syscall.Kill(-pgid, 0) != syscall.ESRCH }
+func groupAlive(pgid int) bool { return signalGroup(pgid, 0) != syscall.ESRCH }

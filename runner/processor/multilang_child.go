@@ -48,7 +48,7 @@ const mlLineMax = 16 << 20
 func startMLChild(clk clock.Clock, argv []string, dir string, env []string, log *slog.Logger, reaped func(cpu time.Duration)) (*mlChild, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir, cmd.Env = dir, env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = ownGroup()
 	stderr := newStderrLogger(log)
 	cmd.Stderr = stderr
 	cmd.WaitDelay = pipeGrace
@@ -227,7 +227,7 @@ func (c *mlChild) stop(ctx context.Context) {
 	select {
 	case <-c.exited:
 	case <-ctx.Done():
-		_ = syscall.Kill(-c.pgid, syscall.SIGKILL)
+		_ = signalGroup(c.pgid, syscall.SIGKILL)
 		<-c.exited
 	}
 	// What the child left behind in its group goes too.
@@ -239,7 +239,7 @@ func (c *mlChild) kill() {
 	select {
 	case <-c.exited:
 	default:
-		_ = syscall.Kill(-c.pgid, syscall.SIGKILL)
+		_ = signalGroup(c.pgid, syscall.SIGKILL)
 	}
 	c.closeStdin()
 	<-c.exited
