@@ -61,6 +61,12 @@ type fanOutReader struct {
 	lastEndCheck time.Time
 	closedSince  time.Time
 	lastRecords  time.Time // when an event last brought records
+
+	// loop is the reader's /livez entry (runner/health.go): it beats at
+	// every subscription, event, end check and retry, and is parked while
+	// the shard's handler has not taken the page, or while the consumer is
+	// registered again.
+	loop *leasecore.Loop
 }
 
 // Subscription pacing. Kinesis allows one SubscribeToShard per second per
@@ -78,9 +84,11 @@ func (r *shardRun) startFanOut(start leasecore.SequenceNumber, hr leasecore.Hash
 		r: r, pages: make(chan retrieval.Page, 1), done: make(chan struct{}), ctx: ctx, stop: stop, log: r.log,
 		start: start, hashRange: hr, filtering: !leasecore.IsSentinel(start.SequenceNumber),
 	}
+	f.loop = r.w.health.Loop("reader "+r.name(), r.w.fanOutReaderBound())
 	go func() {
 		defer close(f.done)
 		defer close(f.pages)
+		defer f.loop.Close()
 		f.run()
 	}()
 	return f
@@ -112,6 +120,7 @@ func (f *fanOutReader) stopping() bool { return f.ctx.Err() != nil || f.r.stoppi
 
 func (f *fanOutReader) run() {
 	for !f.stopping() {
+		f.loop.Beat()
 		if wait := f.lastCall.Add(subscribeSpacing).Sub(f.r.w.clock.Now()); wait > 0 {
 			if f.sleep(wait) != nil {
 				return
@@ -180,6 +189,7 @@ func (f *fanOutReader) subscribe() (ended bool, err error) {
 		ConsumerARN: aws.String(arn), ShardId: aws.String(f.r.shardID), StartingPosition: pos,
 	}, retrieval.NoSDKRetries, ownEventCodec)
 	close(answered)
+	f.loop.Beat()
 	if err != nil {
 		return false, f.classify(sctx, arn, err)
 	}
@@ -202,6 +212,7 @@ func (f *fanOutReader) subscribe() (ended bool, err error) {
 	defer func() { check.Stop() }()
 	events := es.Events()
 	for {
+		f.loop.Beat()
 		select {
 		case ev, ok := <-events:
 			if !ok {
@@ -266,6 +277,9 @@ func (f *fanOutReader) event(ev *types.SubscribeToShardEvent) (ended bool, err e
 		p.End, p.Children = true, ev.ChildShards
 	}
 	f.r.stats.Read(p.MillisBehind)
+	// Parked while the run has not taken the page: it waits for the
+	// handler, which has its own limits.
+	f.loop.Park()
 	select {
 	case f.pages <- p:
 	case <-f.ctx.Done():
@@ -273,6 +287,7 @@ func (f *fanOutReader) event(ev *types.SubscribeToShardEvent) (ended bool, err e
 	case <-f.r.halt:
 		return false, processor.ErrStopped
 	}
+	f.loop.Unpark()
 	// Only once the page is handed on: a continuation past records that
 	// were never delivered would skip them.
 	if c := aws.ToString(ev.ContinuationSequenceNumber); c != "" {
@@ -293,7 +308,11 @@ func (f *fanOutReader) classify(ctx context.Context, arn string, err error) erro
 	if !awserr.NotFound(err) {
 		return err
 	}
+	// Registering the consumer again waits for it to be ACTIVE, shared by
+	// every shard's reader: parked, as its calls have their own deadlines.
+	f.loop.Park()
 	consumerGone, cerr := f.r.w.consumerGone(f.ctx, f.r.stream, arn)
+	f.loop.Unpark()
 	switch {
 	case cerr != nil:
 		var gone *ConsumerGoneError

@@ -65,3 +65,17 @@ func (r *shardRun) name() string {
 	}
 	return r.shardID
 }
+
+// fanOutReaderBound is an enhanced fan-out reader's staleness bound. It
+// beats at every event and at least every end check (at most EndCheckEvery/2,
+// at least 1 s); between beats it waits at most for a SubscribeToShard
+// answer or a silent subscription (each the Kinesis timeout), an end check's
+// ListShards (callBound), or a failed subscription's backoff
+// (subscribeBackoff.Max) after the spacing between subscriptions.
+func (w *Worker) fanOutReaderBound() time.Duration {
+	k := w.cfg.KinesisTimeout
+	if k <= 0 {
+		k = DefaultKinesisTimeout
+	}
+	return max(k, w.callBound(), max(w.cfg.FanOut.EndCheckEvery/2, time.Second)) + subscribeBackoff.Max + subscribeSpacing + healthMargin
+}

@@ -13,8 +13,19 @@ import (
 // state, it is ready once its lease-table calls succeed, and a graceful stop
 // makes it not ready and ends every loop's watch.
 func TestWorkerHealthWatchesItsLoops(t *testing.T) {
+	t.Run("polling", func(t *testing.T) { checkHealthWatchesLoops(t, false) })
+	// Enhanced fan-out readers are watched too: a subscription that stops
+	// delivering without ending is a reader loop not making progress.
+	t.Run("fan-out", func(t *testing.T) { checkHealthWatchesLoops(t, true) })
+}
+
+func checkHealthWatchesLoops(t *testing.T, efo bool) {
 	s := newStack(t, 2)
-	r := start(t, s, s.config(t, "A", outFile(t)))
+	cfg := s.config(t, "A", outFile(t))
+	if efo {
+		cfg.FanOut = fanOut(t, 0)
+	}
+	r := start(t, s, cfg)
 	h := r.w.Health()
 	want := []string{"discoverer", "kcl3-state", "lease-cleanup", "reader shardId-000000000000", "reader shardId-000000000001", "renewer", "shard-sync", "taker"}
 	eventually(t, 30*time.Second, "every loop and both readers watched", func() bool {
