@@ -405,6 +405,7 @@ func TestJSONKeysAlwaysPresent(t *testing.T) {
 	}
 	c.document("run --print-config", "run --properties --print-config",
 		run(0, "run", "--properties", props, "--exec", "true", "--print-config", "-o", "json"))
+	c.document("version", "version -o json", run(0, "version", "-o", "json"))
 
 	for _, cmd := range jsonSchemas {
 		for _, k := range cmd.Keys {
