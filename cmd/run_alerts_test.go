@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -161,11 +160,6 @@ func exposes(scrape, metric string) bool {
 	return false
 }
 
-// pendingReadiness is the one name the rules use that the health endpoints'
-// branch adds (issue 27, point 1): until that is merged the binary has no
-// /readyz, and only then may the gauge be missing.
-const pendingReadiness = "kcltool_worker_ready"
-
 // Every metric docs/alerts.yaml names is exposed by a running worker, so
 // that no alert waits on a series that never exists; the worker reports
 // its version in its start-up line and kcltool_build_info.
@@ -174,40 +168,22 @@ func TestRunExposesEveryMetricTheAlertsUse(t *testing.T) {
 	s := newE2EStack(t, 1)
 	s.putRound(t, keyNames(10), 0)
 	w := startWorker(t, "w", nil, runArgs(s, "w", "--metrics-addr", "127.0.0.1:0", "--exec", "cat >/dev/null")...)
-	var metricsURL, version string
-	started := false
-	eventuallyE2E(t, 30*time.Second, `the "serving Prometheus metrics" and "worker started" lines`, func() bool {
+	base := healthBase(t, w)
+	var version string
+	eventuallyE2E(t, 30*time.Second, `the "worker started" line`, func() bool {
 		sc := bufio.NewScanner(strings.NewReader(w.logs.String()))
 		for sc.Scan() {
-			var l struct{ Msg, URL, Version string }
-			if json.Unmarshal(sc.Bytes(), &l) != nil {
-				continue
-			}
-			switch l.Msg {
-			case "serving Prometheus metrics":
-				metricsURL = l.URL
-			case "worker started":
-				started, version = true, l.Version
+			var l struct{ Msg, Version string }
+			if json.Unmarshal(sc.Bytes(), &l) == nil && l.Msg == "worker started" {
+				version = l.Version
+				return true
 			}
 		}
-		return metricsURL != "" && started
+		return false
 	})
-	get := func(url string) (int, string) {
-		resp, err := http.Get(url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var b strings.Builder
-		_, err = bufio.NewReader(resp.Body).WriteTo(&b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp.StatusCode, b.String()
-	}
 	var scrape string
 	eventuallyE2E(t, 30*time.Second, "the shard's first checkpoint", func() bool {
-		_, scrape = get(metricsURL)
+		scrape = scrapeURL(t, base+"/metrics")
 		return exposes(scrape, "kcltool_shard_checkpoints_total") && !strings.Contains(scrape, `kcltool_shard_checkpoints_total{app="`+s.app+`",stream="`+s.stream+`",shard="shardId-000000000000"} 0`)
 	})
 
@@ -215,12 +191,6 @@ func TestRunExposesEveryMetricTheAlertsUse(t *testing.T) {
 	for _, n := range names {
 		if !exposes(scrape, n) {
 			missing = append(missing, n)
-		}
-	}
-	if slices.Equal(missing, []string{pendingReadiness}) {
-		if code, _ := get(strings.TrimSuffix(metricsURL, "/metrics") + "/readyz"); code == http.StatusNotFound {
-			t.Logf("%s is not exposed: it comes with the health endpoints (no /readyz yet); every other metric of the rules is", pendingReadiness)
-			missing = nil
 		}
 	}
 	if len(missing) > 0 {

@@ -1,19 +1,18 @@
 package deploy
 
 import (
-	"bytes"
 	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/kcltool/kcltool/internal/testenv/emulator"
+	"github.com/kcltool/kcltool/internal/testenv/proctest"
 )
 
 // The probes of the Kubernetes and ECS examples answer 200 on a worker
@@ -68,26 +67,9 @@ func TestExamplesProbesAnswer(t *testing.T) {
 
 type exampleWorker struct {
 	cmd  *exec.Cmd
-	logs *syncBuffer
+	logs *proctest.Output
 	done chan struct{}
 	err  error
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // localArgs is the example's command line for the local servers.
@@ -119,7 +101,7 @@ func startExample(t *testing.T, ex example, st emulator.Stack) *exampleWorker {
 	env = append(env, "KCLTOOL_REGION="+emulator.Region, "KCLTOOL_METRICS_ADDR=127.0.0.1:0", "KCLTOOL_LOG_FORMAT=json")
 	cmd := exec.Command(builtBinary(t), localArgs(ex, st)...)
 	cmd.Env = env
-	w := &exampleWorker{cmd: cmd, logs: &syncBuffer{}, done: make(chan struct{})}
+	w := &exampleWorker{cmd: cmd, logs: &proctest.Output{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = w.logs, w.logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
