@@ -109,7 +109,7 @@ var jsonSchemas = []jsonCommand{
 			{"checkpointOwner", tStringOrNull, "KCL 3.x graceful handoff: the worker still processing; null otherwise"},
 			{"entityType", tStringOrNull, "`LEASE` in KCL 3.5+; null before"},
 			{"streamName", tStringOrNull, "multi-stream tables: `account:stream:epoch`; null in a single-stream table"},
-			{"shardId", tStringOrNull, "multi-stream tables: the raw shard id; null in a single-stream table"},
+			{"shardId", tString, "the raw shard id, in every table: the lease key in a single-stream table, the attribute (or the key's last part) in a multi-stream one; builds before this change gave null in a single-stream table (CHANGELOG)"},
 			{"state", tString, "derived: `shard-end`, `handoff`, `waiting-on-parent`, `expired`, `owned` or `unassigned`"},
 			{"blockedBy", tStrings, "derived: the parents a `waiting-on-parent` lease waits for; `[]` otherwise"},
 			{"renewalsSeen", tNumberOrNull, "derived, with `--sample`: how far the counter moved; null without `--sample`"},

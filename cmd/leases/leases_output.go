@@ -45,15 +45,10 @@ type LeaseJSON struct {
 	CheckpointOwner                    *string  `json:"checkpointOwner"`
 	EntityType                         *string  `json:"entityType"`
 	StreamName                         *string  `json:"streamName"`
-	ShardID                            *string  `json:"shardId"`
+	ShardID                            string   `json:"shardId"`
 	State                              string   `json:"state"`
 	BlockedBy                          []string `json:"blockedBy"`
 	RenewalsSeen                       *int64   `json:"renewalsSeen"`
-
-	// shard is the shard id the CSV and the table show: the raw shard id,
-	// from a multi-stream lease key when the item has no shardId, else the
-	// lease key. Not a JSON key (shardId is the attribute as stored).
-	shard string
 }
 
 // leaseRow is the one row builder of `leases ls`: JSON, CSV and table are
@@ -68,9 +63,14 @@ func leaseRow(r *inspect.LeaseRow) LeaseJSON {
 		ParentShardID:                cmdutil.OrEmpty(l.ParentShardIDs), ChildShardIDs: cmdutil.OrEmpty(l.ChildShardIDs),
 		StartingHashKey: nonEmpty(&l.StartingHashKey), EndingHashKey: nonEmpty(&l.EndingHashKey),
 		ThroughputKBps: l.ThroughputKBps, CheckpointOwner: nonEmpty(&l.CheckpointOwner),
-		EntityType: nonEmpty(&l.EntityType), StreamName: nonEmpty(&l.StreamName), ShardID: nonEmpty(&l.ShardID),
+		EntityType: nonEmpty(&l.EntityType), StreamName: nonEmpty(&l.StreamName),
+		// shardId is the shard id in every table, as csv, lag and reset
+		// give it: the attribute when the item has one (multi-stream), else
+		// taken from a multi-stream key, else the key itself. It used to be
+		// the attribute as stored, null in single-stream tables, and
+		// a `jq .shardId` got nulls (CHANGELOG).
+		ShardID: l.ShardIDOrKey(),
 		State: string(r.State), BlockedBy: cmdutil.OrEmpty(cmdutil.BlockerIDs(r.BlockedBy)), RenewalsSeen: r.RenewalsSeen,
-		shard: l.ShardIDOrKey(),
 	}
 	if p := l.PendingCheckpoint; p != nil {
 		j.PendingCheckpoint = nonEmpty(&p.SequenceNumber)
@@ -102,7 +102,7 @@ var LeaseCSVColumns = []string{"leaseKey", "shardId", "leaseOwner", "leaseCounte
 
 // csvRecord appends the lease's CSV fields (LeaseCSVColumns) to rec.
 func (j *LeaseJSON) csvRecord(rec []string) []string {
-	return append(rec, j.LeaseKey, j.shard, cmdutil.Deref(j.LeaseOwner), cmdutil.Itoa(j.LeaseCounter),
+	return append(rec, j.LeaseKey, j.ShardID, cmdutil.Deref(j.LeaseOwner), cmdutil.Itoa(j.LeaseCounter),
 		j.Checkpoint, cmdutil.Itoa(j.CheckpointSubSequenceNumber), cmdutil.Itoa(j.OwnerSwitchesSinceCheckpoint),
 		strings.Join(j.ParentShardID, ";"), strings.Join(j.ChildShardIDs, ";"), cmdutil.Deref(j.CheckpointOwner),
 		cmdutil.FloatStr(j.ThroughputKBps), cmdutil.Deref(j.StartingHashKey), cmdutil.Deref(j.EndingHashKey), cmdutil.Deref(j.StreamName), j.State)
@@ -115,7 +115,7 @@ func (j *LeaseJSON) cells(p *cmdutil.Printer, wide bool, buf []string) []string 
 	if j.CheckpointOwner != nil && !wide {
 		owner = *j.CheckpointOwner + "→" + owner
 	}
-	buf = append(buf, j.shard, owner, cmdutil.Itoa(j.LeaseCounter), p.Short(j.Checkpoint),
+	buf = append(buf, j.ShardID, owner, cmdutil.Itoa(j.LeaseCounter), p.Short(j.Checkpoint),
 		cmdutil.Itoa(j.CheckpointSubSequenceNumber), cmdutil.Itoa(j.OwnerSwitchesSinceCheckpoint), strings.Join(j.ParentShardID, ","),
 		stateCell(j.State, j.BlockedBy))
 	if wide {
