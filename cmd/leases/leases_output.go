@@ -70,7 +70,7 @@ func leaseRow(r *inspect.LeaseRow) LeaseJSON {
 		// the attribute as stored, null in single-stream tables, and
 		// a `jq .shardId` got nulls (CHANGELOG).
 		ShardID: l.ShardIDOrKey(),
-		State: string(r.State), BlockedBy: cmdutil.OrEmpty(cmdutil.BlockerIDs(r.BlockedBy)), RenewalsSeen: r.RenewalsSeen,
+		State:   string(r.State), BlockedBy: cmdutil.OrEmpty(cmdutil.BlockerIDs(r.BlockedBy)), RenewalsSeen: r.RenewalsSeen,
 	}
 	if p := l.PendingCheckpoint; p != nil {
 		j.PendingCheckpoint = nonEmpty(&p.SequenceNumber)
