@@ -55,8 +55,9 @@ func TestKeptHintWorksInANewShell(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Chdir(root) // as make runs the demo
-	bin := filepath.Join(t.TempDir(), "kcl tool") // a space, to be quoted
+	// As make runs the demo; the binary's name has a space, to be quoted.
+	t.Chdir(root)
+	bin := filepath.Join(t.TempDir(), "kcl tool")
 	if err := os.WriteFile(bin, []byte("#!/bin/sh\necho kcltool \"$@\"\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
