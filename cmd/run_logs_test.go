@@ -134,8 +134,9 @@ func TestRunLogsHandlerStderr(t *testing.T) {
 	}
 }
 
-// shortRange is a batch's range shortened as cmdutil.Shorten does.
-var shortRange = regexp.MustCompile(`first_sequence=\d{8}…\d{8} last_sequence=\d{8}…\d{8}(\s|$)`)
+// shortRange is a batch's range shortened as cmdutil.Shorten does (head…tail,
+// whatever lengths it keeps).
+var shortRange = regexp.MustCompile(`first_sequence=\d{1,10}…\d{1,10} last_sequence=\d{1,10}…\d{1,10}(\s|$)`)
 
 // In the text log (--log-format text, a terminal's), a handler's stderr
 // line and a failure's error come right after the message, and the batch's
