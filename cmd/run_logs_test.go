@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -130,5 +131,43 @@ func TestRunLogsHandlerStderr(t *testing.T) {
 		t.Errorf("stopping line's grace %v is not a duration string", stopping["grace"])
 	} else if _, err := time.ParseDuration(g); err != nil {
 		t.Errorf("stopping line's grace %q: %v", g, err)
+	}
+}
+
+// shortRange is a batch's range shortened as cmdutil.Shorten does (head…tail,
+// whatever lengths it keeps).
+var shortRange = regexp.MustCompile(`first_sequence=\d{1,10}…\d{1,10} last_sequence=\d{1,10}…\d{1,10}(\s|$)`)
+
+// In the text log (--log-format text, a terminal's), a handler's stderr
+// line and a failure's error come right after the message, and the batch's
+// sequence numbers are shortened: the runner's own keys are the ones
+// cmdutil's text handler knows.
+func TestRunTextLogPutsHandlerWordsFirst(t *testing.T) {
+	t.Parallel()
+	s := newE2EStack(t, 1)
+	out := filepath.Join(t.TempDir(), "out.txt")
+	s.putRound(t, keyNames(2), 0)
+	w := startWorker(t, "w", []string{"OUT=" + out}, runArgs(s, "w", "--format", "raw", "--batch-size", "100",
+		"--retry-backoff", "100ms", "--log-format", "text", "--exec", runLogHandler)...)
+	eventuallyE2E(t, 30*time.Second, "2 records", func() bool { return len(lines(t, out)) >= 2 })
+	w.signal(t, syscall.SIGTERM)
+	if code := w.exitCode(t, 30*time.Second); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	var sawLine, sawFailure bool
+	for _, l := range strings.Split(w.logs.String(), "\n") {
+		_, rest, _ := strings.Cut(l, " level=")
+		switch {
+		case strings.HasPrefix(rest, `INFO msg="handler stderr" line="downstream refused the batch" worker=w shard=shardId-000000000000 attempt=1 first_sequence=`):
+			sawLine = true
+			if m := shortRange.FindStringSubmatch(rest); m == nil {
+				t.Errorf("sequence numbers not shortened: %s", l)
+			}
+		case strings.HasPrefix(rest, `WARN msg="handler failed" error=`):
+			sawFailure = true
+		}
+	}
+	if !sawLine || !sawFailure {
+		t.Errorf("text log: handler's line first %v, failure's error first %v", sawLine, sawFailure)
 	}
 }

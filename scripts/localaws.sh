@@ -138,11 +138,12 @@ down() {
   [ "${1:-}" = quiet ] || echo "localaws: stopped" >&2
 }
 
+# env_lines: AWS_DEFAULT_REGION too, since the AWS CLI v1 reads only that one.
 env_lines() {
   cat <<ENV
 export AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$ddb_port
 export AWS_ENDPOINT_URL_KINESIS=http://127.0.0.1:$kin_port
-export AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_REGION=us-east-1
+export AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1
 ENV
 }
 

@@ -157,6 +157,8 @@ func TestLocalAWSUpMovedPorts(t *testing.T) {
 	for _, w := range []string{
 		fmt.Sprintf("AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:%d", l.ddb),
 		fmt.Sprintf("AWS_ENDPOINT_URL_KINESIS=http://127.0.0.1:%d", l.kin),
+		// The AWS CLI v1 reads only AWS_DEFAULT_REGION.
+		"AWS_REGION=us-east-1", "AWS_DEFAULT_REGION=us-east-1",
 	} {
 		if code != 0 || !strings.Contains(out, w) {
 			t.Errorf("env: exit %d, lacks %s:\n%s", code, w, out)

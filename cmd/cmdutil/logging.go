@@ -17,7 +17,9 @@ type LogFlags struct {
 }
 
 // NewLogger builds the structured log on stderr: text for a person at a
-// terminal, JSON Lines for a log pipeline.
+// terminal (message, error and the handler's words first, sequence
+// numbers shortened: textHandler), JSON Lines for a log pipeline, every
+// attribute whole and in the order logged.
 func NewLogger(level, format string, w io.Writer, terminal bool) (*slog.Logger, error) {
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
@@ -27,11 +29,11 @@ func NewLogger(level, format string, w io.Writer, terminal bool) (*slog.Logger, 
 	switch format {
 	case "auto":
 		if terminal {
-			return slog.New(slog.NewTextHandler(w, opts)), nil
+			return slog.New(newTextHandler(w, opts)), nil
 		}
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	case "text":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
+		return slog.New(newTextHandler(w, opts)), nil
 	case "json":
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}

@@ -58,7 +58,8 @@ WCU against the billing mode and the write rate the leases imply, Kinesis
 iterator age (per shard where enhanced monitoring is on) and KCL's own
 LostLeases, TakenLeases, NumOfLeasesReassignment and MillisBehindLatest in
 the namespace named after the application. Without CloudWatch access those
-checks are skipped, said so, and the rest still run.
+checks are skipped, said so, and the rest still run; so too on local
+endpoints (localhost, 127.0.0.1, [::1]) without AWS_ENDPOINT_URL_CLOUDWATCH.
 
 Each finding has a severity (info, warn, critical), the evidence, the likely
 cause and the fix. The command exits 3 when a finding at or above --fail-on
@@ -147,9 +148,7 @@ func runDoctor(ctx context.Context, f *cmdutil.Factory, o *doctorOptions, failOn
 		HandoffTimeout: o.HandoffTimeout, MaxBehind: o.MaxBehind, MetricsWindow: o.MetricsWindow,
 		Concurrency: o.Concurrency, Retry: cmdutil.RetryFor(f), Clock: f.Clock,
 	}
-	if o.NoCloudWatch {
-		opt.CloudWatchSkipped = "--no-cloudwatch"
-	}
+	opt.CloudWatchSkipped = cloudWatchSkipped(f, o)
 	// A window is a minute of silence otherwise.
 	if show := cmdutil.NewProgress(f); show.Term != nil {
 		read := show.Counter("read", "")
@@ -190,7 +189,8 @@ func runDoctor(ctx context.Context, f *cmdutil.Factory, o *doctorOptions, failOn
 	return cmdutil.ExplainAWS(err, f.AWSContext(table, o.Stream))
 }
 
-// doctorAPIs builds the clients; CloudWatch only when it is to be read.
+// doctorAPIs builds the clients; CloudWatch only when it is to be read
+// (cloudWatchSkipped).
 func doctorAPIs(ctx context.Context, f *cmdutil.Factory, o *doctorOptions) (doctor.APIs, error) {
 	var apis doctor.APIs
 	ddb, err := f.DynamoDB(ctx)
@@ -202,7 +202,7 @@ func doctorAPIs(ctx context.Context, f *cmdutil.Factory, o *doctorOptions) (doct
 		return apis, err
 	}
 	apis.DynamoDB, apis.Kinesis = ddb, kin
-	if !o.NoCloudWatch {
+	if cloudWatchSkipped(f, o) == "" {
 		cw, err := f.CloudWatch(ctx)
 		if err != nil {
 			return apis, err

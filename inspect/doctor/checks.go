@@ -13,6 +13,7 @@ var checks = []check{
 	{"cloudwatch-skipped", checkCloudWatchSkipped},
 	{"malformed", checkMalformed},
 	{"liveness", checkLiveness},
+	{"no-workers", checkNoWorkers},
 	{"churn", checkChurn},
 	{"stuck", checkStuck},
 	{"kinesis-stuck", checkKinesisStuck},

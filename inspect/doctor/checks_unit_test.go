@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -153,7 +154,60 @@ var checkCases = map[string][]checkCase{
 		facts: func() *facts { return handBuilt(4, progressing("s1", "w1"), still("s2", "")) },
 	}, {
 		name: "no live worker", want: []string{"critical unassigned-leases"},
+		facts: func() *facts { return handBuilt(4, still("s1", "w-dead"), still("s2", "")) },
+	}, {
+		// no-workers says it, as a warning.
+		name: "no worker at all", want: nil,
 		facts: func() *facts { return handBuilt(4, still("s1", ""), still("s2", "")) },
+	}},
+	"no-workers": {{
+		name: "stopped cleanly", want: []string{"warn no-workers"},
+		facts: func() *facts {
+			return handBuilt(3, still("s1", ""), still("s2", ""), with(still("s0", ""), func(l *leasecore.Lease) { l.Checkpoint.SequenceNumber = leasecore.SHARD_END }))
+		},
+		also: func(t *testing.T, fs []Finding) {
+			if got := fs[0].Evidence.Shards; !reflect.DeepEqual(got, []string{"s1", "s2"}) {
+				t.Errorf("no-workers shards %q, want the two not at SHARD_END", got)
+			}
+		},
+	}, {
+		name: "crashed: the owners stay", want: nil,
+		facts: func() *facts { return handBuilt(3, still("s1", "w1"), still("s2", "w2")) },
+	}, {
+		name: "owned in one read only", want: nil,
+		facts: func() *facts {
+			return handBuilt(3, still("s1", ""), func(i int) *leasecore.Lease {
+				l := still("s2", "")(i)
+				if i == 0 {
+					l.LeaseOwner = "w1"
+				}
+				return l
+			})
+		},
+	}, {
+		name: "all at SHARD_END", want: nil,
+		facts: func() *facts {
+			return handBuilt(3, with(still("s1", ""), func(l *leasecore.Lease) { l.Checkpoint.SequenceNumber = leasecore.SHARD_END }))
+		},
+	}, {
+		name: "KCL 3.x, leaderless and stopped", want: []string{"warn no-workers"},
+		facts: func() *facts {
+			fc := handBuilt(3, still("s1", ""), still("s2", ""))
+			fc.kcl3 = kcl3State{present: true, coord: coordination.State{ClientVersion: "CLIENT_VERSION_3X"}, metrics: []coordination.WorkerMetrics{{WorkerID: "w1", LastUpdate: fc.now.Add(-5 * time.Minute)}}}
+			return fc
+		},
+		also: func(t *testing.T, fs []Finding) {
+			if !strings.Contains(fs[0].Cause, "no KCL 3.x worker reports fresh worker metrics") {
+				t.Errorf("cause %q", fs[0].Cause)
+			}
+		},
+	}, {
+		name: "KCL 3.x worker alive with nothing assigned", want: nil,
+		facts: func() *facts {
+			fc := handBuilt(3, still("s1", ""), still("s2", ""))
+			fc.kcl3 = kcl3State{present: true, metrics: []coordination.WorkerMetrics{{WorkerID: "w1", LastUpdate: fc.now}}}
+			return fc
+		},
 	}},
 	"imbalance": {{
 		name: "never corrected", want: []string{"warn imbalance"},
@@ -354,6 +408,32 @@ func causeHas(s string) func(*testing.T, []Finding) {
 		t.Helper()
 		if !strings.Contains(fs[0].Cause, s) {
 			t.Errorf("cause %q does not say %q", fs[0].Cause, s)
+		}
+	}
+}
+
+// TestNoWorkersAndDeadWorkerNeverTogether runs every check over a fleet
+// stopped cleanly (no owners: no-workers, a warning) and over one that
+// crashed (owners that renew nothing: dead-worker, critical).
+func TestNoWorkersAndDeadWorkerNeverTogether(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		fc        *facts
+		want, not string
+	}{
+		{"stopped", handBuilt(7, still("s1", ""), still("s2", "")), "warn no-workers", FindDeadWorker},
+		{"crashed", handBuilt(7, still("s1", "w1"), still("s2", "w2")), "critical dead-worker", FindNoWorkers},
+	} {
+		got := runChecks(tc.fc, checks)
+		var ids []string
+		for _, f := range got {
+			ids = append(ids, f.Severity.String()+" "+f.ID)
+			if f.ID == tc.not || f.ID == FindUnassigned {
+				t.Errorf("%s fleet: %s %s: %s", tc.name, f.Severity, f.ID, f.Summary)
+			}
+		}
+		if !slices.Contains(ids, tc.want) {
+			t.Errorf("%s fleet: findings %q lack %s", tc.name, ids, tc.want)
 		}
 	}
 }

@@ -155,13 +155,15 @@ func TestDoctorDeadWorker(t *testing.T) {
 	})
 }
 
-// TestDoctorUnassigned: unowned leases with nobody alive to take them are
-// critical; with a live worker that does not take them, a warning.
+// TestDoctorUnassigned: unowned leases with nobody alive to take them (the
+// one worker seen is dead) are critical; with a live worker that does not
+// take them, a warning. With no worker seen at all, no-workers says it
+// (doctor_noworkers_test.go).
 func TestDoctorUnassigned(t *testing.T) {
 	r := newRig(t, time.Second, 3*time.Second)
-	r.fleet("", "", "")
+	r.fleet("w-dead", "", "")
 	rep := r.run(func(int) {})
-	want(t, rep, FindUnassigned, SeverityCritical, "3 leases unowned", "no live worker")
+	want(t, rep, FindUnassigned, SeverityCritical, "2 leases unowned", "no live worker")
 
 	r = newRig(t, time.Second, 3*time.Second)
 	r.fleet("w1", "", "")

@@ -47,6 +47,7 @@ const (
 	FindLeaseChurn        = "lease-churn"
 	FindStrugglingWorker  = "struggling-worker"
 	FindDeadWorker        = "dead-worker"
+	FindNoWorkers         = "no-workers"
 	FindStuckShard        = "stuck-shard"
 	FindShardLag          = "shard-lag"
 	FindImbalance         = "imbalance"

@@ -106,6 +106,10 @@ func sortedParents[V any](m map[string]V) []string {
 
 // checkUnassigned reports leases nobody holds that no worker takes.
 func checkUnassigned(fc *facts) (out []Finding) {
+	if _, none := fc.noWorkers(); none {
+		// no-workers names the same leases, with the cause: nobody runs.
+		return
+	}
 	// A live KCL 2.x fleet takes an unowned lease at its next taker run.
 	limit := fc.takerInterval()
 	var long, brief []string

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"math/big"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -68,24 +69,74 @@ func main() {
 		os.Exit(1)
 	}
 	if *keep {
-		fmt.Print(keptHint)
+		hint, err := keptHint(*bin, os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"), os.Getenv("AWS_ENDPOINT_URL_KINESIS"))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "demo:", err)
+			os.Exit(1)
+		}
+		fmt.Print(hint)
 	}
 }
 
 // keptHint is printed by make demo KEEP=1. The servers keep their data in
 // memory only, so this is the one way to explore a table and stream with
-// history (a split, released leases, checkpoints) by hand.
-const keptHint = `
+// history (a split, released leases, checkpoints) by hand. Its lines work
+// pasted into a new shell, in any folder: the script and the binary are
+// named by absolute path, and the eval line gives localaws.sh the ports
+// the demo used (from the endpoints make's eval gave it), which a new
+// shell without KCLTOOL_LOCAL_*_PORT would not know.
+func keptHint(bin, ddbEndpoint, kinEndpoint string) (string, error) {
+	ddbPort, err := endpointPort(ddbEndpoint, "18000")
+	if err != nil {
+		return "", err
+	}
+	kinPort, err := endpointPort(kinEndpoint, "18001")
+	if err != nil {
+		return "", err
+	}
+	script, err := filepath.Abs(filepath.Join("scripts", "localaws.sh"))
+	if err != nil {
+		return "", err
+	}
+	if bin, err = filepath.Abs(bin); err != nil {
+		return "", err
+	}
+	kcltool := shellQuote(bin)
+	return `
 demo done. The local servers are still up, holding the demo's stream and lease table (` + app + `).
-Point kcltool at them from this shell:
+Point kcltool at them from any shell:
 
-    eval "$(scripts/localaws.sh env)"
-    bin/kcltool leases ls --app ` + app + `
-    bin/kcltool lag --app ` + app + ` --stream ` + app + `
-    bin/kcltool lineage --stream ` + app + ` --app ` + app + `
+    eval "$(KCLTOOL_LOCAL_DYNAMODB_PORT=` + ddbPort + ` KCLTOOL_LOCAL_KINESIS_PORT=` + kinPort + ` ` + shellQuote(script) + ` env)"
+    ` + kcltool + ` leases ls --app ` + app + `
+    ` + kcltool + ` lag --app ` + app + ` --stream ` + app + `
+    ` + kcltool + ` lineage --stream ` + app + ` --app ` + app + `
 
 'make down' stops them (their data goes with them).
-`
+`, nil
+}
+
+// endpointPort is the port of a local server's endpoint URL, or def when
+// the demo was run without one (not through make).
+func endpointPort(endpoint, def string) (string, error) {
+	if endpoint == "" {
+		return def, nil
+	}
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Port() == "" {
+		return "", fmt.Errorf("endpoint %q names no port", endpoint)
+	}
+	return u.Port(), nil
+}
+
+// shellQuote quotes a path for sh only when it needs it.
+func shellQuote(s string) string {
+	if strings.ContainsFunc(s, func(r rune) bool {
+		return !(r == '/' || r == '.' || r == '-' || r == '_' || r == '+' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
+	}) {
+		return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	}
+	return s
+}
 
 func say(format string, args ...any) { fmt.Printf("\n==> "+format+"\n", args...) }
 
