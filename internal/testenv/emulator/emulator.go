@@ -235,8 +235,11 @@ func launchOnce(root, name string) (*server, error) {
 			return nil, err
 		}
 		// s3rver-anykey.cjs: s3rver knows only the access key S3RVER; the
-		// tests use "local", as for the other two servers.
-		cmd = exec.Command("node", "-r", preload, "-r", filepath.Join(root, "scripts", "s3rver-anykey.cjs"),
+		// tests use "local", as for the other two servers. Its
+		// ListObjectsV2 continuation tokens are DES-encrypted, which
+		// OpenSSL 3 (node 17 and newer) offers only in its legacy
+		// provider: without it every truncated listing is a 500.
+		cmd = exec.Command("node", "--openssl-legacy-provider", "-r", preload, "-r", filepath.Join(root, "scripts", "s3rver-anykey.cjs"),
 			filepath.Join(root, "node_modules", "s3rver", "bin", "s3rver.js"),
 			"--directory", dir, "--address", "127.0.0.1", "--port", strconv.Itoa(port), "--silent")
 	default:

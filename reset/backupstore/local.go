@@ -1,0 +1,63 @@
+package backupstore
+
+import (
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/kcltool/kcltool/internal/atomicfile"
+)
+
+// Local is a folder on this machine.
+type Local struct{ Dir string }
+
+// Put writes the file atomically (atomicfile.Write).
+func (l Local) Put(_ context.Context, name string, data []byte) error {
+	return atomicfile.Write(filepath.Join(l.Dir, name), data)
+}
+
+// List returns the regular files of the folder; a missing folder has none.
+func (l Local) List(context.Context) ([]Entry, error) {
+	des, err := os.ReadDir(l.Dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []Entry
+	for _, d := range des {
+		if !d.Type().IsRegular() {
+			continue
+		}
+		info, err := d.Info()
+		if err != nil {
+			continue // removed since the listing
+		}
+		out = append(out, Entry{Name: d.Name(), Size: info.Size()})
+	}
+	return out, nil
+}
+
+// Open opens the file.
+func (l Local) Open(_ context.Context, name string) (io.ReadCloser, error) {
+	return os.Open(filepath.Join(l.Dir, name))
+}
+
+// Path is the file's absolute path, so that a printed command works from
+// any folder.
+func (l Local) Path(name string) string {
+	return filepath.Join(l.abs(), name)
+}
+
+func (l Local) String() string { return l.Dir }
+
+func (l Local) abs() string {
+	if a, err := filepath.Abs(l.Dir); err == nil {
+		return a
+	}
+	return l.Dir
+}
