@@ -199,7 +199,7 @@ func launchOnce(root, name string) (*server, error) {
 	}
 	preload := filepath.Join(root, "scripts", "loopback.cjs")
 	var cmd *exec.Cmd
-	dir := "" // the data folder of a server that keeps one
+	dir := ""            // the data folder of a server that keeps one
 	ports := []int{port} // every port the server binds, waited for under the lock
 	switch name {
 	case "dynalite":
