@@ -3,7 +3,6 @@ package checkpoint
 import (
 	"context"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -108,9 +107,9 @@ func runCheckpointImport(cmd *cobra.Command, f *cmdutil.Factory, o *importOption
 	if err != nil {
 		return err
 	}
-	data, err := os.ReadFile(o.File)
+	data, err := readBackupFile(cmd.Context(), f, o.File)
 	if err != nil {
-		return cmdutil.UsageErrorf("--file: %v", err)
+		return err
 	}
 	e, err := reset.ReadExport(data)
 	if err != nil {

@@ -263,6 +263,9 @@ func (a *applyFlags) check() error {
 	if err := cmdutil.CheckOutput(a.Output); err != nil {
 		return err
 	}
+	if err := checkBackupDir(a.BackupDir); err != nil {
+		return err
+	}
 	if a.Sample < 0 || (a.Sample == 0 && !a.Force) {
 		return cmdutil.UsageErrorf("--sample must be positive: it is how long the application must be seen stopped (--force skips the requirement)")
 	}

@@ -30,12 +30,13 @@ func (l Local) List(context.Context) ([]Entry, error) {
 	}
 	var out []Entry
 	for _, d := range des {
-		if !d.Type().IsRegular() {
+		if d.IsDir() {
 			continue
 		}
-		info, err := d.Info()
-		if err != nil {
-			continue // removed since the listing
+		// Stat, not the entry's own Info: a link to a backup counts.
+		info, err := os.Stat(filepath.Join(l.Dir, d.Name()))
+		if err != nil || !info.Mode().IsRegular() {
+			continue // removed since the listing, a broken link, a socket
 		}
 		out = append(out, Entry{Name: d.Name(), Size: info.Size()})
 	}
