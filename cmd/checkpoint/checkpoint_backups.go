@@ -100,10 +100,14 @@ printed, which limits the import to them:
   kcltool checkpoint import --app APP --file FILE --shard LEASES [--prune] --execute
 
 The folder is --backup-dir, by default $XDG_STATE_HOME/kcltool/backups, or
-~/.local/state/kcltool/backups when XDG_STATE_HOME is unset. --app or --table
-lists only the backups of that table. Only the header of each file is read.`,
+~/.local/state/kcltool/backups when XDG_STATE_HOME is unset. With
+--backup-dir s3://bucket/prefix the backups a reset or import saved to that
+bucket are listed (ListObjectsV2; PATH is then an s3:// URL, which checkpoint
+import --file reads), from any machine with access. --app or --table lists
+only the backups of that table. Only the header of each file is read.`,
 		Example: `  kcltool checkpoint backups ls
   kcltool checkpoint backups ls --app orders -o wide
+  kcltool checkpoint backups ls --backup-dir s3://team-backups/kcltool
   kcltool checkpoint backups ls -o json | jq -r '.[-1].path'`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := cmdutil.CheckOutput(o.Output); err != nil {
@@ -117,7 +121,7 @@ lists only the backups of that table. Only the header of each file is read.`,
 	}
 	c.Flags().StringVar(&o.App, "app", "", "only the backups of this application's lease table")
 	c.Flags().StringVar(&o.Table, "table", "", "only the backups of this lease table")
-	addBackupDirFlag(c, &o.BackupDir, "the folder to list")
+	addBackupDirFlag(c, &o.BackupDir, "the folder, or s3://bucket/prefix, to list")
 	cmdutil.AddOutputFlag(c, &o.Output)
 	return c
 }
