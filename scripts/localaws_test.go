@@ -17,7 +17,7 @@ import (
 // folder of the test's own, so that it never stops a developer's servers
 // (their pid files are in .emulators) nor uses their ports.
 type localAWS struct {
-	t                *testing.T
+	t                    *testing.T
 	ddb, kin, kinTLS, s3 int
 	state                string
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/kcltool/kcltool/cmd/cmdutil"
 	"github.com/kcltool/kcltool/internal/awserr"
@@ -39,12 +40,18 @@ func backupStore(ctx context.Context, f *cmdutil.Factory, flag string, create bo
 		}
 		return backupstore.S3{API: c, Bucket: bucket, Prefix: prefix}, nil
 	}
-	dir, err := BackupDir(f, flag)
-	if create && err == nil {
-		dir, err = makeBackupDir(f, flag)
+	if create {
+		dir, err := makeBackupDir(f, flag)
+		return backupstore.Local{Dir: dir}, err
 	}
+	// A listing shows absolute paths, for an import --file run from
+	// anywhere.
+	dir, err := BackupDir(f, flag)
 	if err != nil {
 		return nil, err
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
 	}
 	return backupstore.Local{Dir: dir}, nil
 }

@@ -48,17 +48,7 @@ func (l Local) Open(_ context.Context, name string) (io.ReadCloser, error) {
 	return os.Open(filepath.Join(l.Dir, name))
 }
 
-// Path is the file's absolute path, so that a printed command works from
-// any folder.
-func (l Local) Path(name string) string {
-	return filepath.Join(l.abs(), name)
-}
+// Path is the file's path in Dir as given (absolute when Dir is).
+func (l Local) Path(name string) string { return filepath.Join(l.Dir, name) }
 
 func (l Local) String() string { return l.Dir }
-
-func (l Local) abs() string {
-	if a, err := filepath.Abs(l.Dir); err == nil {
-		return a
-	}
-	return l.Dir
-}

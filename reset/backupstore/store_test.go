@@ -76,8 +76,8 @@ func TestStorePaths(t *testing.T) {
 	if got := (S3{Bucket: "team"}).Path("x.json"); got != "s3://team/x.json" {
 		t.Errorf("S3 path without prefix %q", got)
 	}
-	if got := (Local{Dir: "rel"}).Path("x.json"); !filepath.IsAbs(got) {
-		t.Errorf("local path %q is not absolute", got)
+	if got := (Local{Dir: "rel"}).Path("x.json"); got != filepath.Join("rel", "x.json") {
+		t.Errorf("local path %q", got)
 	}
 }
 
