@@ -36,7 +36,7 @@ const testAccount = "123456789012"
 
 // endpointVars are the variables through which tests point kcltool at the
 // local servers (and the CloudWatch fakes).
-var endpointVars = []string{"AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_KINESIS", "AWS_ENDPOINT_URL_CLOUDWATCH"}
+var endpointVars = []string{"AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_KINESIS", "AWS_ENDPOINT_URL_CLOUDWATCH", "AWS_ENDPOINT_URL_S3"}
 
 // startCallRecording makes the folder of call logs; the returned function
 // checks them and removes it.
@@ -245,6 +245,9 @@ func isCompletion(argv []string) bool {
 // requestOf turns a recorded call into what a policy judges, in the test
 // account and the region the request was signed for.
 func requestOf(c emulator.Call) iampolicy.Request {
+	if c.Service == "s3" {
+		return s3RequestOf(c)
+	}
 	r := iampolicy.Request{Action: c.Service + ":" + c.Action, Namespace: c.Namespace}
 	region := c.Region
 	if region == "" {
@@ -274,6 +277,21 @@ func requestOf(c emulator.Call) iampolicy.Request {
 		r.Resource = iampolicy.StreamARN(region, testAccount, stream)
 	}
 	return r
+}
+
+// s3RequestOf: IAM authorizes S3 calls by actions that are not always the
+// operation's name (a ListObjectsV2 is s3:ListBucket, on the bucket, with
+// its prefix as s3:prefix); object calls are judged on the object's ARN.
+func s3RequestOf(c emulator.Call) iampolicy.Request {
+	switch c.Action {
+	case "ListObjectsV2":
+		return iampolicy.Request{Action: "s3:ListBucket", Resource: iampolicy.S3ARN(c.Bucket, ""), Prefix: c.Prefix}
+	case "HeadObject":
+		return iampolicy.Request{Action: "s3:GetObject", Resource: iampolicy.S3ARN(c.Bucket, c.Key)}
+	case "CreateBucket":
+		return iampolicy.Request{Action: "s3:CreateBucket", Resource: iampolicy.S3ARN(c.Bucket, "")}
+	}
+	return iampolicy.Request{Action: "s3:" + c.Action, Resource: iampolicy.S3ARN(c.Bucket, c.Key)}
 }
 
 // commandLine is the invocation as a shell would take it, with the

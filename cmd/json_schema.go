@@ -360,10 +360,10 @@ var jsonSchemas = []jsonCommand{
 	},
 	{
 		Name:  "checkpoint backups ls",
-		Shape: "An array, one object per backup in the backup folder, oldest first (`[]` when there is none).",
+		Shape: "An array, one object per backup in the backup folder (or under the `--backup-dir s3://` prefix), oldest first (`[]` when there is none).",
 		Keys: []jsonKey{
 			{"file", tString, "the backup's file name"},
-			{"path", tString, "its absolute path"},
+			{"path", tString, "its absolute path, or its `s3://bucket/key` in a bucket: what `checkpoint import --file` takes"},
 			{"kind", tString, "the command that saved it: `reset` or `import`"},
 			{"table", tString, "the table it holds, from the file's header"},
 			{"exportedAt", tString, "when the table was read, from the file's header"},
@@ -371,7 +371,7 @@ var jsonSchemas = []jsonCommand{
 			{"nonLeases", tNumber, "non-lease items, from the header"},
 			{"malformed", tNumber, "malformed items, from the header"},
 			{"sizeBytes", tNumber, "the file's size"},
-			{"plan", tStringOrNull, "the `.plan.json` saved with it; null when absent"},
+			{"plan", tStringOrNull, "the `.plan.json` saved with it (a path or an `s3://` URL, as `path`); null when absent"},
 			{"writes", tStrings, "the leases the command was about to write, from the plan file: what the backup is the undo of; `[]` when nothing was written, or the plan file is absent or older than this key"},
 			{"undo", tStringOrNull, "the command that restores exactly those leases, from the plan file; null when it is absent, older than this key, or nothing was written"},
 		},

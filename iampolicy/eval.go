@@ -16,12 +16,15 @@ type Request struct {
 	Resource string
 	// Namespace is a PutMetricData's namespace (cloudwatch:namespace).
 	Namespace string
+	// Prefix is an S3 listing's prefix (s3:prefix).
+	Prefix string
 }
 
 // Allows says whether an Allow statement of the policy covers the request.
 // It knows what the policies of this package use: exact actions, ARNs with
-// * and placeholders (each matching like *), and StringEquals on
-// cloudwatch:namespace; any other condition does not match.
+// * and placeholders (each matching like *), StringEquals on
+// cloudwatch:namespace and StringLike on s3:prefix; any other condition
+// does not match.
 func (p *Policy) Allows(r Request) bool {
 	for _, st := range p.Statement {
 		if st.Effect == "Allow" && st.allowsAction(r.Action) && st.allowsResource(r.Resource) && st.conditionHolds(r) {
@@ -59,6 +62,12 @@ func (st Statement) allowsResource(arn string) bool {
 func (st Statement) conditionHolds(r Request) bool {
 	for op, keys := range st.Condition {
 		for key, want := range keys {
+			if op == "StringLike" && key == "s3:prefix" {
+				if !stringLike(want, r.Prefix) {
+					return false
+				}
+				continue
+			}
 			if op != "StringEquals" || key != "cloudwatch:namespace" {
 				return false
 			}
@@ -68,4 +77,24 @@ func (st Statement) conditionHolds(r Request) bool {
 		}
 	}
 	return true
+}
+
+// stringLike is IAM's StringLike: * matches any run of characters, "/"
+// included, and ? any one.
+func stringLike(pattern, s string) bool {
+	var re strings.Builder
+	re.WriteString("^")
+	for _, r := range pattern {
+		switch r {
+		case '*':
+			re.WriteString(".*")
+		case '?':
+			re.WriteString(".")
+		default:
+			re.WriteString(regexp.QuoteMeta(string(r)))
+		}
+	}
+	re.WriteString("$")
+	ok, _ := regexp.MatchString(re.String(), s)
+	return ok
 }

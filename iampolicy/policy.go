@@ -72,7 +72,8 @@ func For(t Target) (*Policy, error) {
 		}
 		byRes[r.res] = append(byRes[r.res], r.actions...)
 	}
-	if !matched {
+	if !matched || len(used) == 0 {
+		// No row applies: backups ls of a local folder reads only files.
 		return nil, fmt.Errorf("%s %w", t.Command, ErrNoCalls)
 	}
 	p := &Policy{Version: Version}
@@ -115,6 +116,7 @@ func cmds(names ...string) []string { return names }
 func dynamodb(actions ...string) []string   { return prefixed("dynamodb:", actions) }
 func kinesis(actions ...string) []string    { return prefixed("kinesis:", actions) }
 func cloudwatch(actions ...string) []string { return prefixed("cloudwatch:", actions) }
+func s3(actions ...string) []string         { return prefixed("s3:", actions) }
 
 func prefixed(p string, actions []string) []string {
 	out := make([]string, len(actions))
@@ -205,6 +207,15 @@ func orDefault(v, def string) string {
 // TableARN is the ARN of a DynamoDB table.
 func TableARN(region, account, table string) string {
 	return "arn:aws:dynamodb:" + region + ":" + account + ":table/" + table
+}
+
+// S3ARN is the ARN of an S3 bucket, or of the objects under a key (which
+// may end with the * of a prefix).
+func S3ARN(bucket, key string) string {
+	if key == "" {
+		return "arn:aws:s3:::" + bucket
+	}
+	return "arn:aws:s3:::" + bucket + "/" + key
 }
 
 // StreamARN is the ARN of a Kinesis stream.

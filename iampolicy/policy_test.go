@@ -132,7 +132,7 @@ func TestNoCallsAndUniqueSids(t *testing.T) {
 	}
 	on := []string{"create-table", "cloudwatch-metrics", "execute", "force", "prune", "no-cloudwatch"}
 	for _, c := range Commands() {
-		tg := target(c, "app", "a", "stream", "s", "at", "1h", "to-app", "b")
+		tg := target(c, "app", "a", "stream", "s", "at", "1h", "to-app", "b", "backup-dir", "s3://team/kcltool", "file", "s3://team/f.json")
 		for _, f := range on {
 			tg.Flags[f] = "true"
 		}
@@ -224,6 +224,74 @@ func TestRunGrantsKCL3(t *testing.T) {
 	} {
 		if got := p.Allows(Request{Action: c.action, Resource: c.resource}); got != c.want {
 			t.Errorf("named side tables: %s on %s: allowed %v, want %v", c.action, c.resource, got, c.want)
+		}
+	}
+}
+
+// --backup-dir s3://bucket/prefix: reset and import --execute may put
+// objects under the prefix only; backups ls lists the bucket only under it
+// and reads its objects; import --file s3:// reads that object. A local
+// folder needs nothing: backups ls of one makes no AWS call.
+func TestS3BackupGrants(t *testing.T) {
+	want := []string{"LeaseTable dynamodb:GetItem", "LeaseTable dynamodb:PutItem", "LeaseTable dynamodb:Scan", "LeaseTable dynamodb:UpdateItem", "BackupObjects s3:PutObject"}
+	if got := actions(t, target("checkpoint reset", "app", "a", "from-file", "f", "execute", "true", "backup-dir", "s3://team/kcltool")); !slices.Equal(got, want) {
+		t.Errorf("reset --execute to S3: %v", got)
+	}
+	if got := actions(t, target("checkpoint reset", "app", "a", "from-file", "f", "backup-dir", "s3://team/kcltool")); slices.ContainsFunc(got, func(a string) bool { return strings.Contains(a, "s3:") }) {
+		t.Errorf("a dry run saves no backup: %v", got)
+	}
+	if got := actions(t, target("checkpoint reset", "app", "a", "from-file", "f", "execute", "true", "backup-dir", "/tmp/b")); slices.ContainsFunc(got, func(a string) bool { return strings.Contains(a, "s3:") }) {
+		t.Errorf("a local folder needs no S3: %v", got)
+	}
+	if _, err := For(target("checkpoint backups ls", "backup-dir", "/tmp/b")); !errors.Is(err, ErrNoCalls) {
+		t.Errorf("backups ls of a folder: %v", err)
+	}
+	p, err := For(target("checkpoint backups ls", "backup-dir", "s3://team/kcltool/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objects, bucket := S3ARN("team", "kcltool/*"), S3ARN("team", "")
+	if len(p.Statement) != 2 || p.Statement[0].Resource[0] != objects || p.Statement[1].Resource[0] != bucket ||
+		p.Statement[1].Condition["StringLike"]["s3:prefix"] != "kcltool/*" {
+		t.Fatalf("backups ls: %+v", p.Statement)
+	}
+	for _, c := range []struct {
+		r    Request
+		want bool
+	}{
+		{Request{Action: "s3:ListBucket", Resource: bucket, Prefix: "kcltool/"}, true},
+		{Request{Action: "s3:ListBucket", Resource: bucket, Prefix: "kcltool/sub/"}, true},
+		{Request{Action: "s3:ListBucket", Resource: bucket, Prefix: ""}, false},
+		{Request{Action: "s3:ListBucket", Resource: bucket, Prefix: "other/"}, false},
+		{Request{Action: "s3:ListBucket", Resource: S3ARN("other", ""), Prefix: "kcltool/"}, false},
+		{Request{Action: "s3:GetObject", Resource: S3ARN("team", "kcltool/kcltool-reset-a-1.backup.json")}, true},
+		{Request{Action: "s3:GetObject", Resource: S3ARN("team", "secrets.json")}, false},
+		{Request{Action: "s3:PutObject", Resource: S3ARN("team", "kcltool/x")}, false},
+	} {
+		if got := p.Allows(c.r); got != c.want {
+			t.Errorf("Allows(%+v) = %v, want %v", c.r, got, c.want)
+		}
+	}
+	// A whole bucket is listed without a condition.
+	if p, _ := For(target("checkpoint backups ls", "backup-dir", "s3://team")); p.Statement[1].Condition != nil || p.Statement[0].Resource[0] != S3ARN("team", "*") {
+		t.Errorf("whole bucket: %+v", p.Statement)
+	}
+	if got := actions(t, target("checkpoint import", "app", "a", "file", "s3://team/kcltool/x.backup.json")); !slices.Contains(got, "ImportFile s3:GetObject") {
+		t.Errorf("import --file s3://: %v", got)
+	}
+	if p, _ := For(target("checkpoint import", "app", "a", "file", "s3://team/kcltool/x.backup.json")); !p.Allows(Request{Action: "s3:GetObject", Resource: S3ARN("team", "kcltool/x.backup.json")}) ||
+		p.Allows(Request{Action: "s3:GetObject", Resource: S3ARN("team", "kcltool/y.backup.json")}) {
+		t.Errorf("import --file s3:// reads exactly that object: %+v", p.Statement)
+	}
+}
+
+func TestStringLike(t *testing.T) {
+	for _, c := range []struct {
+		pat, s string
+		want   bool
+	}{{"a/*", "a/", true}, {"a/*", "a/b/c", true}, {"a/*", "a", false}, {"a.b*", "axb", false}, {"a?", "ab", true}} {
+		if stringLike(c.pat, c.s) != c.want {
+			t.Errorf("stringLike(%q, %q) != %v", c.pat, c.s, c.want)
 		}
 	}
 }

@@ -3,6 +3,8 @@ package iampolicy
 import (
 	"slices"
 	"strings"
+
+	"github.com/kcltool/kcltool/reset/backupstore"
 )
 
 // resource is a kind of resource a rule grants on; each becomes one
@@ -86,10 +88,48 @@ var (
 		}}
 	// GetMetricData has no resource-level permissions nor a namespace key.
 	anyResource = &resource{sid: "CloudWatchRead", arns: anywhere}
+	// The backups under --backup-dir s3://bucket/prefix: its objects, and
+	// the bucket listed only under the prefix (s3:prefix); a bucket given
+	// without a prefix is listed whole.
+	backupObjects = &resource{sid: "BackupObjects", arns: func(t Target) []string {
+		bucket, prefix := t.s3Location("backup-dir")
+		return []string{S3ARN(bucket, prefix+"*")}
+	}}
+	backupBucket = &resource{sid: "BackupBucket", arns: func(t Target) []string {
+		bucket, _ := t.s3Location("backup-dir")
+		return []string{S3ARN(bucket, "")}
+	}, condition: func(t Target) map[string]map[string]string {
+		if _, prefix := t.s3Location("backup-dir"); prefix != "" {
+			return map[string]map[string]string{"StringLike": {"s3:prefix": prefix + "*"}}
+		}
+		return nil
+	}}
+	// importObject is checkpoint import's --file s3://bucket/key.
+	importObject = &resource{sid: "ImportFile", arns: func(t Target) []string {
+		bucket, key := t.s3Location("file")
+		return []string{S3ARN(bucket, key)}
+	}}
 )
 
+// s3Location is the bucket and key (a prefix ends with "/") of an s3://
+// flag, as the command reads it (backupstore). A malformed one, which the
+// command refuses, still gives a policy: the text as written.
+func (t Target) s3Location(flag string) (bucket, key string) {
+	v := t.Flags[flag]
+	var err error
+	if flag == "backup-dir" {
+		bucket, key, err = backupstore.ParseS3Prefix(v)
+	} else {
+		bucket, key, err = backupstore.ParseS3(v)
+	}
+	if err != nil {
+		bucket, key, _ = strings.Cut(v[min(len(v), 5):], "/")
+	}
+	return bucket, key
+}
+
 // sids is the order of the statements.
-var sids = []string{"LeaseTable", "LeaseTableIndex", "KCL3Tables", "CoordinatorState", "WorkerMetrics", "Stream", "StreamConsumer", "CloudWatchPut", "CloudWatchRead"}
+var sids = []string{"LeaseTable", "LeaseTableIndex", "KCL3Tables", "CoordinatorState", "WorkerMetrics", "Stream", "StreamConsumer", "CloudWatchPut", "CloudWatchRead", "BackupObjects", "BackupBucket", "ImportFile"}
 
 func sidRank(sid string) int { return slices.Index(sids, sid) }
 

@@ -1,5 +1,7 @@
 package iampolicy
 
+import "github.com/kcltool/kcltool/reset/backupstore"
+
 // rules is the one table of what each command calls: per command, under a
 // condition on its flags, the actions on one kind of resource. It is read
 // off the code, not off the documentation: each row names the functions
@@ -101,6 +103,18 @@ var rules = []rule{
 	// --execute above, the only case in which the table is created.
 	{cmds("checkpoint import"), flag("create-table"), importTable, dynamodb("DescribeTable", "CreateTable")},
 
+	// Backups in S3 (--backup-dir s3://bucket/prefix, reset/backupstore):
+	// with --execute, reset and import upload the plan and the backup, one
+	// PutObject each, under the prefix only; backups ls lists the prefix
+	// (ListObjectsV2 pages, authorized as s3:ListBucket on the bucket with
+	// an s3:prefix condition) and reads the head of each backup and plan.
+	// import --file s3://bucket/key reads that one object: the undo a reset
+	// printed, run from any machine.
+	{cmds("checkpoint reset", "checkpoint import"), all(flag("execute"), s3BackupDir), backupObjects, s3("PutObject")},
+	{cmds("checkpoint backups ls"), s3BackupDir, backupObjects, s3("GetObject")},
+	{cmds("checkpoint backups ls"), s3BackupDir, backupBucket, s3("ListBucket")},
+	{cmds("checkpoint import"), s3File, importObject, s3("GetObject")},
+
 	// doctor (doctor.Doctor) never writes. Without --stream a multi-stream
 	// table still names its streams, so the stream grant stays, as a
 	// placeholder. DescribeStreamSummary only asks whether shard-level
@@ -150,6 +164,12 @@ var rules = []rule{
 	{cmds("migration start", "migration rollback"), flag("execute"), leaseTable, dynamodb("UpdateTable")},
 	{cmds("migration rollback"), flag("execute"), workerMetricsTable, dynamodb("DeleteTable")},
 }
+
+// s3BackupDir: --backup-dir names an S3 bucket; s3File: --file an object.
+var (
+	s3BackupDir = cond{func(t Target) bool { return backupstore.IsS3(t.Flags["backup-dir"]) }, []string{"backup-dir"}}
+	s3File      = cond{func(t Target) bool { return backupstore.IsS3(t.Flags["file"]) }, []string{"file"}}
+)
 
 // efoRun: run reads with enhanced fan-out with --efo. iam-policy resolves
 // a properties file as run does, so RetrievalMode FANOUT and the DEFAULT

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Starts and stops the local AWS servers used by `make demo` and by hand:
-# dynalite (DynamoDB) and kinesis-local (Kinesis), both on 127.0.0.1 only.
+# dynalite (DynamoDB), kinesis-local (Kinesis) and s3rver (S3, for
+# --backup-dir s3://...), all on 127.0.0.1 only.
 # The Go tests do not use this script: they start their own servers on free
 # ports (internal/testenv/emulator), so a running demo never disturbs a test run.
 # (scripts/localaws_test.go tests the script itself, on free ports.)
 #
 # Ports: KCLTOOL_LOCAL_DYNAMODB_PORT (18000), KCLTOOL_LOCAL_KINESIS_PORT
-# (18001), KCLTOOL_LOCAL_KINESIS_TLS_PORT (18002). `up` refuses to start when
-# one is taken by another process.
+# (18001), KCLTOOL_LOCAL_KINESIS_TLS_PORT (18002), KCLTOOL_LOCAL_S3_PORT
+# (18003; its bucket KCLTOOL_LOCAL_S3_BUCKET, kcltool-backups). `up` refuses
+# to start when one is taken by another process.
 #
 #   scripts/localaws.sh up     install the pinned packages if needed, start both
 #   scripts/localaws.sh down   stop both
@@ -21,6 +23,8 @@ state=${KCLTOOL_LOCAL_STATE_DIR:-"$root/.emulators"}
 ddb_port=${KCLTOOL_LOCAL_DYNAMODB_PORT:-18000}
 kin_port=${KCLTOOL_LOCAL_KINESIS_PORT:-18001}
 kin_tls_port=${KCLTOOL_LOCAL_KINESIS_TLS_PORT:-18002}
+s3_port=${KCLTOOL_LOCAL_S3_PORT:-18003}
+s3_bucket=${KCLTOOL_LOCAL_S3_BUCKET:-kcltool-backups}
 
 need_node() {
   command -v node >/dev/null 2>&1 || { echo "localaws: node is not installed; the local DynamoDB and Kinesis servers need Node.js 20 or newer" >&2; exit 1; }
@@ -29,7 +33,8 @@ need_node() {
 
 install() {
   need_node
-  if [ ! -f "$root/node_modules/dynalite/cli.js" ] || [ ! -f "$root/node_modules/kinesis-local/main.js" ]; then
+  if [ ! -f "$root/node_modules/dynalite/cli.js" ] || [ ! -f "$root/node_modules/kinesis-local/main.js" ] ||
+     [ ! -f "$root/node_modules/s3rver/bin/s3rver.js" ]; then
     echo "localaws: installing pinned servers (npm ci)" >&2
     (cd "$root" && npm ci --no-audit --no-fund --loglevel=error >&2)
   fi
@@ -49,7 +54,8 @@ check_ports() {
   local busy=0 spec port what var
   for spec in "$ddb_port:DynamoDB:KCLTOOL_LOCAL_DYNAMODB_PORT" \
               "$kin_port:Kinesis:KCLTOOL_LOCAL_KINESIS_PORT" \
-              "$kin_tls_port:Kinesis TLS:KCLTOOL_LOCAL_KINESIS_TLS_PORT"; do
+              "$kin_tls_port:Kinesis TLS:KCLTOOL_LOCAL_KINESIS_TLS_PORT" \
+              "$s3_port:S3:KCLTOOL_LOCAL_S3_PORT"; do
     IFS=: read -r port what var <<<"$spec"
     if port_open "$port"; then
       port_in_use "$port" "$what" "$var"
@@ -61,7 +67,7 @@ check_ports() {
 
 check_port_values() {
   local v
-  for v in "$ddb_port" "$kin_port" "$kin_tls_port"; do
+  for v in "$ddb_port" "$kin_port" "$kin_tls_port" "$s3_port"; do
     case "$v" in
       '' | *[!0-9]*) echo "localaws: port '$v' is not a number (KCLTOOL_LOCAL_DYNAMODB_PORT, KCLTOOL_LOCAL_KINESIS_PORT, KCLTOOL_LOCAL_KINESIS_TLS_PORT)" >&2; exit 2 ;;
     esac
@@ -120,13 +126,22 @@ up() {
     >"$state/kinesis-local.log" 2>&1 &
   kin_pid=$!
   echo "$kin_pid" >"$state/kinesis-local.pid"
+  # s3rver keeps its buckets on disk: a fresh folder, as the others start
+  # empty. See docs/local-servers.md for the preload and the legacy provider.
+  rm -rf "$state/s3rver" && mkdir -p "$state/s3rver"
+  node --openssl-legacy-provider -r "$root/scripts/loopback.cjs" -r "$root/scripts/s3rver-anykey.cjs" \
+    "$root/node_modules/s3rver/bin/s3rver.js" --directory "$state/s3rver" --address 127.0.0.1 --port "$s3_port" \
+    --silent --configure-bucket "$s3_bucket" >"$state/s3rver.log" 2>&1 &
+  s3_pid=$!
+  echo "$s3_pid" >"$state/s3rver.pid"
   wait_port "$ddb_port" dynalite "$ddb_pid" DynamoDB KCLTOOL_LOCAL_DYNAMODB_PORT
   wait_port "$kin_port" kinesis-local "$kin_pid" Kinesis KCLTOOL_LOCAL_KINESIS_PORT
-  echo "localaws: DynamoDB on http://127.0.0.1:$ddb_port, Kinesis on http://127.0.0.1:$kin_port" >&2
+  wait_port "$s3_port" s3rver "$s3_pid" S3 KCLTOOL_LOCAL_S3_PORT
+  echo "localaws: DynamoDB on http://127.0.0.1:$ddb_port, Kinesis on http://127.0.0.1:$kin_port, S3 on http://127.0.0.1:$s3_port (bucket $s3_bucket)" >&2
 }
 
 down() {
-  for name in dynalite kinesis-local; do
+  for name in dynalite kinesis-local s3rver; do
     pidfile="$state/$name.pid"
     [ -f "$pidfile" ] || continue
     pid=$(cat "$pidfile")
@@ -143,6 +158,7 @@ env_lines() {
   cat <<ENV
 export AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$ddb_port
 export AWS_ENDPOINT_URL_KINESIS=http://127.0.0.1:$kin_port
+export AWS_ENDPOINT_URL_S3=http://127.0.0.1:$s3_port
 export AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1
 ENV
 }

@@ -17,9 +17,9 @@ import (
 // folder of the test's own, so that it never stops a developer's servers
 // (their pid files are in .emulators) nor uses their ports.
 type localAWS struct {
-	t                *testing.T
-	ddb, kin, kinTLS int
-	state            string
+	t                    *testing.T
+	ddb, kin, kinTLS, s3 int
+	state                string
 }
 
 func newLocalAWS(t *testing.T) *localAWS {
@@ -27,15 +27,15 @@ func newLocalAWS(t *testing.T) *localAWS {
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Fatal("node is not installed; scripts/localaws.sh needs it (Node.js 20 or newer)")
 	}
-	ports := freePorts(t, 3)
-	l := &localAWS{t: t, ddb: ports[0], kin: ports[1], kinTLS: ports[2], state: t.TempDir()}
+	ports := freePorts(t, 4)
+	l := &localAWS{t: t, ddb: ports[0], kin: ports[1], kinTLS: ports[2], s3: ports[3], state: t.TempDir()}
 	// Whatever happens, nothing the test started is left running.
 	t.Cleanup(func() { l.run("down") })
 	return l
 }
 
 // freePorts are ports nothing listens on now, never the default ones
-// (18000-18002), which a developer's `make up` may hold.
+// (18000-18003), which a developer's `make up` may hold.
 func freePorts(t *testing.T, n int) []int {
 	t.Helper()
 	var ls []net.Listener
@@ -46,7 +46,7 @@ func freePorts(t *testing.T, n int) []int {
 			t.Fatal(err)
 		}
 		ls = append(ls, ln)
-		if p := ln.Addr().(*net.TCPAddr).Port; p < 18000 || p > 18002 {
+		if p := ln.Addr().(*net.TCPAddr).Port; p < 18000 || p > 18003 {
 			ports = append(ports, p)
 		}
 	}
@@ -63,6 +63,7 @@ func (l *localAWS) run(args ...string) (string, string, int) {
 		fmt.Sprintf("KCLTOOL_LOCAL_DYNAMODB_PORT=%d", l.ddb),
 		fmt.Sprintf("KCLTOOL_LOCAL_KINESIS_PORT=%d", l.kin),
 		fmt.Sprintf("KCLTOOL_LOCAL_KINESIS_TLS_PORT=%d", l.kinTLS),
+		fmt.Sprintf("KCLTOOL_LOCAL_S3_PORT=%d", l.s3),
 		"KCLTOOL_LOCAL_STATE_DIR="+l.state)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -107,6 +108,7 @@ func TestLocalAWSUpRefusesATakenPort(t *testing.T) {
 		{"dynamodb", "DynamoDB", "KCLTOOL_LOCAL_DYNAMODB_PORT", func(l *localAWS) int { return l.ddb }},
 		{"kinesis", "Kinesis", "KCLTOOL_LOCAL_KINESIS_PORT", func(l *localAWS) int { return l.kin }},
 		{"kinesis-tls", "Kinesis TLS", "KCLTOOL_LOCAL_KINESIS_TLS_PORT", func(l *localAWS) int { return l.kinTLS }},
+		{"s3", "S3", "KCLTOOL_LOCAL_S3_PORT", func(l *localAWS) int { return l.s3 }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			l := newLocalAWS(t)
@@ -150,13 +152,14 @@ func TestLocalAWSUpMovedPorts(t *testing.T) {
 			t.Fatalf("up #%d: exit %d:\n%s", i+1, code, errOut)
 		}
 	}
-	if len(l.pidFiles()) != 2 || !answers(l.ddb) || !answers(l.kin) {
-		t.Fatalf("after up: pid files %v, DynamoDB answers %v, Kinesis answers %v", l.pidFiles(), answers(l.ddb), answers(l.kin))
+	if len(l.pidFiles()) != 3 || !answers(l.ddb) || !answers(l.kin) || !answers(l.s3) {
+		t.Fatalf("after up: pid files %v, DynamoDB answers %v, Kinesis answers %v, S3 answers %v", l.pidFiles(), answers(l.ddb), answers(l.kin), answers(l.s3))
 	}
 	out, _, code := l.run("env")
 	for _, w := range []string{
 		fmt.Sprintf("AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:%d", l.ddb),
 		fmt.Sprintf("AWS_ENDPOINT_URL_KINESIS=http://127.0.0.1:%d", l.kin),
+		fmt.Sprintf("AWS_ENDPOINT_URL_S3=http://127.0.0.1:%d", l.s3),
 		// The AWS CLI v1 reads only AWS_DEFAULT_REGION.
 		"AWS_REGION=us-east-1", "AWS_DEFAULT_REGION=us-east-1",
 	} {
@@ -167,7 +170,7 @@ func TestLocalAWSUpMovedPorts(t *testing.T) {
 	if _, errOut, code := l.run("down"); code != 0 {
 		t.Fatalf("down: exit %d:\n%s", code, errOut)
 	}
-	if len(l.pidFiles()) != 0 || answers(l.ddb) || answers(l.kin) {
-		t.Errorf("after down: pid files %v, DynamoDB answers %v, Kinesis answers %v", l.pidFiles(), answers(l.ddb), answers(l.kin))
+	if len(l.pidFiles()) != 0 || answers(l.ddb) || answers(l.kin) || answers(l.s3) {
+		t.Errorf("after down: pid files %v, DynamoDB answers %v, Kinesis answers %v, S3 answers %v", l.pidFiles(), answers(l.ddb), answers(l.kin), answers(l.s3))
 	}
 }

@@ -1,10 +1,10 @@
 package checkpoint
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/kcltool/kcltool/cmd/cmdutil"
 	"github.com/kcltool/kcltool/reset"
+	"github.com/kcltool/kcltool/reset/backupstore"
 )
 
 // backupDirDefault is how the help shows --backup-dir's default: the rule,
@@ -99,21 +100,28 @@ printed, which limits the import to them:
   kcltool checkpoint import --app APP --file FILE --shard LEASES [--prune] --execute
 
 The folder is --backup-dir, by default $XDG_STATE_HOME/kcltool/backups, or
-~/.local/state/kcltool/backups when XDG_STATE_HOME is unset. --app or --table
-lists only the backups of that table. Only the header of each file is read.`,
+~/.local/state/kcltool/backups when XDG_STATE_HOME is unset. With
+--backup-dir s3://bucket/prefix the backups a reset or import saved to that
+bucket are listed (ListObjectsV2; PATH is then an s3:// URL, which checkpoint
+import --file reads), from any machine with access. --app or --table lists
+only the backups of that table. Only the header of each file is read.`,
 		Example: `  kcltool checkpoint backups ls
   kcltool checkpoint backups ls --app orders -o wide
+  kcltool checkpoint backups ls --backup-dir s3://team-backups/kcltool
   kcltool checkpoint backups ls -o json | jq -r '.[-1].path'`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := cmdutil.CheckOutput(o.Output); err != nil {
 				return err
 			}
-			return runBackupsLs(f, o)
+			if err := checkBackupDir(o.BackupDir); err != nil {
+				return err
+			}
+			return runBackupsLs(cmd, f, o)
 		},
 	}
 	c.Flags().StringVar(&o.App, "app", "", "only the backups of this application's lease table")
 	c.Flags().StringVar(&o.Table, "table", "", "only the backups of this lease table")
-	addBackupDirFlag(c, &o.BackupDir, "the folder to list")
+	addBackupDirFlag(c, &o.BackupDir, "the folder, or s3://bucket/prefix, to list")
 	cmdutil.AddOutputFlag(c, &o.Output)
 	return c
 }
@@ -139,10 +147,14 @@ type BackupJSON struct {
 	Undo   cmdutil.OptString `json:"undo"`
 }
 
-const backupSuffix = ".backup.json"
+const (
+	backupSuffix = ".backup.json"
+	planSuffix   = ".plan.json"
+)
 
-func runBackupsLs(f *cmdutil.Factory, o *backupsLsOptions) error {
-	dir, err := BackupDir(f, o.BackupDir)
+func runBackupsLs(cmd *cobra.Command, f *cmdutil.Factory, o *backupsLsOptions) error {
+	ctx := cmd.Context()
+	store, err := backupStore(ctx, f, o.BackupDir, false)
 	if err != nil {
 		return err
 	}
@@ -150,39 +162,36 @@ func runBackupsLs(f *cmdutil.Factory, o *backupsLsOptions) error {
 	if only == "" {
 		only = o.App
 	}
-	rows, err := readBackups(f, dir, only)
+	rows, err := readBackups(ctx, f, store, only)
 	if err != nil {
 		return err
 	}
 	if len(rows) == 0 {
-		fmt.Fprintf(f.IO.ErrOut, "kcltool: no backups in %s\n", dir)
+		fmt.Fprintf(f.IO.ErrOut, "kcltool: no backups in %s\n", store)
 	}
 	return renderBackups(f.IO, o.Output, rows)
 }
 
-// readBackups summarises every backup in dir, oldest first. A file that is
-// not a readable export is reported and left out.
-func readBackups(f *cmdutil.Factory, dir, table string) ([]BackupJSON, error) {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
+// readBackups summarises every backup in the store, oldest first. A file
+// that is not a readable export is reported and left out.
+func readBackups(ctx context.Context, f *cmdutil.Factory, store backupstore.Store, table string) ([]BackupJSON, error) {
+	entries, err := store.List(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("backup folder: %w", err)
+		return nil, backupStoreError(f, store, "list", err)
 	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		abs = dir
+	present := map[string]bool{}
+	for _, e := range entries {
+		present[e.Name] = true
 	}
 	var rows []BackupJSON
 	times := map[string]time.Time{}
 	for _, e := range entries {
-		name := e.Name()
-		if e.IsDir() || !strings.HasPrefix(name, "kcltool-") || !strings.HasSuffix(name, backupSuffix) {
+		name := e.Name
+		if !strings.HasPrefix(name, "kcltool-") || !strings.HasSuffix(name, backupSuffix) {
 			continue
 		}
-		path := filepath.Join(abs, name)
-		s, size, err := summarise(path)
+		path := store.Path(name)
+		s, err := summarise(ctx, store, name)
 		if err != nil {
 			fmt.Fprintf(f.IO.ErrOut, "kcltool: warning: skipped %s: %v\n", path, err)
 			continue
@@ -192,11 +201,12 @@ func readBackups(f *cmdutil.Factory, dir, table string) ([]BackupJSON, error) {
 		}
 		r := BackupJSON{File: name, Path: path, Kind: backupKind(name), Table: s.Table,
 			ExportedAt: s.ExportedAt.UTC().Format(time.RFC3339Nano), Leases: s.Leases, NonLeases: s.NonLeases,
-			Malformed: s.Malformed, SizeBytes: size, Writes: []string{}}
-		if plan := strings.TrimSuffix(path, backupSuffix) + ".plan.json"; regularFileExists(plan) {
-			r.Plan = &plan
-			if w, undo, err := readPlanUndo(plan); err != nil {
-				fmt.Fprintf(f.IO.ErrOut, "kcltool: warning: %s: %v\n", plan, err)
+			Malformed: s.Malformed, SizeBytes: e.Size, Writes: []string{}}
+		if plan := strings.TrimSuffix(name, backupSuffix) + planSuffix; present[plan] {
+			planPath := store.Path(plan)
+			r.Plan = &planPath
+			if w, undo, err := readPlanUndo(ctx, store, plan); err != nil {
+				fmt.Fprintf(f.IO.ErrOut, "kcltool: warning: %s: %v\n", planPath, err)
 			} else {
 				r.Writes, r.Undo = cmdutil.OrEmpty(w), cmdutil.OptString(undo)
 			}
@@ -214,25 +224,22 @@ func readBackups(f *cmdutil.Factory, dir, table string) ([]BackupJSON, error) {
 	return rows, nil
 }
 
-func summarise(path string) (reset.ExportSummary, int64, error) {
-	fh, err := os.Open(path)
+// summarise reads the header of a backup; the rest of the file (or the
+// download) is never read.
+func summarise(ctx context.Context, store backupstore.Store, name string) (reset.ExportSummary, error) {
+	r, err := store.Open(ctx, name)
 	if err != nil {
-		return reset.ExportSummary{}, 0, err
+		return reset.ExportSummary{}, err
 	}
-	defer fh.Close()
-	st, err := fh.Stat()
-	if err != nil {
-		return reset.ExportSummary{}, 0, err
-	}
-	s, err := reset.ReadExportSummary(fh)
-	return s, st.Size(), err
+	defer r.Close()
+	return reset.ReadExportSummary(r)
 }
 
 // readPlanUndo reads writes and undo from a plan file, stopping where the
 // changes begin (they come last, and may be thousands of rows). Both are
 // absent from plan files older than these keys.
-func readPlanUndo(path string) (writes []string, undo string, err error) {
-	fh, err := os.Open(path)
+func readPlanUndo(ctx context.Context, store backupstore.Store, name string) (writes []string, undo string, err error) {
+	fh, err := store.Open(ctx, name)
 	if err != nil {
 		return nil, "", err
 	}
@@ -267,11 +274,6 @@ func readPlanUndo(path string) (writes []string, undo string, err error) {
 func backupKind(name string) string {
 	k, _, _ := strings.Cut(strings.TrimPrefix(name, "kcltool-"), "-")
 	return k
-}
-
-func regularFileExists(path string) bool {
-	st, err := os.Stat(path)
-	return err == nil && !st.IsDir()
 }
 
 var BackupCSVColumns = []string{"file", "path", "kind", "table", "exportedAt", "leases", "nonLeases", "malformed", "sizeBytes", "plan", "writes", "undo"}

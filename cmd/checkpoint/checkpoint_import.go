@@ -3,7 +3,6 @@ package checkpoint
 import (
 	"context"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -34,7 +33,7 @@ func newCheckpointImportCmd(f *cmdutil.Factory) *cobra.Command {
 		Use:   "import --app APP --file F [--to-app OTHER] [--execute]",
 		Short: "Restore checkpoints from an export: plan first, apply with --execute",
 		Long: `Restore the leases of an export (checkpoint export, or the backup a reset
-saved) into the application's table: a lease that differs gets every
+saved, a file or an s3://bucket/key) into the application's table: a lease that differs gets every
 attribute back except leaseCounter, which only ever increases (the write
 sets it to the current value + 1); a missing lease is created; an equal one is
 left alone. Leases the export does not have are kept, or deleted with
@@ -73,6 +72,7 @@ the table written to, and writes conditioned on each lease being as
 planned; --force applies to a running application (the restored leases
 then get no owner, so their holders lose them).`,
 		Example: `  kcltool checkpoint import --app orders --file kcltool-reset-orders-20261101T100000.000Z.backup.json
+  kcltool checkpoint import --app orders --file s3://team-backups/kcltool/kcltool-reset-orders-20261101T100000.000Z.backup.json
   kcltool checkpoint import --app orders --file orders-before-fix.json --prune --execute
   kcltool checkpoint import --app orders --file orders.json --to-app orders-replay --execute
   kcltool checkpoint import --app orders --file orders.json --to-app orders-new --create-table --execute`,
@@ -92,7 +92,7 @@ then get no owner, so their holders lose them).`,
 	o.AppFlags.Register(c)
 	o.applyFlags.register(c)
 	fl := c.Flags()
-	fl.StringVar(&o.File, "file", "", "the export to restore (JSON or CSV)")
+	fl.StringVar(&o.File, "file", "", "the export to restore (JSON or CSV): a file, or s3://bucket/key")
 	fl.StringVar(&o.ToApp, "to-app", "", "copy the positions into this application's lease table instead")
 	fl.StringVar(&o.ToTable, "to-table", "", "with --to-app: its lease table, when it set tableName")
 	fl.StringSliceVar(&o.Shards, "shard", nil, "only these shards (ids or lease keys, comma-separated)")
@@ -108,9 +108,9 @@ func runCheckpointImport(cmd *cobra.Command, f *cmdutil.Factory, o *importOption
 	if err != nil {
 		return err
 	}
-	data, err := os.ReadFile(o.File)
+	data, err := readBackupFile(cmd.Context(), f, o.File)
 	if err != nil {
-		return cmdutil.UsageErrorf("--file: %v", err)
+		return err
 	}
 	e, err := reset.ReadExport(data)
 	if err != nil {

@@ -68,10 +68,12 @@ have owners are warned about at once. With --execute it first checks that
 the application is stopped (no lease counter moves during --sample) and
 refuses with exit 3 otherwise, naming the live workers; then it saves a
 backup of the whole table and the plan in --backup-dir (by default
-$XDG_STATE_HOME/kcltool/backups or ~/.local/state/kcltool/backups; see
-checkpoint backups ls), prints the import command that undoes the reset
-(the backup, limited by --shard to exactly the leases it writes, with the
---region, --profile and --endpoint-url given), and writes. Every
+$XDG_STATE_HOME/kcltool/backups or ~/.local/state/kcltool/backups, or
+s3://bucket/prefix, a bucket the team shares, from which any machine with
+access lists and undoes; see checkpoint backups ls), prints the import
+command that undoes the reset (the backup, limited by --shard to exactly the
+leases it writes, with the --region, --profile and --endpoint-url given), and
+writes. A backup that cannot be saved stops the reset before any write. Every
 write is conditional on the lease being exactly as planned: a lease that
 changed is reported and skipped (exit 3), never overwritten. A write whose
 answer was lost (a timeout, a reset connection, a 5xx, or the SDK's retry of
@@ -255,12 +257,15 @@ func (a *applyFlags) register(c *cobra.Command) {
 	fl.BoolVar(&a.Execute, "execute", false, "apply the plan (without it: a dry run that only prints the plan)")
 	fl.BoolVar(&a.Force, "force", false, "apply even though the application is running or leases are in a KCL 3.x handoff")
 	fl.DurationVar(&a.Sample, "sample", 10*time.Second, "with --execute: no lease counter may move for this long (KCL's failover time)")
-	addBackupDirFlag(c, &a.BackupDir, "with --execute: the folder the backup of the table and the plan are saved in")
+	addBackupDirFlag(c, &a.BackupDir, "with --execute: the folder, or s3://bucket/prefix, the backup of the table and the plan are saved in")
 	cmdutil.AddOutputFlag(c, &a.Output)
 }
 
 func (a *applyFlags) check() error {
 	if err := cmdutil.CheckOutput(a.Output); err != nil {
+		return err
+	}
+	if err := checkBackupDir(a.BackupDir); err != nil {
 		return err
 	}
 	if a.Sample < 0 || (a.Sample == 0 && !a.Force) {

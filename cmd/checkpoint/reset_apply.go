@@ -2,9 +2,9 @@ package checkpoint
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/kcltool/kcltool/cmd/cmdutil"
 	"github.com/kcltool/kcltool/reset"
+	"github.com/kcltool/kcltool/reset/backupstore"
 )
 
 // finishPlan prints a plan's warnings and either the plan (dry run) or,
@@ -87,7 +88,7 @@ func warnOwners(f *cmdutil.Factory, plan *reset.Plan, dest cmdutil.AppFlags) {
 
 func executePlan(cmd *cobra.Command, f *cmdutil.Factory, plan *reset.Plan, a *applyFlags, dest cmdutil.AppFlags) error {
 	ctx := cmd.Context()
-	dir, err := makeBackupDir(f, a.BackupDir)
+	store, err := backupStore(ctx, f, a.BackupDir, true)
 	if err != nil {
 		return err
 	}
@@ -105,12 +106,18 @@ func executePlan(cmd *cobra.Command, f *cmdutil.Factory, plan *reset.Plan, a *ap
 		Sample: a.Sample, Force: a.Force, Clock: f.Clock,
 		Backup: func(e *reset.Export, w []string) (err error) {
 			writes = w
-			backup, err = saveBackup(f, plan, e, dir, undoCommand(f, dest), w)
+			backup, err = saveBackup(ctx, f, plan, e, store, undoCommand(f, dest), w)
 			return err
 		},
 		Progress: p.Counter("wrote", "leases"),
 	})
 	p.Done()
+	var saveErr *backupSaveError
+	if errors.As(err, &saveErr) {
+		// Not ExplainAWS: an S3 error here is about the backup's bucket,
+		// not the lease table, and the message must say nothing was written.
+		return backupStoreError(f, saveErr.store, "upload", saveErr.err)
+	}
 	var refused *reset.RefusedError
 	if errors.As(err, &refused) {
 		if rerr := renderPlan(f.IO, a.Output, plan, nil); rerr != nil {
@@ -172,30 +179,32 @@ func planSummary(counts map[reset.Action]int) string {
 	return strings.Join(parts, ", ")
 }
 
-// saveBackup writes the plan and the backup of the whole table into dir,
-// each atomically, before the first write, and says how to undo: an
-// import of the backup limited to writes, the leases about to be written.
-// It returns the backup's path.
-func saveBackup(f *cmdutil.Factory, plan *reset.Plan, e *reset.Export, dir, undo string, writes []string) (string, error) {
-	base := filepath.Join(dir, fmt.Sprintf("kcltool-%s-%s-%s", plan.Kind, safeName(plan.Table), e.ExportedAt.UTC().Format("20060102T150405.000Z")))
-	backup := base + ".backup.json"
+// saveBackup saves the plan and the backup of the whole table into the
+// store, each whole or not at all (a file renamed into place, an S3 object
+// uploaded in one PutObject), before the first write, and says how to
+// undo: an import of the backup limited to writes, the leases about to be
+// written. It returns the backup's path. A store that fails stops the
+// command before any write (reset.ExecOptions.Backup).
+func saveBackup(ctx context.Context, f *cmdutil.Factory, plan *reset.Plan, e *reset.Export, store backupstore.Store, undo string, writes []string) (string, error) {
+	base := fmt.Sprintf("kcltool-%s-%s-%s", plan.Kind, safeName(plan.Table), e.ExportedAt.UTC().Format("20060102T150405.000Z"))
+	backup := store.Path(base + backupSuffix)
 	line := UndoImport(undo, backup, plan, writes)
 	var pb bytes.Buffer
 	if err := writePlanFile(&pb, plan, writes, line); err != nil {
 		return "", err
 	}
-	if err := cmdutil.WriteFileAtomic(base+".plan.json", pb.Bytes()); err != nil {
-		return "", err
+	if err := store.Put(ctx, base+planSuffix, pb.Bytes()); err != nil {
+		return "", &backupSaveError{store, err}
 	}
 	var bb bytes.Buffer
 	if err := e.WriteJSON(&bb); err != nil {
 		return "", err
 	}
-	if err := cmdutil.WriteFileAtomic(backup, bb.Bytes()); err != nil {
-		return "", err
+	if err := store.Put(ctx, base+backupSuffix, bb.Bytes()); err != nil {
+		return "", &backupSaveError{store, err}
 	}
 	l, n, m := e.Counts()
-	fmt.Fprintf(f.IO.ErrOut, "kcltool: plan saved to %s\n", base+".plan.json")
+	fmt.Fprintf(f.IO.ErrOut, "kcltool: plan saved to %s\n", store.Path(base+planSuffix))
 	fmt.Fprintf(f.IO.ErrOut, "kcltool: backup of table %q (%d leases, %d non-lease items, %d malformed) saved to %s\n", plan.Table, l, n, m, backup)
 	if len(writes) == 0 {
 		fmt.Fprintf(f.IO.ErrOut, "kcltool: no lease is left to write, so nothing to undo\n")
@@ -204,6 +213,15 @@ func saveBackup(f *cmdutil.Factory, plan *reset.Plan, e *reset.Export, dir, undo
 	fmt.Fprintf(f.IO.ErrOut, "kcltool: undo with: %s\n", line)
 	return backup, nil
 }
+
+// backupSaveError is a store that failed to save the plan or the backup.
+type backupSaveError struct {
+	store backupstore.Store
+	err   error
+}
+
+func (e *backupSaveError) Error() string { return e.err.Error() }
+func (e *backupSaveError) Unwrap() error { return e.err }
 
 // UndoImport is the import that undoes the writes to keys: the backup,
 // limited by --shard to exactly those leases, because the rest of the

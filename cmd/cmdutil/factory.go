@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/kcltool/kcltool/reshard"
 )
@@ -162,6 +163,20 @@ func (f *Factory) CloudWatch(ctx context.Context) (*cloudwatch.Client, error) {
 		return nil, err
 	}
 	return cloudwatch.NewFromConfig(cfg), nil
+}
+
+// S3 returns an S3 client (the backups of checkpoint reset and import in
+// --backup-dir s3://...), on the same configuration as the other clients:
+// --region, --profile, --endpoint-url, and AWS_ENDPOINT_URL_S3, which the
+// SDK honours for S3 alone. Path-style addressing (the bucket in the path,
+// not in the host name) works against local S3 servers, whose host names
+// do not resolve per bucket, and against AWS as well.
+func (f *Factory) S3(ctx context.Context) (*s3.Client, error) {
+	cfg, err := f.AWSConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = true }), nil
 }
 
 // AWSContext describes the target for error messages.

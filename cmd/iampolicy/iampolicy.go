@@ -39,16 +39,21 @@ Give the command with the flags you run it with: they are parsed by that
 command itself, so the flags and KCLTOOL_<FLAG> variables are the same, and
 the flags that change what is called change the policy (run --create-table
 and --cloudwatch-metrics; reset and import --execute, --force and --prune;
-reset's target; doctor --no-cloudwatch). run --properties FILE reads the
-MultiLangDaemon properties file as run does (its stream, streamArn's region
-and account, application and table). Nothing is called: iam-policy needs
-no credentials.
+reset's target; doctor --no-cloudwatch; --backup-dir s3://bucket/prefix of
+reset, import and backups ls, and import --file s3://...). run --properties
+FILE reads the MultiLangDaemon properties file as run does (its stream,
+streamArn's region and account, application and table). Nothing is called:
+iam-policy needs no credentials.
 
 The region comes from --region (or KCLTOOL_REGION), the account from
 --account; ${Region}, ${Account}, ${Table} and ${Stream} stand where they are
 not given (they read as CloudFormation Fn::Sub variables). CloudWatch's
 PutMetricData and GetMetricData cannot be scoped to a resource: run's is
-limited to the application's namespace by a condition.
+limited to the application's namespace by a condition. Backups in S3 are
+granted on arn:aws:s3:::bucket/prefix/* only: s3:PutObject for reset and
+import --execute, s3:GetObject for backups ls (with s3:ListBucket on the
+bucket under an s3:prefix condition), and s3:GetObject on the one object
+import --file s3://... reads.
 
 Commands: ` + wrapList(iampolicy.Commands(), len("Commands: "), 79) + `.
 

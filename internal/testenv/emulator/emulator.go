@@ -1,5 +1,6 @@
 // Package emulator runs the local AWS servers that kcltool's tests speak the
-// real wire protocol to: dynalite for DynamoDB and kinesis-local for Kinesis.
+// real wire protocol to: dynalite for DynamoDB, kinesis-local for Kinesis and
+// s3rver for S3 (the backups of checkpoint reset and import).
 // Each test binary starts its own servers on free loopback ports, at most once,
 // and only the ones it asks for. They are never skipped: without node the tests
 // fail and say so.
@@ -30,6 +31,7 @@ type server struct {
 	endpoint string
 	cmd      *exec.Cmd
 	log      *bytes.Buffer
+	dir      string        // the server's own data folder, removed when it stops ("" for none)
 	exited   chan struct{} // closed once the process has been waited for
 	stopping bool          // set under mu by StopAll, so its exit is expected
 }
@@ -68,11 +70,12 @@ func fileExists(p string) bool {
 // binaries of several packages run at once, so the install holds a file lock.
 func ensureInstalled(root string) error {
 	if _, err := exec.LookPath("node"); err != nil {
-		return errors.New("emulator: node is not installed: kcltool's tests run the local DynamoDB and Kinesis servers (dynalite, kinesis-local) on Node.js 20 or newer; install node and npm")
+		return errors.New("emulator: node is not installed: kcltool's tests run the local DynamoDB, Kinesis and S3 servers (dynalite, kinesis-local, s3rver) on Node.js 20 or newer; install node and npm")
 	}
 	ready := func() bool {
 		return fileExists(filepath.Join(root, "node_modules", "dynalite", "cli.js")) &&
-			fileExists(filepath.Join(root, "node_modules", "kinesis-local", "main.js"))
+			fileExists(filepath.Join(root, "node_modules", "kinesis-local", "main.js")) &&
+			fileExists(filepath.Join(root, "node_modules", "s3rver", "bin", "s3rver.js"))
 	}
 	if ready() {
 		return nil
@@ -196,6 +199,7 @@ func launchOnce(root, name string) (*server, error) {
 	}
 	preload := filepath.Join(root, "scripts", "loopback.cjs")
 	var cmd *exec.Cmd
+	dir := ""            // the data folder of a server that keeps one
 	ports := []int{port} // every port the server binds, waited for under the lock
 	switch name {
 	case "dynalite":
@@ -223,6 +227,21 @@ func launchOnce(root, name string) (*server, error) {
 			"CREATE_STREAM_DURATION=20ms", "DELETE_STREAM_DURATION=20ms",
 			"SPLIT_SHARD_DURATION=20ms", "MERGE_SHARDS_DURATION=20ms",
 			"UPDATE_SHARD_COUNT_DURATION=20ms", "SHARD_LIMIT=2000", "LOG_LEVEL=ERROR")
+	case "s3rver":
+		// A fresh folder per start: s3rver keeps its buckets on disk, and
+		// one left by an earlier run would answer for buckets this run
+		// never created.
+		if dir, err = os.MkdirTemp("", "kcltool-s3rver-"); err != nil {
+			return nil, err
+		}
+		// s3rver-anykey.cjs: s3rver knows only the access key S3RVER; the
+		// tests use "local", as for the other two servers. Its
+		// ListObjectsV2 continuation tokens are DES-encrypted, which
+		// OpenSSL 3 (node 17 and newer) offers only in its legacy
+		// provider: without it every truncated listing is a 500.
+		cmd = exec.Command("node", "--openssl-legacy-provider", "-r", preload, "-r", filepath.Join(root, "scripts", "s3rver-anykey.cjs"),
+			filepath.Join(root, "node_modules", "s3rver", "bin", "s3rver.js"),
+			"--directory", dir, "--address", "127.0.0.1", "--port", strconv.Itoa(port), "--silent")
 	default:
 		return nil, fmt.Errorf("emulator: unknown server %q", name)
 	}
@@ -230,19 +249,21 @@ func launchOnce(root, name string) (*server, error) {
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = procAttr()
 	if err := startOnPinnedThread(cmd); err != nil {
+		removeDir(dir)
 		return nil, fmt.Errorf("emulator: start %s: %w", name, err)
 	}
 	for _, p := range ports {
 		if err := waitPort(p, 30*time.Second); err != nil {
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
+			removeDir(dir)
 			if strings.Contains(log.String(), "EADDRINUSE") {
 				err = fmt.Errorf("%w: %v", errPortTaken, err)
 			}
 			return nil, fmt.Errorf("emulator: %s did not start: %w\n%s", name, err, log.String())
 		}
 	}
-	s := &server{name: name, endpoint: "http://127.0.0.1:" + strconv.Itoa(port), cmd: cmd, log: log, exited: make(chan struct{})}
+	s := &server{name: name, endpoint: "http://127.0.0.1:" + strconv.Itoa(port), cmd: cmd, log: log, dir: dir, exited: make(chan struct{})}
 	go s.watch()
 	return s, nil
 }
@@ -304,6 +325,14 @@ func StopAll() {
 			_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
 			<-s.exited
 		}
+		removeDir(s.dir)
 		delete(servers, name)
+	}
+}
+
+// removeDir deletes a server's data folder, if it has one.
+func removeDir(dir string) {
+	if dir != "" {
+		_ = os.RemoveAll(dir)
 	}
 }

@@ -26,7 +26,7 @@ import (
 // Call is one AWS request as a Recorder saw it: the operation and the
 // resource it names, which is what an IAM policy judges.
 type Call struct {
-	Service string `json:"service"` // dynamodb, kinesis or cloudwatch
+	Service string `json:"service"` // dynamodb, kinesis, cloudwatch or s3
 	Action  string `json:"action"`  // the operation: Scan, ListShards, PutMetricData
 	Region  string `json:"region,omitempty"`
 	Table   string `json:"table,omitempty"`
@@ -40,6 +40,10 @@ type Call struct {
 	// StreamARN.
 	ConsumerName string `json:"consumerName,omitempty"`
 	ConsumerARN  string `json:"consumerARN,omitempty"`
+	// An S3 request's bucket, object key, and a listing's prefix.
+	Bucket string `json:"bucket,omitempty"`
+	Key    string `json:"key,omitempty"`
+	Prefix string `json:"prefix,omitempty"`
 }
 
 // Invocation is one command line and the distinct calls it made.
@@ -265,7 +269,7 @@ var targetPrefixes = map[string]string{
 	"GraniteServiceVersion20100801": "cloudwatch",
 }
 
-var scopeRegion = regexp.MustCompile(`Credential=[^/]+/\d{8}/([^/]+)/`)
+var scopeRegion = regexp.MustCompile(`Credential=[^/]+/\d{8}/([^/]+)/([^/]+)/`)
 
 // callOf reads the operation from X-Amz-Target (DynamoDB, Kinesis) or the
 // rpc-v2-cbor path /service/GraniteServiceVersion20100801/operation/Op
@@ -273,6 +277,12 @@ var scopeRegion = regexp.MustCompile(`Credential=[^/]+/\d{8}/([^/]+)/`)
 // body.
 func callOf(req *http.Request, body []byte) Call {
 	var c Call
+	m := scopeRegion.FindStringSubmatch(req.Header.Get("Authorization"))
+	if m != nil && m[2] == "s3" {
+		c = s3CallOf(req)
+		c.Region = m[1]
+		return c
+	}
 	if t := req.Header.Get("X-Amz-Target"); t != "" {
 		prefix, op, _ := strings.Cut(t, ".")
 		c.Service, c.Action = targetPrefixes[prefix], op
@@ -287,7 +297,7 @@ func callOf(req *http.Request, body []byte) Call {
 	} else {
 		c.Service, c.Action = "unknown", req.Method+" "+req.URL.Path
 	}
-	if m := scopeRegion.FindStringSubmatch(req.Header.Get("Authorization")); m != nil {
+	if m != nil {
 		c.Region = m[1]
 	}
 	if req.Header.Get("Content-Encoding") == "gzip" {
@@ -310,6 +320,30 @@ func callOf(req *http.Request, body []byte) Call {
 	if err := json.Unmarshal(body, &named); err == nil || errors.Is(err, io.EOF) {
 		c.Table, c.Index, c.Stream, c.StreamARN, c.Namespace = named.TableName, named.IndexName, named.StreamName, named.StreamARN, named.Namespace
 		c.ConsumerName, c.ConsumerARN = named.ConsumerName, named.ConsumerARN
+	}
+	return c
+}
+
+// s3CallOf reads an S3 REST request addressed path-style
+// (/bucket/key?query), as kcltool's client sends them: the operation from
+// the method and the query, the bucket, key and listing prefix.
+func s3CallOf(req *http.Request) Call {
+	c := Call{Service: "s3"}
+	c.Bucket, c.Key, _ = strings.Cut(strings.TrimPrefix(req.URL.Path, "/"), "/")
+	q := req.URL.Query()
+	switch {
+	case req.Method == http.MethodGet && c.Key == "" && q.Get("list-type") == "2":
+		c.Action, c.Prefix = "ListObjectsV2", q.Get("prefix")
+	case req.Method == http.MethodGet && c.Key != "":
+		c.Action = "GetObject"
+	case req.Method == http.MethodHead && c.Key != "":
+		c.Action = "HeadObject"
+	case req.Method == http.MethodPut && c.Key != "":
+		c.Action = "PutObject"
+	case req.Method == http.MethodPut:
+		c.Action = "CreateBucket"
+	default:
+		c.Action = req.Method + " " + req.URL.RequestURI()
 	}
 	return c
 }

@@ -69,7 +69,7 @@ func main() {
 		os.Exit(1)
 	}
 	if *keep {
-		hint, err := keptHint(*bin, os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"), os.Getenv("AWS_ENDPOINT_URL_KINESIS"))
+		hint, err := keptHint(*bin, os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"), os.Getenv("AWS_ENDPOINT_URL_KINESIS"), os.Getenv("AWS_ENDPOINT_URL_S3"))
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "demo:", err)
 			os.Exit(1)
@@ -85,12 +85,16 @@ func main() {
 // named by absolute path, and the eval line gives localaws.sh the ports
 // the demo used (from the endpoints make's eval gave it), which a new
 // shell without KCLTOOL_LOCAL_*_PORT would not know.
-func keptHint(bin, ddbEndpoint, kinEndpoint string) (string, error) {
+func keptHint(bin, ddbEndpoint, kinEndpoint, s3Endpoint string) (string, error) {
 	ddbPort, err := endpointPort(ddbEndpoint, "18000")
 	if err != nil {
 		return "", err
 	}
 	kinPort, err := endpointPort(kinEndpoint, "18001")
+	if err != nil {
+		return "", err
+	}
+	s3Port, err := endpointPort(s3Endpoint, "18003")
 	if err != nil {
 		return "", err
 	}
@@ -106,7 +110,7 @@ func keptHint(bin, ddbEndpoint, kinEndpoint string) (string, error) {
 demo done. The local servers are still up, holding the demo's stream and lease table (` + app + `).
 Point kcltool at them from any shell:
 
-    eval "$(KCLTOOL_LOCAL_DYNAMODB_PORT=` + ddbPort + ` KCLTOOL_LOCAL_KINESIS_PORT=` + kinPort + ` ` + shellQuote(script) + ` env)"
+    eval "$(KCLTOOL_LOCAL_DYNAMODB_PORT=` + ddbPort + ` KCLTOOL_LOCAL_KINESIS_PORT=` + kinPort + ` KCLTOOL_LOCAL_S3_PORT=` + s3Port + ` ` + shellQuote(script) + ` env)"
     ` + kcltool + ` leases ls --app ` + app + `
     ` + kcltool + ` lag --app ` + app + ` --stream ` + app + `
     ` + kcltool + ` lineage --stream ` + app + ` --app ` + app + `

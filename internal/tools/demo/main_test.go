@@ -61,7 +61,7 @@ func TestKeptHintWorksInANewShell(t *testing.T) {
 	if err := os.WriteFile(bin, []byte("#!/bin/sh\necho kcltool \"$@\"\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	hint, err := keptHint(bin, "http://127.0.0.1:28000", "http://127.0.0.1:28001")
+	hint, err := keptHint(bin, "http://127.0.0.1:28000", "http://127.0.0.1:28001", "http://127.0.0.1:28003")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,12 +75,12 @@ func TestKeptHintWorksInANewShell(t *testing.T) {
 		t.Fatalf("hint lines %q:\n%s", lines, hint)
 	}
 	script := lines[0] + "\n" + lines[1] + "\n" +
-		`echo "$AWS_ENDPOINT_URL_DYNAMODB $AWS_ENDPOINT_URL_KINESIS $AWS_REGION $AWS_DEFAULT_REGION"`
+		`echo "$AWS_ENDPOINT_URL_DYNAMODB $AWS_ENDPOINT_URL_KINESIS $AWS_ENDPOINT_URL_S3 $AWS_REGION $AWS_DEFAULT_REGION"`
 	sh := exec.Command("bash", "-c", script)
 	sh.Dir = t.TempDir()
 	sh.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
 	out, err := sh.CombinedOutput()
-	want := "kcltool leases ls --app " + app + "\nhttp://127.0.0.1:28000 http://127.0.0.1:28001 us-east-1 us-east-1\n"
+	want := "kcltool leases ls --app " + app + "\nhttp://127.0.0.1:28000 http://127.0.0.1:28001 http://127.0.0.1:28003 us-east-1 us-east-1\n"
 	if err != nil || string(out) != want {
 		t.Errorf("the hint's lines in a new shell: %v\n%s\nwant:\n%s\nhint:\n%s", err, out, want, hint)
 	}
