@@ -31,7 +31,7 @@ func (s *script) read(ctx context.Context) ([]Row, error) {
 	return nil, ctx.Err()
 }
 
-func rows(r ...Row) func() ([]Row, error)  { return func() ([]Row, error) { return r, nil } }
+func rows(r ...Row) func() ([]Row, error)   { return func() ([]Row, error) { return r, nil } }
 func fails(err error) func() ([]Row, error) { return func() ([]Row, error) { return nil, err } }
 
 var errThrottled = errors.New("throttled")
