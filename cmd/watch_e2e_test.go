@@ -127,6 +127,21 @@ func TestWatchJSONEvents(t *testing.T) {
 			t.Errorf("leases ls printed a change of %s, which did not change: %+v", e.Key, e)
 		}
 	}
+	// Every line has the documented keys (docs/json.md, jsonSchemas), all
+	// of them reached by the events above.
+	c := &schemaChecker{t: t, reached: map[string]map[string]bool{}}
+	for _, w := range []*worker{ls, lag} {
+		for _, line := range strings.Split(w.logs.String(), "\n") {
+			if strings.HasPrefix(line, "{") {
+				c.document("watch events", w.name+" -w -o json", line)
+			}
+		}
+	}
+	for _, k := range jsonSchema("watch events").Keys {
+		if !c.reached["watch events"][k.Path] {
+			t.Errorf("watch events: documented key %q never reached", k.Path)
+		}
+	}
 	for _, w := range []*worker{ls, lag} {
 		w.signal(t, syscall.SIGINT)
 		if code := w.exitCode(t, 30*time.Second); code != 130 {
