@@ -52,7 +52,10 @@ STATE is the first of these that applies:
 
 Non-lease items of KCL 3.x (leader lock, migration state, worker metrics) are
 skipped and counted; --non-leases lists them instead. A malformed item is
-reported on stderr and skipped; it never aborts the listing.`,
+reported on stderr and skipped; it never aborts the listing.
+
+With --watch (-w) the listing is followed by one line per change, read every
+--interval, until Ctrl-C (docs/watch.md).`,
 		Example: `  kcltool leases ls --app orders
   kcltool leases ls --app orders --owner worker-a -o wide
   kcltool leases ls --app orders --sample 10s      # tell expired leases apart

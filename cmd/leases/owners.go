@@ -44,7 +44,10 @@ A "mode:" line under the table says how a kcltool run worker would get
 leases on this table now: "workers take leases" (KCL 2.x, or 3.x upgrading
 from or rolled back to 2.x) or "leader assigns" (KCL 3.x), with the evidence:
 the LeaseOwnerToLeaseKeyIndex, the Migration3.0 item's cv and the
-TableMigration3.5 item's tm.`,
+TableMigration3.5 item's tm.
+
+With --watch (-w) the table is followed by one line per changed worker, read
+every --interval, until Ctrl-C (docs/watch.md).`,
 		Example: `  kcltool leases owners --app orders
   kcltool leases owners --app orders --sample 10s
   kcltool leases owners --app orders -o json | jq '.[] | {worker, leases}'
