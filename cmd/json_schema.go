@@ -309,6 +309,7 @@ var jsonSchemas = []jsonCommand{
 			{"windowMillis", tNumber, "the window's length"},
 			{"failoverTimeMillis", tNumber, "the failover time: how far apart the reads are"},
 			{"reads", tNumber, "lease-table reads in the window"},
+			{"partial", tBoolean, "`--watch`'s first report, made at once from one read: the findings that compare reads a failover time apart (expired leases, dead workers, churn, stuck shards) cannot be in it; false otherwise"},
 			{"leases", tNumber, "leases in the table"},
 			{"workers", tNumber, "workers holding a lease"},
 			{"kcl3", tBoolean, "the table is a KCL 3.x table"},
