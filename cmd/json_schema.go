@@ -34,6 +34,8 @@ const (
 	tObjects       = "list of objects"
 	tNumberMap     = "object of numbers" // keys are names, not documented one by one
 	tDynamoDBItem  = "object (DynamoDB JSON)"
+	tValue         = "the field's JSON type, or null"
+	tRow           = "object (the command's row)" // its keys are the command's own, documented there
 	jsonSchemaNote = "Every documented key is always present. A value that is absent is `null`; a list with nothing in it is `[]`, never `null`. Keys may be added in later versions, never renamed or removed."
 )
 
@@ -170,6 +172,22 @@ var jsonSchemas = []jsonCommand{
 		CSVNote: "`blockedBy` is joined with `;`.",
 	},
 	{
+		Name:  "watch events",
+		Title: "`kcltool leases ls|leases owners|lag --watch -o json`",
+		Shape: "JSON Lines: one object per change, one a line, after kubectl's watch events (docs/watch.md). The first read comes as one `ADDED` event per row with `initial` true; every later read that changed something adds one event per changed row. A read with no change prints nothing.",
+		Keys: []jsonKey{
+			{"time", tString, "when the read ended, RFC 3339 UTC, milliseconds"},
+			{"type", tString, "`ADDED` (a new row, or the first read), `MODIFIED` (a watched field changed) or `DELETED` (the row is gone; `object` is its last read)"},
+			{"initial", tBoolean, "true for the first read's events"},
+			{"key", tString, "the row: `leaseKey` for `leases ls`, `worker` for `leases owners`, `streamName/shardId` for `lag`"},
+			{"changed", tObjects, "`MODIFIED`: the watched fields that changed; `[]` for the other types"},
+			{"changed[].field", tString, "the key in `object`: `leases ls` watches `leaseOwner`, `checkpoint`, `checkpointSubSequenceNumber`, `pendingCheckpoint`, `checkpointOwner`, `state`, `blockedBy` (not `leaseCounter`, which every renewal moves); `leases owners` `leases`, `shards`, `leader`; `lag` `leaseOwner`, `checkpoint`, `shardStatus`, `millisBehindLatest`, `state`, `blockedBy`"},
+			{"changed[].from", tValue, "its value in the previous read"},
+			{"changed[].to", tValue, "its value now"},
+			{"object", tRow, "the row as the command's one-shot `-o json` prints it, with the same keys (above)"},
+		},
+	},
+	{
 		Name:  "shards lineage",
 		Shape: "`shards lineage` and its alias `lineage`: an array, one object per shard, parents before children. Leases of shards the stream does not have are not in it (see `checkpoint diff`).",
 		Keys: []jsonKey{
@@ -291,6 +309,7 @@ var jsonSchemas = []jsonCommand{
 			{"windowMillis", tNumber, "the window's length"},
 			{"failoverTimeMillis", tNumber, "the failover time: how far apart the reads are"},
 			{"reads", tNumber, "lease-table reads in the window"},
+			{"partial", tBoolean, "`--watch`'s first report, made at once from one read: the findings that compare reads a failover time apart (expired leases, dead workers, churn, stuck shards) cannot be in it; false otherwise"},
 			{"leases", tNumber, "leases in the table"},
 			{"workers", tNumber, "workers holding a lease"},
 			{"kcl3", tBoolean, "the table is a KCL 3.x table"},

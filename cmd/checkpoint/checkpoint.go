@@ -4,6 +4,7 @@
 package checkpoint
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -35,6 +36,7 @@ type checkpointDiffOptions struct {
 	FailOn      []string
 	MaxBehind   time.Duration
 	Concurrency int
+	Watch       cmdutil.WatchFlags
 }
 
 // NewDiffCmd builds `checkpoint diff`; `kcltool lag` is the same
@@ -64,7 +66,8 @@ and child shards, never by comparing EndingSequenceNumber, which some Kinesis
 implementations report wrongly.
 
 With --fail-on or --max-behind the command exits 3 when a row matches, for CI
-and cron.`,
+and cron. --watch (-w) prints the table, then one line per change every
+--interval until Ctrl-C; it cannot go with the checks (docs/watch.md).`,
 		Example: `  kcltool checkpoint diff --app orders --stream orders
   kcltool lag --app orders --stream orders --max-behind 5m     # exit 3 if any shard is 5m behind
   kcltool lag --app orders --stream orders --fail-on blocked,missing-lease,orphan-lease -o json`,
@@ -80,6 +83,9 @@ and cron.`,
 			if o.Concurrency < 0 {
 				return cmdutil.UsageErrorf("--concurrency must be 0 (automatic) or more")
 			}
+			if err := checkLagWatch(o.Watch, o.FailOn, o.MaxBehind); err != nil {
+				return err
+			}
 			return runCheckpointDiff(cmd, f, o)
 		},
 	}
@@ -89,6 +95,7 @@ and cron.`,
 	c.Flags().StringSliceVar(&o.FailOn, "fail-on", nil, "exit 3 when a row is in one of these states (comma-separated)")
 	c.Flags().DurationVar(&o.MaxBehind, "max-behind", 0, "exit 3 when a shard is further behind than this")
 	c.Flags().IntVar(&o.Concurrency, "concurrency", 0, "shards probed at once (0: chosen from the number of shards, 8 to 64)")
+	o.Watch.Register(c)
 	return c
 }
 
@@ -122,6 +129,7 @@ func runCheckpointDiff(cmd *cobra.Command, f *cmdutil.Factory, o *checkpointDiff
 	// One line on a terminal: the table read (once it takes a second), then
 	// the shards probed.
 	p := cmdutil.NewProgress(f)
+	started := f.Clock.Now()
 	scan := cmdutil.WatchScan(ddb, p, table, time.Second)
 	lag, err := inspect.CheckpointDiff(ctx, kin, scan, table, inspect.LagOptions{Stream: o.Stream, Concurrency: o.Concurrency,
 		Retry: cmdutil.RetryFor(f), Clock: f.Clock, Progress: p.Counter("probed", "shards")})
@@ -134,6 +142,12 @@ func runCheckpointDiff(cmd *cobra.Command, f *cmdutil.Factory, o *checkpointDiff
 	}
 	for _, m := range lag.Malformed {
 		fmt.Fprintf(f.IO.ErrOut, "kcltool: warning: skipped malformed item: %v\n", m)
+	}
+	if o.Watch.Watch {
+		return watchLag(ctx, f, o, table, func(ctx context.Context) (*inspect.Lag, error) {
+			return inspect.CheckpointDiff(ctx, kin, ddb, table, inspect.LagOptions{Stream: o.Stream, Concurrency: o.Concurrency,
+				Retry: cmdutil.RetryFor(f), Clock: f.Clock})
+		}, lag, started)
 	}
 	if err := renderLag(f.IO, o.Output, lag); err != nil {
 		return err

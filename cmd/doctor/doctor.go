@@ -64,7 +64,8 @@ endpoints (localhost, 127.0.0.1, [::1]) without AWS_ENDPOINT_URL_CLOUDWATCH.
 Each finding has a severity (info, warn, critical), the evidence, the likely
 cause and the fix. The command exits 3 when a finding at or above --fail-on
 exists (default warn), 0 otherwise. --watch keeps reading, one read per
-failover time, and redraws the report on the last window after each read.
+failover time: a first look from the first read at once, then a report on
+the last window after each read once a window is full.
 
 Pass the application's own failover time: a shorter one makes healthy leases
 look expired. The reads and requests the run cost are printed under the
@@ -176,7 +177,9 @@ func runDoctor(ctx context.Context, f *cmdutil.Factory, o *doctorOptions, failOn
 	var last *doctor.Report
 	live := &liveView{io: f.IO}
 	err = d.Watch(ctx, func(rep *doctor.Report) error {
-		last = rep
+		if !rep.Partial {
+			last = rep // the exit code: a first look from one read cannot have every finding
+		}
 		return live.show(func() error {
 			// -o json: one compact document per line, a stream for jq, not an array
 			return printDoctor(cmdutil.NewPrinter(f.IO, o.Output).Streaming(), rep, failOn)

@@ -23,6 +23,7 @@ type ReportJSON struct {
 	WindowMillis       int64             `json:"windowMillis"`
 	FailoverTimeMillis int64             `json:"failoverTimeMillis"`
 	Reads              int               `json:"reads"`
+	Partial            bool              `json:"partial"`
 	Leases             int               `json:"leases"`
 	Workers            int               `json:"workers"`
 	KCL3               bool              `json:"kcl3"`
@@ -123,7 +124,7 @@ func reportJSON(rep *doctor.Report, failOn doctor.Severity) ReportJSON {
 	j := ReportJSON{
 		App: rep.App, Table: rep.Table, Stream: cmdutil.OptString(rep.Stream), Started: rep.Started.UTC(), Ended: rep.Ended.UTC(),
 		WindowMillis: rep.Window.Milliseconds(), FailoverTimeMillis: rep.FailoverTime.Milliseconds(),
-		Reads: rep.Reads, Leases: rep.Leases, Workers: rep.Workers, KCL3: rep.KCL3,
+		Reads: rep.Reads, Partial: rep.Partial, Leases: rep.Leases, Workers: rep.Workers, KCL3: rep.KCL3,
 		Worst: severityName(rep.Worst()), FailOn: severityName(failOn), Failed: len(rep.AtLeast(failOn)) > 0,
 		Findings: make([]findingJSON, 0, len(rep.Findings)),
 	}
@@ -179,6 +180,9 @@ func doctorTable(p *cmdutil.Printer, rep *doctor.Report, failOn doctor.Severity)
 		cmdutil.Plural(rep.Workers, "worker"), cmdutil.Plural(rep.Reads, "read"), rep.FailoverTime, rep.Window.Round(time.Millisecond),
 		stamp(rep.Started, p.TTY()), stamp(rep.Ended, p.TTY()))
 	p.Println(st.Dim.Render(header))
+	if rep.Partial {
+		p.Println(st.Warn.Render(fmt.Sprintf("first look from one read: expired leases, dead workers, churn and stuck shards need reads %s apart; the full report follows once a window of reads is in", rep.FailoverTime)))
+	}
 	p.Blank()
 	if len(rep.Findings) == 0 {
 		p.Println(st.Good.Render("no findings"))

@@ -30,6 +30,7 @@ type leasesLsOptions struct {
 	Shard     string
 	Sample    time.Duration
 	NonLeases bool
+	Watch     cmdutil.WatchFlags
 }
 
 func newLeasesLsCmd(f *cmdutil.Factory) *cobra.Command {
@@ -51,17 +52,24 @@ STATE is the first of these that applies:
 
 Non-lease items of KCL 3.x (leader lock, migration state, worker metrics) are
 skipped and counted; --non-leases lists them instead. A malformed item is
-reported on stderr and skipped; it never aborts the listing.`,
+reported on stderr and skipped; it never aborts the listing.
+
+With --watch (-w) the listing is followed by one line per change, read every
+--interval, until Ctrl-C (docs/watch.md).`,
 		Example: `  kcltool leases ls --app orders
   kcltool leases ls --app orders --owner worker-a -o wide
   kcltool leases ls --app orders --sample 10s      # tell expired leases apart
-  kcltool leases ls --app orders -o json | jq '.[] | select(.state=="unassigned")'`,
+  kcltool leases ls --app orders -o json | jq '.[] | select(.state=="unassigned")'
+  kcltool leases ls --app orders -w                # then one line per change`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := cmdutil.CheckOutput(o.Output); err != nil {
 				return err
 			}
 			if o.Sample < 0 {
 				return cmdutil.UsageErrorf("--sample must be positive")
+			}
+			if err := checkWatch(o.Watch, o.Sample > 0, o.NonLeases); err != nil {
+				return err
 			}
 			return runLeasesLs(cmd, f, o)
 		},
@@ -73,6 +81,7 @@ reported on stderr and skipped; it never aborts the listing.`,
 	c.Flags().DurationVar(&o.Sample, "sample", 0, "read the table twice this far apart to find expired leases (10s, the KCL failover time, when given without a value)")
 	c.Flags().Lookup("sample").NoOptDefVal = "10s"
 	c.Flags().BoolVar(&o.NonLeases, "non-leases", false, "list the non-lease items (KCL 3.x leader lock, migration state, worker metrics) instead")
+	o.Watch.Register(c)
 	return c
 }
 
@@ -88,6 +97,7 @@ func runLeasesLs(cmd *cobra.Command, f *cmdutil.Factory, o *leasesLsOptions) err
 	// A large table takes a while to read: say so, from the second page or
 	// after a second (not counting the sample's wait); a small one shows
 	// nothing.
+	started := f.Clock.Now()
 	scan := cmdutil.WatchScan(ddb, cmdutil.NewProgress(f), table, time.Second+o.Sample)
 	listing, err := inspect.ListLeases(ctx, scan, table, inspect.ListOptions{
 		Owner: o.Owner, Shard: o.Shard, Sample: o.Sample, Clock: f.Clock,
@@ -101,6 +111,9 @@ func runLeasesLs(cmd *cobra.Command, f *cmdutil.Factory, o *leasesLsOptions) err
 	}
 	if o.NonLeases {
 		return renderNonLeases(f.IO, o.Output, listing)
+	}
+	if o.Watch.Watch {
+		return watchLeases(ctx, f, o, table, ddb, listing, started)
 	}
 	return renderLeases(f.IO, o.Output, listing)
 }

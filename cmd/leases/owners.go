@@ -17,6 +17,7 @@ type leasesOwnersOptions struct {
 	cmdutil.AppFlags
 	Output string
 	Sample time.Duration
+	Watch  cmdutil.WatchFlags
 }
 
 func newLeasesOwnersCmd(f *cmdutil.Factory) *cobra.Command {
@@ -43,12 +44,19 @@ A "mode:" line under the table says how a kcltool run worker would get
 leases on this table now: "workers take leases" (KCL 2.x, or 3.x upgrading
 from or rolled back to 2.x) or "leader assigns" (KCL 3.x), with the evidence:
 the LeaseOwnerToLeaseKeyIndex, the Migration3.0 item's cv and the
-TableMigration3.5 item's tm.`,
+TableMigration3.5 item's tm.
+
+With --watch (-w) the table is followed by one line per changed worker, read
+every --interval, until Ctrl-C (docs/watch.md).`,
 		Example: `  kcltool leases owners --app orders
   kcltool leases owners --app orders --sample 10s
-  kcltool leases owners --app orders -o json | jq '.[] | {worker, leases}'`,
+  kcltool leases owners --app orders -o json | jq '.[] | {worker, leases}'
+  kcltool leases owners --app orders -w            # then one line per change`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := cmdutil.CheckOutput(o.Output); err != nil {
+				return err
+			}
+			if err := checkWatch(o.Watch, o.Sample > 0, false); err != nil {
 				return err
 			}
 			table, ddb, err := o.Open(cmd, f)
@@ -59,6 +67,7 @@ TableMigration3.5 item's tm.`,
 			if o.Sample > 0 {
 				fmt.Fprintf(f.IO.ErrOut, "kcltool: sampling lease table %q for %s...\n", table, o.Sample)
 			}
+			started := f.Clock.Now()
 			listing, err := inspect.ListLeases(ctx, ddb, table, inspect.ListOptions{Sample: o.Sample, Clock: f.Clock})
 			if err != nil {
 				return cmdutil.ExplainAWS(err, f.AWSContext(table, ""))
@@ -77,6 +86,9 @@ TableMigration3.5 item's tm.`,
 			if err != nil {
 				fmt.Fprintf(f.IO.ErrOut, "kcltool: warning: KCL 3.x leader and worker metrics not read: %v\n", err)
 			}
+			if o.Watch.Watch {
+				return watchOwners(ctx, f, o, table, ddb, owners.WithKCL3(k3).WithMode(mode), started)
+			}
 			return renderOwners(f, o.Output, owners.WithKCL3(k3).WithMode(mode), o.Sample > 0)
 		},
 	}
@@ -84,6 +96,7 @@ TableMigration3.5 item's tm.`,
 	cmdutil.AddOutputFlag(c, &o.Output)
 	c.Flags().DurationVar(&o.Sample, "sample", 0, "read the table twice this far apart to find expired leases and count renewals (10s when given without a value)")
 	c.Flags().Lookup("sample").NoOptDefVal = "10s"
+	o.Watch.Register(c)
 	return c
 }
 

@@ -220,12 +220,28 @@ func (d *Doctor) Run(ctx context.Context) (*Report, error) {
 	return d.diagnose(ctx, samples)
 }
 
-// Watch samples without end, one read per failover time, and reports on the
+// Watch samples without end, one read per failover time. It reports at
+// once on the first read (Partial: what one read can tell), then on the
 // last window after every read once a window is full. It returns when ctx
 // ends or report returns an error.
 func (d *Doctor) Watch(ctx context.Context, report func(*Report) error) error {
 	d.watching = true
-	samples, err := d.sampleWindow(ctx)
+	// A window is a minute by default: a person who starts a watch during
+	// an incident sees the unassigned leases, the lag and the lineage now,
+	// and the findings that need reads a failover time apart (expiry,
+	// dead workers, churn, stuck shards) once the window is full.
+	samples, err := d.sampleUpTo(ctx, nil, 1)
+	if err == nil {
+		first, ferr := d.diagnose(ctx, samples)
+		if ferr != nil {
+			return ferr
+		}
+		first.Partial = true
+		if rerr := report(first); rerr != nil {
+			return rerr
+		}
+		samples, err = d.sampleUpTo(ctx, samples, d.samplesPerWindow())
+	}
 	for {
 		// A scan throttled past ScanPatience is reported as the finding,
 		// and the watch goes on: the next read may get through.
@@ -272,6 +288,10 @@ type Report struct {
 	Started, Ended     time.Time
 	// Reads is how many times the lease table was read.
 	Reads int
+	// Partial marks Watch's first report, made from its first read at
+	// once, before a window of reads: the findings that compare reads a
+	// failover time apart cannot be in it yet.
+	Partial bool
 	// Leases and Workers count the last read's leases and distinct owners.
 	Leases, Workers int
 	// KCL3 is set when the table holds KCL 3.x entities.

@@ -211,9 +211,10 @@ func TestDoctorMissingTableFails(t *testing.T) {
 	}
 }
 
-// TestDoctorWatchSlidesTheWindow: after the first full window every further
-// read gives a report on the last window, still one Scan per failover time,
-// and CloudWatch is read once a minute.
+// TestDoctorWatchSlidesTheWindow: a first report at once, from the first
+// read and marked Partial; after the first full window every further read
+// gives a report on the last window, still one Scan per failover time, and
+// CloudWatch is read once a minute.
 func TestDoctorWatchSlidesTheWindow(t *testing.T) {
 	r := newRig(t, time.Second, 2*time.Second).withCloudWatch()
 	r.fleet("w1", "w2")
@@ -228,12 +229,13 @@ func TestDoctorWatchSlidesTheWindow(t *testing.T) {
 	go func() {
 		done <- d.Watch(ctx, func(rep *Report) error {
 			reports = append(reports, rep)
-			if len(reports) == 3 {
+			if len(reports) == 4 {
 				cancel()
 			}
 			return nil
 		})
 	}()
+	start := r.clock.Now()
 	for {
 		if err := r.clock.WaitTimers(ctx, 1); err != nil {
 			break
@@ -244,21 +246,25 @@ func TestDoctorWatchSlidesTheWindow(t *testing.T) {
 	if err := <-done; err != context.Canceled {
 		t.Fatalf("watch ended with %v", err)
 	}
-	if len(reports) != 3 {
+	if len(reports) != 4 {
 		t.Fatalf("%d reports", len(reports))
 	}
-	scans := 0
-	for i, rep := range reports {
-		if rep.Reads != 3 || rep.Window != 2*time.Second {
-			t.Errorf("report %d: %d reads over %s, want 3 over 2s", i, rep.Reads, rep.Window)
+	if first := reports[0]; !first.Partial || first.Reads != 1 || first.Window != 0 || !first.Ended.Equal(start) {
+		t.Errorf("first report: partial %v, %d reads over %s, ended %s; want a partial one from the first read at %s",
+			first.Partial, first.Reads, first.Window, first.Ended, start)
+	}
+	scans := reports[0].Cost.Scans
+	for i, rep := range reports[1:] {
+		if rep.Partial || rep.Reads != 3 || rep.Window != 2*time.Second {
+			t.Errorf("report %d: partial %v, %d reads over %s, want a full one: 3 over 2s", i+1, rep.Partial, rep.Reads, rep.Window)
 		}
-		if i > 0 && !rep.Started.Equal(reports[i-1].Started.Add(time.Second)) {
-			t.Errorf("report %d window starts %s, want one failover after %s", i, rep.Started, reports[i-1].Started)
+		if i > 0 && !rep.Started.Equal(reports[i].Started.Add(time.Second)) {
+			t.Errorf("report %d window starts %s, want one failover after %s", i+1, rep.Started, reports[i].Started)
 		}
 		scans += rep.Cost.Scans
 	}
 	if scans != 5 {
-		t.Errorf("%d scans for 3 reports, want 5 (3 for the first window, 1 per report after)", scans)
+		t.Errorf("%d scans for 4 reports, want 5 (3 for the first window, the first report's among them, 1 per report after)", scans)
 	}
 	// CloudWatch has one-minute resolution: read once a minute, not per report.
 	if n := r.cw.Calls("GetMetricData"); n != 1 {

@@ -73,9 +73,13 @@ func (d *Doctor) takeSample(ctx context.Context) (sample, error) {
 // time is also the shortest span over which an unchanged counter means
 // anything (docs/kcl-compat.md, Expiry: it needs two reads that far apart).
 func (d *Doctor) sampleWindow(ctx context.Context) ([]sample, error) {
-	n := d.samplesPerWindow()
-	var out []sample
-	for i := range n {
+	return d.sampleUpTo(ctx, nil, d.samplesPerWindow())
+}
+
+// sampleUpTo adds reads to out, on the window's schedule, until it holds
+// n; Progress counts them against a whole window.
+func (d *Doctor) sampleUpTo(ctx context.Context, out []sample, n int) ([]sample, error) {
+	for i := len(out); i < n; i++ {
 		if i > 0 {
 			// On schedule, but never sooner than a failover time after the
 			// previous read, however long that read took.
@@ -93,7 +97,7 @@ func (d *Doctor) sampleWindow(ctx context.Context) ([]sample, error) {
 		}
 		out = append(out, s)
 		if d.opt.Progress != nil {
-			d.opt.Progress(i+1, n)
+			d.opt.Progress(i+1, d.samplesPerWindow())
 		}
 	}
 	return out, nil
