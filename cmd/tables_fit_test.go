@@ -68,6 +68,17 @@ func TestTablesFitTheTerminal(t *testing.T) {
 		// wrapped over two lines escapes normalize, and BEHIND varies.
 		golden(t, "tables/"+name+".txt", anyDigit.ReplaceAllString(normalize(all.String()), "0"))
 	}
+	// lag's filters and the table flags, through the binary.
+	lag := []string{"lag", "--app", s.table, "--stream", s.stream}
+	if out, e, code := kcltoolEnv(t, nil, append(lag, "--state", "blocked,at-tip", "--shard", shardID(7)+","+shardID(3)+","+shardID(2), "--columns", "shard-id", "--no-headers", "-o", "csv")...); code != 0 || out != shardID(3)+"\n"+shardID(7)+"\n" {
+		t.Errorf("lag --state --shard --columns --no-headers -o csv: exit %d %q %s", code, out, e)
+	}
+	if _, e, code := kcltoolEnv(t, nil, append(lag, "--state", "late")...); code != 2 || !strings.Contains(e, "invalid --state \"late\": use ") {
+		t.Errorf("--state late: exit %d %q", code, e)
+	}
+	if _, e, code := kcltoolEnv(t, nil, append(lag, "--sort-by", "age")...); code != 2 || !strings.Contains(e, "use shard, lease-owner, checkpoint") {
+		t.Errorf("--sort-by age: exit %d %q", code, e)
+	}
 	// A pipe without COLUMNS gets whole sequence numbers.
 	out, _, _ := kcltoolEnv(t, []string{"COLUMNS="}, "lag", "--app", s.table, "--stream", s.stream)
 	if !longDigits.MatchString(out) {

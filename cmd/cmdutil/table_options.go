@@ -60,8 +60,10 @@ func columnIndex(flag, name string, header []string) (int, error) {
 	}
 	var valid []string
 	for _, h := range header {
-		if h != "" {
-			valid = append(valid, strings.ToLower(h))
+		if h != "" && h == strings.ToUpper(h) {
+			valid = append(valid, strings.ToLower(h)) // a table's header
+		} else if h != "" {
+			valid = append(valid, h) // csv's, as it prints it
 		}
 	}
 	return 0, UsageErrorf("invalid --%s %q: use %s", flag, name, strings.Join(valid, ", "))
