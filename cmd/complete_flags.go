@@ -112,8 +112,10 @@ func completionFor(f *cmdutil.Factory, fl *pflag.Flag) cobra.CompletionFunc {
 		return func(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 			return listCompletions("", toComplete, awsProfiles(f.Getenv)), cobra.ShellCompDirectiveNoFileComp
 		}
-	case fl.Name == "fail-on":
+	case fl.Name == "fail-on", fl.Name == "state":
 		return valuesCompletion(fl, failOnValues(fl))
+	case fl.Annotations[cmdutil.ColumnsAnnotation] != nil: // --sort-by, --columns: the table's columns
+		return valuesCompletion(fl, fl.Annotations[cmdutil.ColumnsAnnotation])
 	case enumValues[fl.Name] != nil:
 		return valuesCompletion(fl, enumValues[fl.Name])
 	case fileFlags[fl.Name]:

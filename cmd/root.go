@@ -105,6 +105,9 @@ AWS_ENDPOINT_URL_KINESIS and AWS_ENDPOINT_URL_CLOUDWATCH are honoured.`,
 				return cmdutil.UsageErrorf("invalid --color %q: use auto, always or never", colorMode)
 			}
 			f.IO.Color = cmdutil.DecideColor(colorMode, f.IO.OutTTY, f.Getenv)
+			if f.IO.Width == 0 && f.IO.Out == os.Stdout {
+				f.IO.Width = cmdutil.DecideWidth(f.IO.OutTTY, f.Getenv)
+			}
 			log, err := cmdutil.NewLogger(logs.Level, logs.Format, f.IO.ErrOut, cmdutil.StderrIsTerminal(f))
 			if err != nil {
 				return err

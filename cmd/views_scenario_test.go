@@ -8,6 +8,7 @@ import (
 	"math/big"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"testing"
 
@@ -152,7 +153,7 @@ func golden(t *testing.T, name, got string) {
 	t.Helper()
 	path := "testdata/golden/" + name
 	if *update {
-		if err := os.MkdirAll("testdata/golden", 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {

@@ -34,6 +34,8 @@ type checkpointDiffOptions struct {
 	Stream      string
 	Output      string
 	FailOn      []string
+	Shards      []string
+	States      []string
 	MaxBehind   time.Duration
 	Concurrency int
 	Watch       cmdutil.WatchFlags
@@ -80,6 +82,11 @@ and cron. --watch (-w) prints the table, then one line per change every
 					return cmdutil.UsageErrorf("invalid --fail-on state %q: use %s", s, lagStateList())
 				}
 			}
+			for _, s := range o.States {
+				if !validLagState(s) {
+					return cmdutil.UsageErrorf("invalid --state %q: use %s", s, lagStateList())
+				}
+			}
 			if o.Concurrency < 0 {
 				return cmdutil.UsageErrorf("--concurrency must be 0 (automatic) or more")
 			}
@@ -91,7 +98,10 @@ and cron. --watch (-w) prints the table, then one line per change every
 	}
 	o.Register(c)
 	cmdutil.AddOutputFlag(c, &o.Output)
+	cmdutil.AddTableFlags(c, f.IO, "STREAM", "SHARD", "LEASE-OWNER", "CHECKPOINT", "SHARD-STATUS", "BEHIND", "STATE", "SUBSEQ", "PARENTS", "LEASE-KEY", "NOTE")
 	c.Flags().StringVar(&o.Stream, "stream", "", "stream name (in a multi-stream lease table: only this stream)")
+	c.Flags().StringSliceVar(&o.Shards, "shard", nil, "only these shards (repeat it, or comma-separated)")
+	c.Flags().StringSliceVar(&o.States, "state", nil, "only rows in these states (comma-separated; the STATE column's words)")
 	c.Flags().StringSliceVar(&o.FailOn, "fail-on", nil, "exit 3 when a row is in one of these states (comma-separated)")
 	c.Flags().DurationVar(&o.MaxBehind, "max-behind", 0, "exit 3 when a shard is further behind than this")
 	c.Flags().IntVar(&o.Concurrency, "concurrency", 0, "shards probed at once (0: chosen from the number of shards, 8 to 64)")
@@ -143,10 +153,15 @@ func runCheckpointDiff(cmd *cobra.Command, f *cmdutil.Factory, o *checkpointDiff
 	for _, m := range lag.Malformed {
 		fmt.Fprintf(f.IO.ErrOut, "kcltool: warning: skipped malformed item: %v\n", m)
 	}
+	filterLag(lag, o.Shards, o.States)
 	if o.Watch.Watch {
 		return watchLag(ctx, f, o, table, func(ctx context.Context) (*inspect.Lag, error) {
-			return inspect.CheckpointDiff(ctx, kin, ddb, table, inspect.LagOptions{Stream: o.Stream, Concurrency: o.Concurrency,
+			l, err := inspect.CheckpointDiff(ctx, kin, ddb, table, inspect.LagOptions{Stream: o.Stream, Concurrency: o.Concurrency,
 				Retry: cmdutil.RetryFor(f), Clock: f.Clock})
+			if err == nil {
+				filterLag(l, o.Shards, o.States)
+			}
+			return l, err
 		}, lag, started)
 	}
 	if err := renderLag(f.IO, o.Output, lag); err != nil {

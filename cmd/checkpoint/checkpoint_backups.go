@@ -123,6 +123,7 @@ only the backups of that table. Only the header of each file is read.`,
 	c.Flags().StringVar(&o.Table, "table", "", "only the backups of this lease table")
 	addBackupDirFlag(c, &o.BackupDir, "the folder, or s3://bucket/prefix, to list")
 	cmdutil.AddOutputFlag(c, &o.Output)
+	cmdutil.AddTableFlags(c, f.IO, "FILE", "PATH", "KIND", "TABLE", "TIME", "LEASES", "NON-LEASES", "MALFORMED", "SIZE", "PLAN", "UNDOES")
 	return c
 }
 

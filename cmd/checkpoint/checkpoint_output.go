@@ -136,7 +136,9 @@ func lagTable(p *cmdutil.Printer, l *inspect.Lag) error {
 		}
 	}
 	p.Blank()
-	p.Println(st.Dim.Render(fmt.Sprintf("%s: %s", cmdutil.Plural(len(l.Rows), "row"), strings.Join(parts, ", "))))
+	for _, line := range p.Wrap(cmdutil.Plural(len(l.Rows), "row")+": ", strings.Join(parts, ", ")) {
+		p.Println(st.Dim.Render(line))
+	}
 	return nil
 }
 

@@ -127,7 +127,7 @@ func planTable(p *cmdutil.Printer, rows []ChangeJSON, executed bool) error {
 	}
 	var out [][]string
 	for _, r := range rows {
-		row := []string{r.LeaseKey, string(r.LeaseOwner), positionText(r.Before, p.TTY()), positionText(r.After, p.TTY()), r.Action, r.Reason}
+		row := []string{r.LeaseKey, string(r.LeaseOwner), positionText(r.Before, p.Fit()), positionText(r.After, p.Fit()), r.Action, r.Reason}
 		if p.Wide() {
 			counter := ""
 			if r.LeaseCounter != nil {
@@ -159,11 +159,11 @@ func positionCells(p *positionJSON) (string, string) {
 
 // positionText shows a checkpoint in a table cell, with "/sub" when the
 // sub-sequence number is not 0.
-func positionText(p *positionJSON, tty bool) string {
+func positionText(p *positionJSON, short bool) string {
 	if p == nil {
 		return ""
 	}
-	s := cmdutil.Shorten(p.Checkpoint, tty)
+	s := cmdutil.Shorten(p.Checkpoint, short)
 	if p.SubSequenceNumber != 0 {
 		s += "/" + strconv.FormatInt(p.SubSequenceNumber, 10)
 	}

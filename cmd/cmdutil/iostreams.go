@@ -3,6 +3,8 @@ package cmdutil
 import (
 	"io"
 	"os"
+	"strconv"
+	"strings"
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/muesli/termenv"
@@ -21,6 +23,11 @@ type IOStreams struct {
 	InTTY  bool
 	// Color is set by the root command from --color, NO_COLOR and the TTY.
 	Color bool
+	// Width is the width tables and text fit: the terminal's, or COLUMNS
+	// (see DecideWidth); 0 prints them whole. Tests set it.
+	Width int
+	// Table holds the table flags of the running command (AddTableFlags).
+	Table TableOptions
 }
 
 // SystemIO returns the process's real streams.
@@ -32,6 +39,26 @@ func SystemIO() *IOStreams {
 }
 
 func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
+
+// DecideWidth is the width output fits: the terminal's when stdout is one;
+// else COLUMNS when set (`watch kcltool lag` sets it and pipes stdout);
+// else 0, so pipes and scripts get whole values.
+func DecideWidth(tty bool, getenv func(string) string) int {
+	if tty {
+		if w, _, err := term.GetSize(int(os.Stdout.Fd())); err == nil && w > 0 {
+			return w
+		}
+	}
+	return columnsEnv(getenv)
+}
+
+func columnsEnv(getenv func(string) string) int {
+	n, err := strconv.Atoi(strings.TrimSpace(getenv("COLUMNS")))
+	if err != nil || n <= 0 {
+		return 0
+	}
+	return n
+}
 
 // DecideColor applies the house rule: --color always/never wins; otherwise
 // colour only on a terminal, unless NO_COLOR is set or TERM is dumb.

@@ -91,6 +91,9 @@ type Printer struct {
 	// prints one after another.
 	stream bool
 	styles *Styles
+	// tables counts the tables printed: the table flags' --columns and
+	// --sort-by shape only the first.
+	tables int
 }
 
 func NewPrinter(streams *IOStreams, format string) *Printer {
@@ -117,7 +120,15 @@ func (p *Printer) Print(o Output) error {
 		}
 		return WriteJSON(p.out, o.Doc())
 	case p.format == FormatCSV && o.Rows != nil:
-		return writeCSV(p.out, o.CSV, o.Rows())
+		// csv honours the table flags, matched against its own header.
+		header, rows, err := p.io.Table.applyTo(o.CSV, o.Rows())
+		if err != nil {
+			return err
+		}
+		if p.io.Table.NoHeaders {
+			header = nil
+		}
+		return writeCSV(p.out, header, rows)
 	case p.Text() && o.Text != nil:
 		return o.Text(p)
 	}
@@ -153,8 +164,21 @@ func (p *Printer) Next(frame int) {
 // TTY reports whether stdout is a terminal.
 func (p *Printer) TTY() bool { return p.io.OutTTY }
 
-// Short shortens a sequence number on a terminal (see shorten).
-func (p *Printer) Short(seq string) string { return Shorten(seq, p.io.OutTTY) }
+// Fit reports a table fitted to a width: -o table on a terminal, or with
+// COLUMNS set. -o wide, json and csv print every value whole.
+func (p *Printer) Fit() bool { return p.format == FormatTable && p.io.Width > 0 }
+
+// TextWidth is the width lines of prose wrap at in table and wide output
+// (doctor's cause and fix); 0 when they are not wrapped.
+func (p *Printer) TextWidth() int {
+	if !p.Text() {
+		return 0
+	}
+	return p.io.Width
+}
+
+// Short shortens a sequence number in a fitted table (see Shorten).
+func (p *Printer) Short(seq string) string { return Shorten(seq, p.Fit()) }
 
 // Styles are the lipgloss styles, made once per printer.
 func (p *Printer) Styles() Styles {
@@ -230,8 +254,10 @@ func WriteJSONLinesOf(w io.Writer, n int, item func(i int) any) error {
 // writeCSV writes a header and rows, RFC 4180.
 func writeCSV(w io.Writer, header []string, rows [][]string) error {
 	cw := csv.NewWriter(w)
-	if err := cw.Write(header); err != nil {
-		return err
+	if header != nil {
+		if err := cw.Write(header); err != nil {
+			return err
+		}
 	}
 	if err := cw.WriteAll(rows); err != nil {
 		return err
@@ -240,11 +266,13 @@ func writeCSV(w io.Writer, header []string, rows [][]string) error {
 	return cw.Error()
 }
 
-// Shorten keeps the head and tail of a long sequence number on a terminal,
-// where the full 56 digits would push every other column off screen.
-func Shorten(s string, tty bool) string {
-	if !tty || len(s) <= 20 {
+// Shorten keeps the head and tail of a long sequence number ("4968…1234")
+// when short is set (a fitted table), where the full 56 digits would push
+// every other column off screen. The head tells numbers of different
+// shards and eras apart, the tail the records of one shard.
+func Shorten(s string, short bool) string {
+	if !short || len(s) <= 20 {
 		return s
 	}
-	return s[:8] + "…" + s[len(s)-8:]
+	return s[:4] + "…" + s[len(s)-4:]
 }

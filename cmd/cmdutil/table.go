@@ -2,6 +2,7 @@ package cmdutil
 
 import (
 	"bufio"
+	"slices"
 	"strings"
 
 	"github.com/olekukonko/tablewriter/pkg/twwidth"
@@ -23,14 +24,54 @@ func (p *Printer) Table(header []string, rows [][]string) error {
 // pass for the column widths, one to write. A 100,000-lease listing is
 // never held as cells (docs/benchmarks.md, leases ls at scale).
 func (p *Printer) TableOf(header []string, n int, row func(i int, buf []string) []string) error {
+	opts := p.io.Table
+	p.tables++
+	if p.tables > 1 { // --columns and --sort-by are about a command's first table
+		opts.Columns, opts.SortBy = nil, ""
+	}
+	pl, err := opts.plan(header)
+	if err != nil {
+		return err
+	}
+	if pl.sortBy >= 0 {
+		// Sorting needs every row at once.
+		rows := make([][]string, n)
+		var buf []string
+		for i := range n {
+			buf = row(i, buf[:0])
+			rows[i] = slices.Clone(buf)
+		}
+		pl.sortRows(rows)
+		row = func(i int, buf []string) []string { return append(buf, rows[i]...) }
+	}
+	if pl.cols != nil {
+		full, inner := []string(nil), row
+		row = func(i int, buf []string) []string {
+			full = inner(i, full[:0])
+			return pl.project(full, buf)
+		}
+		header = pl.project(header, nil)
+	}
+	if opts.NoHeaders {
+		header = nil
+	}
+	wrap := p.Fit()
 	widths := make([]int, len(header))
+	var cols []colFit // what fitting needs, measured only when it fits
 	measure := func(cells []string, dash bool) {
 		for j, c := range cells {
 			if j == len(widths) {
 				widths = append(widths, 0)
 			}
-			for _, l := range cellLines(c, dash) {
+			ls := cellLines(c, dash)
+			for _, l := range ls {
 				widths[j] = max(widths[j], twwidth.Width(l))
+			}
+			if wrap {
+				if j == len(cols) {
+					cols = append(cols, colFit{})
+				}
+				cols[j].measure(ls, !dash)
 			}
 		}
 	}
@@ -40,6 +81,10 @@ func (p *Printer) TableOf(header []string, n int, row func(i int, buf []string) 
 		buf = row(i, buf[:0])
 		measure(buf, true)
 	}
+	if wrap {
+		cols = append(cols, make([]colFit, len(widths)-len(cols))...)
+		fitWidths(widths, cols, p.io.Width)
+	}
 	bw := bufio.NewWriterSize(p.out, 64<<10)
 	var b strings.Builder
 	var lines [][]string
@@ -47,8 +92,11 @@ func (p *Printer) TableOf(header []string, n int, row func(i int, buf []string) 
 	write := func(cells []string, dash bool, style func(string) string) {
 		lines = lines[:0]
 		height := 1
-		for _, c := range cells {
+		for j, c := range cells {
 			ls := cellLines(c, dash)
+			if wrap {
+				ls = wrapCell(ls, widths[j])
+			}
 			lines = append(lines, ls)
 			height = max(height, len(ls))
 		}
@@ -61,7 +109,7 @@ func (p *Printer) TableOf(header []string, n int, row func(i int, buf []string) 
 				}
 				b.WriteString(l)
 				if j < len(lines)-1 {
-					b.WriteString(strings.Repeat(" ", widths[j]-twwidth.Width(l)+3))
+					b.WriteString(strings.Repeat(" ", max(widths[j]-twwidth.Width(l), 0)+columnGap))
 				}
 			}
 			line := strings.TrimRight(b.String(), " ")
@@ -73,13 +121,29 @@ func (p *Printer) TableOf(header []string, n int, row func(i int, buf []string) 
 		}
 	}
 	st := p.Styles()
-	write(header, false, func(s string) string { return st.Header.Render(s) })
+	if !opts.NoHeaders {
+		write(header, false, func(s string) string { return st.Header.Render(s) })
+	}
 	plain := func(s string) string { return s }
 	for i := range n {
 		buf = row(i, buf[:0])
 		write(buf, true, plain)
 	}
 	return bw.Flush()
+}
+
+// wrapCell wraps each line of a cell that is wider than its column.
+func wrapCell(ls []string, width int) []string {
+	for _, l := range ls {
+		if twwidth.Width(l) > width {
+			var out []string
+			for _, l := range ls {
+				out = append(out, wrapText(l, width)...)
+			}
+			return out
+		}
+	}
+	return ls
 }
 
 // cellLines is a cell as the table shows it: "-" when empty (header cells

@@ -71,6 +71,7 @@ and -o csv).`,
 	}
 	c.Flags().StringVar(&o.Stream, "stream", "", "stream name")
 	cmdutil.AddOutputFlag(c, &o.Output)
+	cmdutil.AddTableFlags(c, f.IO, "CONSUMER-NAME", "STATUS", "CREATED", "AGE", "CONSUMER-ARN")
 	return c
 }
 

@@ -84,6 +84,7 @@ report (in "cost" with -o json).`,
 	}
 	o.Register(c)
 	cmdutil.AddOutputFlag(c, &o.Output)
+	cmdutil.AddTableFlags(c, f.IO, "SEVERITY", "ID", "SUMMARY")
 	fl := c.Flags()
 	fl.StringVar(&o.Stream, "stream", "", "stream name: enables the stuck-shard, lag and lineage checks (multi-stream tables name their streams)")
 	fl.DurationVar(&o.Window, "window", doctor.DefaultWindow, "how long to watch the lease table")

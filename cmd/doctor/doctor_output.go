@@ -179,9 +179,13 @@ func doctorTable(p *cmdutil.Printer, rep *doctor.Report, failOn doctor.Severity)
 	header := fmt.Sprintf("%s: %s, %s, %s (reads %s apart over %s, %s to %s)", rep.Table, cmdutil.Plural(rep.Leases, "lease"),
 		cmdutil.Plural(rep.Workers, "worker"), cmdutil.Plural(rep.Reads, "read"), rep.FailoverTime, rep.Window.Round(time.Millisecond),
 		stamp(rep.Started, p.TTY()), stamp(rep.Ended, p.TTY()))
-	p.Println(st.Dim.Render(header))
+	for _, l := range p.Wrap("", header) {
+		p.Println(st.Dim.Render(l))
+	}
 	if rep.Partial {
-		p.Println(st.Warn.Render(fmt.Sprintf("first look from one read: expired leases, dead workers, churn and stuck shards need reads %s apart; the full report follows once a window of reads is in", rep.FailoverTime)))
+		for _, l := range p.Wrap("", fmt.Sprintf("first look from one read: expired leases, dead workers, churn and stuck shards need reads %s apart; the full report follows once a window of reads is in", rep.FailoverTime)) {
+			p.Println(st.Warn.Render(l))
+		}
 	}
 	p.Blank()
 	if len(rep.Findings) == 0 {
@@ -207,18 +211,21 @@ func doctorTable(p *cmdutil.Printer, rep *doctor.Report, failOn doctor.Severity)
 		case doctor.SeverityInfo:
 			style = st.Dim
 		}
-		p.Println(style.Render(fd.Severity.String()+" "+fd.ID) + ": " + fd.Summary)
+		// The prose wraps to the terminal, each line under its label.
+		p.WrapLine(style.Render(fd.Severity.String()+" "+fd.ID)+": ", fd.Summary)
 		for _, l := range fd.Evidence.Lines {
-			p.Println("  - " + l)
+			p.WrapLine("  - ", l)
 		}
 		if wide && len(fd.Evidence.Values) > 0 {
-			p.Println("  values: " + formatValues(fd.Evidence.Values))
+			p.WrapLine("  values: ", formatValues(fd.Evidence.Values))
 		}
-		p.Println("  cause: " + fd.Cause)
-		p.Println("  fix:   " + fd.Fix)
+		p.WrapLine("  cause: ", fd.Cause)
+		p.WrapLine("  fix:   ", fd.Fix)
 	}
 	p.Blank()
-	p.Println(st.Dim.Render("cost: " + costLine(rep.Cost)))
+	for _, l := range p.Wrap("cost: ", costLine(rep.Cost)) {
+		p.Println(st.Dim.Render(l))
+	}
 	p.Println(verdictLine(st, rep, failOn))
 	return nil
 }

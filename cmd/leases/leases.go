@@ -76,6 +76,7 @@ With --watch (-w) the listing is followed by one line per change, read every
 	}
 	o.Register(c)
 	cmdutil.AddOutputFlag(c, &o.Output)
+	cmdutil.AddTableFlags(c, f.IO, append(append([]string{}, leaseColumns...), leaseWideColumns...)...)
 	c.Flags().StringVar(&o.Owner, "owner", "", "only leases held by this worker")
 	c.Flags().StringVar(&o.Shard, "shard", "", "only this shard id (or lease key)")
 	c.Flags().DurationVar(&o.Sample, "sample", 0, "read the table twice this far apart to find expired leases (10s, the KCL failover time, when given without a value)")

@@ -45,7 +45,7 @@ func leaseWatchRows(rows []inspect.LeaseRow) []watch.Row {
 			cmdutil.WatchField("blockedBy", j.BlockedBy),
 		}}
 		if j.StreamName == nil {
-			r.Label = j.shard
+			r.Label = j.ShardID
 		}
 		out = append(out, r)
 	}

@@ -94,6 +94,7 @@ every --interval, until Ctrl-C (docs/watch.md).`,
 	}
 	o.Register(c)
 	cmdutil.AddOutputFlag(c, &o.Output)
+	cmdutil.AddTableFlags(c, f.IO, "WORKER", "LEASES", "FAIR-SHARE", "BALANCE", "RENEWALS", "EXPIRED", "KBPS", "SHARDS")
 	c.Flags().DurationVar(&o.Sample, "sample", 0, "read the table twice this far apart to find expired leases and count renewals (10s when given without a value)")
 	c.Flags().Lookup("sample").NoOptDefVal = "10s"
 	o.Watch.Register(c)
@@ -225,10 +226,14 @@ func ownersTable(p *cmdutil.Printer, now func() time.Time, o *inspect.Owners, sa
 		p.Println(st.Dim.Render("KCL 3.x leader: " + o.Leader + where))
 	}
 	if o.Mode != nil {
-		p.Println(st.Dim.Render(modeLine(o.Mode)))
+		for _, l := range p.Wrap("", modeLine(o.Mode)) {
+			p.Println(st.Dim.Render(l))
+		}
 	}
 	if o.Imbalanced {
-		p.Println(st.Warn.Render("imbalanced: workers differ by more than one lease (KCL 2.x steals one lease per taker run, every 20s by default)"))
+		for _, l := range p.Wrap("imbalanced: ", "workers differ by more than one lease (KCL 2.x steals one lease per taker run, every 20s by default)") {
+			p.Println(st.Warn.Render(l))
+		}
 	}
 	if len(o.Unassigned) > 0 {
 		p.Println(st.Warn.Render(fmt.Sprintf("unassigned: %s (%s)", cmdutil.Plural(len(o.Unassigned), "lease"), strings.Join(o.Unassigned, ","))))

@@ -70,6 +70,7 @@ columns on every line: the tree drawing is made of no-break spaces.
 	}
 	o.Register(c)
 	cmdutil.AddOutputFlagOf(c, &o.Output, "output format: table, wide, json, csv or dot", lineageFormats...)
+	cmdutil.AddTableFlags(c, f.IO, "SHARD", "SHARE", "STATUS", "OWNER", "CHECKPOINT", "STATE", "WAITING-ON", "ALSO-UNDER", "HASH-RANGE", "SUBSEQ", "LEASE-KEY")
 	c.Flags().StringVar(&o.Stream, "stream", "", "stream name")
 	return c
 }

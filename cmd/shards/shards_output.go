@@ -144,7 +144,7 @@ func writeTree(p *cmdutil.Printer, l *inspect.Lineage) error {
 				branch, next = treeLastBranch, treeLastIndent
 			}
 		}
-		rows = append(rows, nodeRow(prefix+branch, n, via, l.WithLeases, wide, p.TTY()))
+		rows = append(rows, nodeRow(prefix+branch, n, via, l.WithLeases, wide, p.Fit()))
 		if expanded[id] {
 			return
 		}
@@ -177,8 +177,10 @@ func writeTree(p *cmdutil.Printer, l *inspect.Lineage) error {
 	}
 	if len(l.Orphans) > 0 {
 		p.Blank()
-		p.Println(st.Warn.Render(fmt.Sprintf("orphan-lease: %s of shards the stream does not have (trimmed, or a deleted or recreated stream)",
-			cmdutil.Plural(len(l.Orphans), "lease"))))
+		for _, line := range p.Wrap("orphan-lease: ", fmt.Sprintf("%s of shards the stream does not have (trimmed, or a deleted or recreated stream)",
+			cmdutil.Plural(len(l.Orphans), "lease"))) {
+			p.Println(st.Warn.Render(line))
+		}
 		for _, o := range l.Orphans {
 			if o.Blocking {
 				p.Println(st.Warn.Render(fmt.Sprintf("%s blocks %s until it is at SHARD_END or removed", o.LeaseKey, strings.Join(o.Children, ","))))
@@ -190,7 +192,7 @@ func writeTree(p *cmdutil.Printer, l *inspect.Lineage) error {
 
 // nodeRow is one shard's row: tree and id, share, status, and with --app
 // its lease; "" cells print as "-".
-func nodeRow(tree string, n *inspect.LineageNode, via string, withLeases, wide, tty bool) []string {
+func nodeRow(tree string, n *inspect.LineageNode, via string, withLeases, wide, short bool) []string {
 	status := "closed"
 	if n.Open {
 		status = "open"
@@ -200,7 +202,7 @@ func nodeRow(tree string, n *inspect.LineageNode, via string, withLeases, wide, 
 		if n.Lease == nil {
 			row = append(row, "", "", "", "")
 		} else {
-			row = append(row, n.Lease.LeaseOwner, cmdutil.Shorten(n.Lease.Checkpoint.SequenceNumber, tty), string(n.State),
+			row = append(row, n.Lease.LeaseOwner, cmdutil.Shorten(n.Lease.Checkpoint.SequenceNumber, short), string(n.State),
 				strings.Join(cmdutil.BlockerIDs(n.BlockedBy), ","))
 		}
 	}

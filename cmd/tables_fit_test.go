@@ -1,0 +1,87 @@
+package cmd
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// tableCommands are the read commands that print a table, as the golden
+// files of TestTablesFitTheTerminal name them, run on everyStateScenario.
+func tableCommands(s *scenario) [][]string {
+	return [][]string{
+		{"lag", "--app", s.table, "--stream", s.stream},
+		{"lineage", "--app", s.table, "--stream", s.stream},
+		{"leases", "ls", "--app", s.table},
+		{"leases", "owners", "--app", s.table},
+		{"doctor", "--app", s.table, "--stream", s.stream, "--failover-time", "500ms", "--window", "1s", "--no-cloudwatch"},
+	}
+}
+
+var (
+	doctorTimes = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ`)
+	doctorSpan  = regexp.MustCompile(`over [0-9.]+m?s`)
+	anyDigit    = regexp.MustCompile(`\d`)
+	// The behind shard's BEHIND depends on when the test ran.
+	behindCell = regexp.MustCompile(`(<1s|\d+m\d+s|\d+s) +behind`)
+)
+
+// TestTablesFitTheTerminal: with COLUMNS set (as `watch` sets it; a
+// terminal's width is read the same way) every table command's output fits
+// 80 columns, sequence numbers shortened and long text wrapped, and at 200
+// columns the rows are one line each; golden files pin both. Without
+// COLUMNS (a pipe) the values are whole.
+func TestTablesFitTheTerminal(t *testing.T) {
+	t.Parallel()
+	s := everyStateScenario(t)
+	for _, args := range tableCommands(s) {
+		name := args[0] // "lag", "leases-ls", "doctor"
+		if !strings.HasPrefix(args[1], "-") {
+			name = args[0] + "-" + args[1]
+		}
+		var all strings.Builder
+		for _, cols := range []int{80, 200} {
+			out, errOut, code := kcltoolEnv(t, []string{fmt.Sprintf("COLUMNS=%d", cols)}, args...)
+			if code != 0 && !(args[0] == "doctor" && code == 3) {
+				t.Fatalf("%s: exit %d: %s", name, code, errOut)
+			}
+			for _, l := range strings.Split(out, "\n") {
+				if w := utf8.RuneCountInString(l); w > cols {
+					t.Errorf("%s at %d columns: a line of %d: %q", name, cols, w, l)
+				}
+			}
+			if longDigits.MatchString(out) {
+				t.Errorf("%s at %d columns: a whole sequence number in a fitted table:\n%s", name, cols, out)
+			}
+			if args[0] == "doctor" {
+				out = doctorSpan.ReplaceAllString(doctorTimes.ReplaceAllString(out, "<time>"), "over <window>")
+				if i := strings.Index(out, "\ncost: "); i >= 0 {
+					out = out[:i+1] // what the run cost varies with its timing
+				}
+			}
+			out = behindCell.ReplaceAllStringFunc(out, func(m string) string { return "<t>" + strings.Repeat(" ", len(m)-len("<t>behind")) + "behind" })
+			fmt.Fprintf(&all, "## COLUMNS=%d\n%s", cols, out)
+		}
+		// Every digit is 0 in the golden file: a shortened sequence number
+		// wrapped over two lines escapes normalize, and BEHIND varies.
+		golden(t, "tables/"+name+".txt", anyDigit.ReplaceAllString(normalize(all.String()), "0"))
+	}
+	// lag's filters and the table flags, through the binary.
+	lag := []string{"lag", "--app", s.table, "--stream", s.stream}
+	if out, e, code := kcltoolEnv(t, nil, append(lag, "--state", "blocked,at-tip", "--shard", shardID(7)+","+shardID(3)+","+shardID(2), "--columns", "shard-id", "--no-headers", "-o", "csv")...); code != 0 || out != shardID(3)+"\n"+shardID(7)+"\n" {
+		t.Errorf("lag --state --shard --columns --no-headers -o csv: exit %d %q %s", code, out, e)
+	}
+	if _, e, code := kcltoolEnv(t, nil, append(lag, "--state", "late")...); code != 2 || !strings.Contains(e, "invalid --state \"late\": use ") {
+		t.Errorf("--state late: exit %d %q", code, e)
+	}
+	if _, e, code := kcltoolEnv(t, nil, append(lag, "--sort-by", "age")...); code != 2 || !strings.Contains(e, "use shard, lease-owner, checkpoint") {
+		t.Errorf("--sort-by age: exit %d %q", code, e)
+	}
+	// A pipe without COLUMNS gets whole sequence numbers.
+	out, _, _ := kcltoolEnv(t, []string{"COLUMNS="}, "lag", "--app", s.table, "--stream", s.stream)
+	if !longDigits.MatchString(out) {
+		t.Errorf("lag to a pipe shortened its sequence numbers:\n%s", out)
+	}
+}
