@@ -33,7 +33,7 @@ var forbiddenCalls = map[string][]string{
 var allowedCalls = map[string]string{}
 
 // forbiddenImports are the cmd layer's own libraries.
-var forbiddenImports = []string{"github.com/spf13/cobra", "github.com/charmbracelet/lipgloss", "github.com/olekukonko/tablewriter"}
+var forbiddenImports = []string{"github.com/spf13/cobra", "github.com/charmbracelet/lipgloss", "github.com/charmbracelet/bubbletea", "github.com/olekukonko/tablewriter"}
 
 // The domain packages keep the project's rules: time from the injected
 // clock, the environment from the caller, no os.Exit, no CLI libraries. A

@@ -22,6 +22,7 @@ import (
 	"github.com/kcltool/kcltool/cmd/migration"
 	"github.com/kcltool/kcltool/cmd/run"
 	"github.com/kcltool/kcltool/cmd/shards"
+	topcmd "github.com/kcltool/kcltool/cmd/top"
 	"github.com/spf13/cobra"
 )
 
@@ -141,6 +142,7 @@ AWS_ENDPOINT_URL_KINESIS and AWS_ENDPOINT_URL_CLOUDWATCH are honoured.`,
 		withGroup(checkpoint.NewDiffCmd(f, "lag"), "operate", "Alias of 'checkpoint diff'"),
 		shards.NewCmd(f),
 		consumers.NewCmd(f),
+		topcmd.NewCmd(f),
 		withGroup(shards.NewLineageCmd(f, "lineage"), "operate", "Alias of 'shards lineage'"),
 		iampolicycmd.NewCmd(f, iamPolicyTree()),
 		newCompletionCmd(f),

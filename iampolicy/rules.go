@@ -133,6 +133,14 @@ var rules = []rule{
 	// ARN from its summary, then its enhanced fan-out consumers.
 	{cmds("doctor"), always, stream, kinesis("DescribeStreamSummary", "ListStreamConsumers")},
 
+	// top (inspect/top.Sampler) never writes: the table described once and
+	// scanned every refresh, the KCL 3.x state read as leases owners reads it
+	// (coordination.Detect, ReadLock, ListWorkerMetrics), and the stream's
+	// lag probe plus one counting GetRecords where a checkpoint moved.
+	{cmds("top"), always, leaseTable, dynamodb("DescribeTable", "Scan", "GetItem")},
+	{cmds("top"), always, kcl3TablesOfApp, dynamodb("DescribeTable", "GetItem", "Scan")},
+	{cmds("top"), always, stream, kinesis("ListShards", "GetShardIterator", "GetRecords")},
+
 	// Enhanced fan-out consumers (fanout.ListStreamConsumers): the summary
 	// gives the stream's ARN, which the listing needs. deregister reads the
 	// application's lease table (inspect.ReadAppActivity) and, with

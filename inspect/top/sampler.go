@@ -1,0 +1,346 @@
+package top
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/kcltool/kcltool/coordination"
+	"github.com/kcltool/kcltool/inspect"
+	"github.com/kcltool/kcltool/internal/clock"
+	"github.com/kcltool/kcltool/leasecore"
+	"github.com/kcltool/kcltool/reshard"
+)
+
+// TableAPI is what top calls on DynamoDB: the lease table's reads and the
+// KCL 3.x coordination readers' GetItem.
+type TableAPI interface {
+	inspect.TableAPI
+	GetItem(ctx context.Context, params *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+}
+
+// APIs are the clients top reads through. It never writes.
+type APIs struct {
+	DynamoDB TableAPI
+	// Kinesis is nil to read the lease table alone (no lag, no rates).
+	Kinesis inspect.StreamAPI
+}
+
+// Options say what to watch.
+type Options struct {
+	// App names the KCL 3.0–3.4 side tables; Table is the lease table (the
+	// application's name when empty).
+	App, Table string
+	// Stream is the stream of a single-stream table; without it lag is
+	// not read. Multi-stream tables name their streams.
+	Stream string
+	// Interval is the time between refreshes (DefaultInterval when 0): it
+	// only scales the per-minute cost, the caller schedules the refreshes.
+	Interval time.Duration
+	// FailoverTime is the application's failover time: a held lease whose
+	// counter did not move between two reads this far apart is expired.
+	FailoverTime time.Duration
+	// MaxBehind: a shard further behind is a shard-lag finding.
+	MaxBehind time.Duration
+	// StuckAfter: a shard behind whose checkpoint has not moved for this
+	// long is a stuck-shard finding (doctor's default window, 60 s).
+	StuckAfter time.Duration
+	// History is how many refreshes the lag history keeps (30 when 0).
+	History int
+	Retry   reshard.Retry
+	// Clock times everything; the real clock when nil.
+	Clock clock.Clock
+}
+
+func (o Options) withDefaults() Options {
+	if o.Table == "" {
+		o.Table = o.App
+	}
+	if o.App == "" {
+		o.App = o.Table
+	}
+	if o.Interval <= 0 {
+		o.Interval = DefaultInterval
+	}
+	if o.FailoverTime <= 0 {
+		o.FailoverTime = leasecore.DefaultFailoverTime
+	}
+	if o.MaxBehind <= 0 {
+		o.MaxBehind = time.Minute
+	}
+	if o.StuckAfter <= 0 {
+		o.StuckAfter = time.Minute
+	}
+	if o.History <= 0 {
+		o.History = 30
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock()
+	}
+	return o
+}
+
+// kcl3Every: on KCL 3.0–3.4 layouts the leader and metrics live in side
+// tables (and a filtered Scan of the lease table), so they are read again
+// only every this many refreshes; on 3.5's layout they come with the scan.
+const kcl3Every = 6
+
+// Sampler reads one Snapshot per Refresh and remembers what the rates, the
+// history and the checkpoint ages need from the previous ones.
+type Sampler struct {
+	opt   Options
+	count *counter
+	table meteredTable
+	kin   inspect.StreamAPI // metered; nil without Kinesis
+
+	segments  int
+	coord     *coordination.State
+	kcl3      *inspect.KCL3
+	refreshes int
+
+	prevAt  time.Time
+	prev    map[string]leasecore.Lease
+	moved   map[string]time.Time // when each checkpoint was last seen to change (or first seen)
+	changed map[string]bool      // the checkpoint was seen to change at least once
+	started time.Time
+	hist    map[string][]float64
+}
+
+// NewSampler returns a Sampler; it reads nothing until Refresh.
+func NewSampler(apis APIs, opt Options) *Sampler {
+	opt = opt.withDefaults()
+	c := &counter{}
+	s := &Sampler{opt: opt, count: c, table: meteredTable{api: apis.DynamoDB, c: c},
+		moved: map[string]time.Time{}, changed: map[string]bool{}, hist: map[string][]float64{}}
+	if apis.Kinesis != nil {
+		s.kin = meteredStream{api: apis.Kinesis, c: c}
+	}
+	return s
+}
+
+// Refresh reads the lease table once (one full Scan), the stream (one
+// ListShards per stream, one probe per open shard, one counting read per
+// shard whose checkpoint moved) and returns the snapshot.
+func (s *Sampler) Refresh(ctx context.Context) (*Snapshot, error) {
+	if err := s.setup(ctx); err != nil {
+		return nil, err
+	}
+	s.refreshes++
+	at := s.opt.Clock.Now()
+	if s.started.IsZero() {
+		s.started = at
+	}
+	scan, err := leasecore.ScanTable(ctx, s.table, s.opt.Table, leasecore.ScanOptions{Segments: s.segments})
+	if err != nil {
+		return nil, fmt.Errorf("scan lease table %q: %w", s.opt.Table, err)
+	}
+	snap := &Snapshot{At: at, Table: s.opt.Table, Stream: s.opt.Stream, Refresh: s.refreshes, Interval: s.opt.Interval, Malformed: len(scan.Malformed)}
+	snap.Cost.Scans, snap.Cost.Pages, snap.Cost.ReadUnits = 1, scan.Pages, scan.ReadUnits
+
+	// The expiry rule holds only over reads a failover time apart.
+	var before map[string]leasecore.Lease
+	if s.prev != nil && at.Sub(s.prevAt) >= s.opt.FailoverTime {
+		before = s.prev
+	}
+	rows := inspect.LeaseRows(scan.Leases, before)
+	owners := inspect.OwnersOf(&inspect.Listing{Table: s.opt.Table, Leases: rows, NonLeases: scan.NonLeases})
+	if err := s.readKCL3(ctx, len(scan.NonLeases)); err != nil {
+		return nil, err
+	}
+	owners.WithKCL3(s.kcl3)
+
+	lag, skipped := s.readLag(ctx, scan)
+	snap.LagSkipped = skipped
+	snap.Shards = s.shards(rows, lag, at)
+	s.rates(ctx, snap.Shards, scan.Leases, at)
+	for i := range snap.Shards {
+		snap.Shards[i].Findings = FindingsOf(&snap.Shards[i], s.opt)
+	}
+	snap.Leases, snap.Unassigned = owners.Leases, len(owners.Unassigned)
+	snap.Workers = workersOf(owners, snap.Shards)
+	if owners.Leader != "" || len(owners.Metrics) > 0 || (s.coord != nil && s.coord.Layout != coordination.LayoutNone) {
+		k := &KCL3{Leader: owners.Leader}
+		if s.coord != nil {
+			k.Layout = s.coord.Layout.String()
+		}
+		snap.KCL3 = k
+	}
+
+	s.prev, s.prevAt = reshard.ByKey(scan.Leases), at
+	snap.Cost.TableCalls, snap.Cost.KinesisCalls = s.count.take()
+	snap.Cost.perMinute(s.opt.Interval)
+	return snap, nil
+}
+
+// setup describes the table once, for the scan's segments.
+func (s *Sampler) setup(ctx context.Context) error {
+	if s.segments > 0 {
+		return nil
+	}
+	out, err := s.table.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(s.opt.Table)})
+	if err != nil {
+		return err
+	}
+	s.segments = leasecore.SegmentsFor(aws.ToInt64(out.Table.TableSizeBytes))
+	return nil
+}
+
+// readKCL3 detects the coordination layout on the first refresh. The
+// leader and metrics of 3.5's layout come with every scan (OwnersOf); the
+// side tables of 3.0–3.4 are read again every kcl3Every refreshes.
+func (s *Sampler) readKCL3(ctx context.Context, nonLeases int) error {
+	if s.coord != nil && (s.coord.Layout == coordination.LayoutNone || s.coord.Layout == coordination.LayoutLeaseTable || (s.refreshes-1)%kcl3Every != 0) {
+		return nil
+	}
+	st, k, err := inspect.ReadKCL3State(ctx, s.table, coordination.DefaultTables(s.opt.Table, s.opt.App), nonLeases)
+	if err != nil {
+		return fmt.Errorf("read the KCL 3.x coordination state: %w", err)
+	}
+	s.coord, s.kcl3 = st, k
+	if st.Layout == coordination.LayoutLeaseTable {
+		s.kcl3 = nil // the scan carries them, fresher
+	}
+	return nil
+}
+
+// readLag joins the scan with the stream; it says why when it could not.
+func (s *Sampler) readLag(ctx context.Context, scan leasecore.ScanResult) (*inspect.Lag, string) {
+	if s.kin == nil {
+		return nil, "no Kinesis client"
+	}
+	lag, err := inspect.DiffLeases(ctx, s.kin, s.opt.Table, scan, inspect.LagOptions{
+		Stream: s.opt.Stream, Retry: s.opt.Retry, Clock: s.opt.Clock, KeepProbeErrors: true, ProbeTimeout: 10 * time.Second,
+	})
+	switch {
+	case errors.Is(err, inspect.ErrStreamRequired):
+		return nil, "a single-stream table needs --stream for lag"
+	case err != nil:
+		return nil, err.Error()
+	}
+	return lag, ""
+}
+
+// rowKey identifies a shard across refreshes.
+func rowKey(stream, shard string, l *leasecore.Lease) string {
+	if l != nil {
+		return l.LeaseKey
+	}
+	return stream + "/" + shard
+}
+
+// shards builds the rows: from the lag join when the stream was read
+// (which adds shards without a lease), else from the leases alone.
+func (s *Sampler) shards(rows []inspect.LeaseRow, lag *inspect.Lag, at time.Time) []Shard {
+	state := map[string]inspect.LeaseRow{}
+	for _, r := range rows {
+		state[r.LeaseKey] = r
+	}
+	var out []Shard
+	add := func(key string, sh Shard, l *leasecore.Lease) {
+		if l != nil {
+			sh.Owner = l.LeaseOwner
+			if l.CheckpointOwner != "" {
+				sh.Owner = l.CheckpointOwner
+			}
+			sh.Parents = l.ParentShardIDs
+			sh.ThroughputKBps = l.ThroughputKBps
+			s.age(key, l, at, &sh)
+		}
+		sh.id = key
+		s.remember(key, &sh)
+		out = append(out, sh)
+	}
+	if lag == nil {
+		for _, r := range rows {
+			add(r.LeaseKey, Shard{Key: r.ShardIDOrKey(), Stream: r.StreamName, State: string(r.State)}, r.Lease)
+		}
+		return out
+	}
+	for _, r := range lag.Rows {
+		sh := Shard{Key: r.ShardID, Stream: r.Stream, State: string(r.State)}
+		if r.State == "" {
+			sh.State = "unmeasured"
+		}
+		if r.Lease != nil {
+			// A lease state that says more than the lag does wins: an
+			// unassigned or expired lease is at the tip only by accident.
+			if lr, ok := state[r.Lease.LeaseKey]; ok && (lr.State == inspect.StateUnassigned || lr.State == inspect.StateExpired || lr.State == inspect.StateHandoff) && r.State != inspect.LagDrained {
+				sh.State = string(lr.State)
+			}
+		}
+		if r.MillisBehindLatest != nil {
+			d := time.Duration(*r.MillisBehindLatest) * time.Millisecond
+			sh.Behind = &d
+		}
+		add(rowKey(r.Stream, r.ShardID, r.Lease), sh, r.Lease)
+	}
+	return out
+}
+
+// age tracks when the lease's checkpoint last moved.
+func (s *Sampler) age(key string, l *leasecore.Lease, at time.Time, sh *Shard) {
+	if prev, ok := s.prev[key]; ok && prev.Checkpoint != l.Checkpoint {
+		s.moved[key], s.changed[key] = at, true
+	}
+	if _, ok := s.moved[key]; !ok {
+		s.moved[key] = at
+		if s.prev != nil {
+			// A lease that appeared since the last refresh is new now.
+			s.changed[key] = true
+		}
+	}
+	sh.SinceCheckpoint = at.Sub(s.moved[key])
+	sh.SinceAtLeast = !s.changed[key]
+	if sh.SinceAtLeast {
+		sh.SinceCheckpoint = at.Sub(s.started)
+	}
+}
+
+// remember appends the shard's lag to its history and copies it out.
+func (s *Sampler) remember(key string, sh *Shard) {
+	v := -1.0
+	if sh.Behind != nil {
+		v = sh.Behind.Seconds()
+	}
+	h := append(s.hist[key], v)
+	if len(h) > s.opt.History {
+		h = h[len(h)-s.opt.History:]
+	}
+	s.hist[key] = h
+	sh.History = append([]float64(nil), h...)
+}
+
+// workersOf joins the owners with the shards' rates and the 3.x metrics.
+func workersOf(o *inspect.Owners, shards []Shard) []Worker {
+	rate := map[string]float64{}
+	known := map[string]bool{}
+	for _, sh := range shards {
+		if sh.Owner != "" && sh.RecordsPerSec != nil {
+			rate[sh.Owner] += *sh.RecordsPerSec
+			known[sh.Owner] = true
+		}
+	}
+	metrics := map[string]*inspect.WorkerMetrics{}
+	for i := range o.Metrics {
+		metrics[o.Metrics[i].Worker] = &o.Metrics[i]
+	}
+	var out []Worker
+	for _, w := range o.Workers {
+		wk := Worker{ID: w.Worker, Leases: len(w.Shards), ThroughputKBps: w.ThroughputKBps, Leader: w.Worker == o.Leader && o.Leader != "", Metrics: metrics[w.Worker]}
+		if o.Leases > 0 {
+			wk.Share = float64(wk.Leases) / float64(o.Leases)
+		}
+		if known[w.Worker] {
+			r := rate[w.Worker]
+			wk.RecordsPerSec = &r
+		}
+		out = append(out, wk)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
