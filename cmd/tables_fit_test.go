@@ -24,6 +24,8 @@ var (
 	doctorTimes = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ`)
 	doctorSpan  = regexp.MustCompile(`over [0-9.]+m?s`)
 	anyDigit    = regexp.MustCompile(`\d`)
+	// A shard id cut by wrapping: "shardId-" and fewer than its 12 digits.
+	brokenShardID = regexp.MustCompile(`shardId-(\d{0,11})(\D|$)`)
 	// The behind shard's BEHIND depends on when the test ran.
 	behindCell = regexp.MustCompile(`(<1s|\d+m\d+s|\d+s) +behind`)
 )
@@ -50,6 +52,16 @@ func TestTablesFitTheTerminal(t *testing.T) {
 			for _, l := range strings.Split(out, "\n") {
 				if w := utf8.RuneCountInString(l); w > cols {
 					t.Errorf("%s at %d columns: a line of %d: %q", name, cols, w, l)
+				}
+			}
+			// Identifiers stay whole: columns the command can spare go
+			// first, and stderr says which.
+			if m := brokenShardID.FindString(out); m != "" {
+				t.Errorf("%s at %d columns: a shard id broken over two lines (%q):\n%s", name, cols, m, out)
+			}
+			for _, l := range strings.Split(errOut, "\n") {
+				if strings.Contains(l, "hidden to fit") {
+					out += "## stderr: " + l + "\n"
 				}
 			}
 			if longDigits.MatchString(out) {

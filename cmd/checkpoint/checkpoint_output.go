@@ -125,6 +125,9 @@ func lagTable(p *cmdutil.Printer, l *inspect.Lag) error {
 		p.Empty("no shards or leases found")
 		return nil
 	}
+	// On a narrow terminal these go before shard ids would break: STATE
+	// already tells a closed shard's story; the checkpoint is for -o wide.
+	p.Spare("SHARD-STATUS", "CHECKPOINT")
 	if err := p.Table(header, rows); err != nil {
 		return err
 	}

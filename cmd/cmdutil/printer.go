@@ -94,6 +94,8 @@ type Printer struct {
 	// tables counts the tables printed: the table flags' --columns and
 	// --sort-by shape only the first.
 	tables int
+	// spare: the columns the next table may hide to fit (table_hide.go).
+	spare []string
 }
 
 func NewPrinter(streams *IOStreams, format string) *Printer {

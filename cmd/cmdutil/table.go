@@ -2,6 +2,7 @@ package cmdutil
 
 import (
 	"bufio"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -52,8 +53,14 @@ func (p *Printer) TableOf(header []string, n int, row func(i int, buf []string) 
 		}
 		header = pl.project(header, nil)
 	}
+	names := header
 	if opts.NoHeaders {
 		header = nil
+	}
+	spare := p.spare
+	p.spare = nil
+	if pl.cols != nil { // --columns chose them: none is spared
+		spare = nil
 	}
 	wrap := p.Fit()
 	widths := make([]int, len(header))
@@ -83,6 +90,18 @@ func (p *Printer) TableOf(header []string, n int, row func(i int, buf []string) 
 	}
 	if wrap {
 		cols = append(cols, make([]colFit, len(widths)-len(cols))...)
+		keep, hidden := hideToFit(names, spare, &widths, &cols, p.io.Width)
+		if keep != nil {
+			fmt.Fprintln(p.io.ErrOut, hiddenNote(hidden, p.io.Width))
+			if header != nil {
+				header = projectCells(header, keep, nil)
+			}
+			all, inner := []string(nil), row
+			row = func(i int, buf []string) []string {
+				all = inner(i, all[:0])
+				return projectCells(all, keep, buf)
+			}
+		}
 		fitWidths(widths, cols, p.io.Width)
 	}
 	bw := bufio.NewWriterSize(p.out, 64<<10)

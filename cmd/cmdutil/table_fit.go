@@ -2,6 +2,7 @@ package cmdutil
 
 import (
 	"strings"
+	"unicode/utf8"
 
 	"github.com/olekukonko/tablewriter/pkg/twwidth"
 )
@@ -36,12 +37,25 @@ func (c *colFit) measure(lines []string, header bool) {
 			continue
 		}
 		c.width = max(c.width, twwidth.Width(l))
+		if treeLine(l) { // lineage's tree: its depth is its meaning
+			c.word = max(c.word, twwidth.Width(l))
+			c.piece = max(c.piece, twwidth.Width(l))
+			continue
+		}
 		if strings.ContainsAny(strings.TrimSpace(l), " ,") {
 			c.text = true
 		}
 		c.word = max(c.word, widestPiece(l, false))
 		c.piece = max(c.piece, widestPiece(l, true))
 	}
+}
+
+// treeLine: a line drawn as a tree (lineage's SHARD column), indented and
+// led by box-drawing characters, whose blanks are not places to break.
+func treeLine(l string) bool {
+	t := strings.TrimLeft(l, " \u00a0") // lineage indents with no-break spaces
+	r, _ := utf8.DecodeRuneInString(t)
+	return r >= 0x2500 && r <= 0x257f
 }
 
 // widestPiece is the width of the widest run of s between break points:
@@ -62,6 +76,11 @@ func breakPieces(word string, dashes bool) []string {
 	var out []string
 	start := 0
 	for i, r := range word {
+		// Not after a dash a digit follows: shardId-000000000001 (and
+		// ip-10-0-1-23) is one piece, read and copied whole.
+		if r == '-' && i+1 < len(word) && word[i+1] >= '0' && word[i+1] <= '9' {
+			continue
+		}
 		if r == ',' || (dashes && (r == '-' || r == '(')) {
 			out = append(out, word[start:i+1])
 			start = i + 1
@@ -76,12 +95,18 @@ func breakPieces(word string, dashes bool) []string {
 // fitWidths narrows widths so the table, columnGap apart, is at most
 // width wide, in the rounds the file's comment gives.
 func fitWidths(widths []int, cols []colFit, width int) {
+	fitWidthsRounds(widths, cols, width, -1)
+}
+
+// fitWidthsRounds is fitWidths with only its first rounds (all when
+// rounds < 0); it returns how many columns the table is still too wide.
+func fitWidthsRounds(widths []int, cols []colFit, width, n int) int {
 	total := columnGap * (len(widths) - 1)
 	for _, w := range widths {
 		total += w
 	}
 	need := total - width
-	rounds := []func(j int) int{
+	steps := []func(j int) int{
 		func(j int) int { // headers break after a dash; text between words
 			if cols[j].text {
 				return max(cols[j].word, cols[j].header)
@@ -98,12 +123,16 @@ func fitWidths(widths []int, cols []colFit, width int) {
 		func(j int) int { return max(cols[j].piece, 4) }, // headers break anywhere
 		func(j int) int { return 4 },
 	}
-	for _, floor := range rounds {
+	if n >= 0 && n < len(steps) {
+		steps = steps[:n]
+	}
+	for _, floor := range steps {
 		if need <= 0 {
-			return
+			return need
 		}
 		need = shrink(widths, need, floor)
 	}
+	return need
 }
 
 // shrink lowers the widest columns to one cap, as high as still frees
@@ -138,6 +167,8 @@ func wrapText(s string, width int) []string {
 	if width <= 0 || twwidth.Width(s) <= width {
 		return []string{s}
 	}
+	// Leading blanks are kept (a tree's depth); Fields would drop them.
+	indent := s[:len(s)-len(strings.TrimLeft(s, " \u00a0"))]
 	var lines []string
 	var cur strings.Builder
 	curW := 0
@@ -150,7 +181,10 @@ func wrapText(s string, width int) []string {
 		cur.WriteString(piece)
 		curW += w
 	}
-	for _, word := range strings.Fields(s) {
+	for i, word := range strings.Fields(s) {
+		if i == 0 {
+			word = indent + word
+		}
 		ww := twwidth.Width(word)
 		sep := 0
 		if curW > 0 {

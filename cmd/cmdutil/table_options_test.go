@@ -60,3 +60,44 @@ func TestFittedTable(t *testing.T) {
 		}
 	}
 }
+
+// TestFittedTableSparesColumns: at a width too narrow for every column,
+// the columns a command spares go (and stderr names them) before a shard id
+// or a tree's indentation would break; with --columns, or wide enough,
+// nothing goes.
+func TestFittedTableSparesColumns(t *testing.T) {
+	header := []string{"SHARD", "OWNER", "SUBSEQ", "SWITCHES", "STATE"}
+	rows := [][]string{
+		{"shardId-000000000001", "worker-a", "0", "0", "owned"},
+		{"\u00a0\u00a0\u00a0\u00a0└──\u00a0shardId-000000000002", "-", "0", "0", "blocked on shardId-000000000001"},
+	}
+	for _, c := range []struct {
+		width  int
+		opts   TableOptions
+		hidden string
+	}{
+		{66, TableOptions{}, "kcltool: SUBSEQ, SWITCHES hidden to fit 66 columns (-o wide or --columns shows them)\n"},
+		{200, TableOptions{}, ""},
+		{60, TableOptions{Columns: []string{"shard", "subseq", "switches", "state"}}, ""},
+	} {
+		var out, errOut bytes.Buffer
+		p := NewPrinter(&IOStreams{Out: &out, ErrOut: &errOut, Width: c.width, Table: c.opts}, FormatTable)
+		p.Spare("SUBSEQ", "SWITCHES", "OWNER")
+		if err := p.Table(header, rows); err != nil {
+			t.Fatal(err)
+		}
+		if errOut.String() != c.hidden {
+			t.Errorf("width %d %+v: stderr %q, want %q", c.width, c.opts, errOut.String(), c.hidden)
+		}
+		if c.hidden != "" && (strings.Contains(out.String(), "SUBSEQ") || !strings.Contains(out.String(), "OWNER")) {
+			t.Errorf("width %d: spared the wrong columns:\n%s", c.width, out.String())
+		}
+		if c.opts.Columns != nil { // the user's choice: nothing hidden, so things break
+			continue
+		}
+		if !strings.Contains(out.String(), "\u00a0\u00a0\u00a0\u00a0└──\u00a0shardId-000000000002") ||
+			!strings.Contains(out.String(), "shardId-000000000001") {
+			t.Errorf("width %d %+v: an id or the tree broken:\n%s", c.width, c.opts, out.String())
+		}
+	}
+}

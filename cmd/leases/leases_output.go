@@ -178,8 +178,14 @@ func leasesTable(p *cmdutil.Printer, l *inspect.Listing) error {
 	}
 	if len(l.Leases) == 0 {
 		p.Empty("no leases in table %q match", l.Table)
-	} else if err := p.TableOf(header, len(l.Leases), row); err != nil {
-		return err
+	} else {
+		// On a narrow terminal these go before shard ids would break: the
+		// sub-sequence and switches are rarely read, and STATE names the
+		// parent a lease waits on.
+		p.Spare("SUBSEQ", "SWITCHES", "COUNTER", "PARENTS")
+		if err := p.TableOf(header, len(l.Leases), row); err != nil {
+			return err
+		}
 	}
 	writeLeaseSummary(p, l)
 	return nil

@@ -172,6 +172,9 @@ func writeTree(p *cmdutil.Printer, l *inspect.Lineage) error {
 		p.Empty("stream %q has no shards", l.Stream)
 		return nil
 	}
+	// On a narrow terminal these go before shard ids would break: STATE
+	// says a shard waits on its parent; ALSO-UNDER repeats the tree.
+	p.Spare("ALSO-UNDER", "SHARE", "WAITING-ON")
 	if err := p.Table(header, rows); err != nil {
 		return err
 	}
