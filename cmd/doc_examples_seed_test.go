@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +17,8 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/kcltool/kcltool/internal/testenv/emulator"
 	"github.com/kcltool/kcltool/leasecore"
@@ -57,7 +60,8 @@ func seedDocStack(t *testing.T, root string) docStackEnv {
 	}
 	dir := t.TempDir()
 	home := filepath.Join(dir, "home")
-	env := docStackEnv{dir: dir, home: home, env: append(emulator.Env(t),
+	// S3 too: docs/reset.md keeps its backups in s3://team-backups/kcltool.
+	env := docStackEnv{dir: dir, home: home, env: append(emulator.S3Env(t),
 		"HOME="+home,
 		// Flags the examples do not type: doctor watches 2 s instead of a
 		// minute, reset --execute samples 1 s, and there is no local
@@ -90,7 +94,31 @@ func seedDocStack(t *testing.T, root string) docStackEnv {
 			t.Fatalf("export orders to %s: %v\n%s", file, err, out)
 		}
 	}
+	seedDocBucket(t, filepath.Join(backups, "kcltool-reset-orders-20261101T100512.000Z.backup.json"))
 	return env
+}
+
+// seedDocBucket makes the bucket docs/reset.md shares backups in, holding
+// the backup it imports from there (the same as the local one).
+func seedDocBucket(t *testing.T, backup string) {
+	t.Helper()
+	c := emulator.S3(t)
+	ctx := context.Background()
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("team-backups")}); err != nil {
+		var owned *s3types.BucketAlreadyOwnedByYou
+		var exists *s3types.BucketAlreadyExists
+		if !errors.As(err, &owned) && !errors.As(err, &exists) {
+			t.Fatalf("create bucket team-backups: %v", err)
+		}
+	}
+	body, err := os.ReadFile(backup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("team-backups"),
+		Key: aws.String("kcltool/" + filepath.Base(backup)), Body: bytes.NewReader(body)}); err != nil {
+		t.Fatalf("put the docs' backup in team-backups: %v", err)
+	}
 }
 
 func seedDocAWS(ddb *dynamodb.Client, kin *kinesis.Client) error {

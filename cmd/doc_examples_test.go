@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -32,6 +33,7 @@ const docMarksFile = "testdata/doc_examples_marks.txt"
 // synopsis), and a mark whose example is gone fails the test, so docs and
 // binary cannot drift apart quietly.
 func TestDocExamples(t *testing.T) {
+	t.Parallel() // long, and mostly waiting on the local servers: it overlaps others on CI's two cores
 	root, err := emulator.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -191,10 +193,26 @@ func runDocExample(t *testing.T, env docStackEnv, ex docExample) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, kcltoolBinary(t), args...)
 	cmd.Dir = env.dir
-	cmd.Env = append(append(os.Environ(), env.env...), ex.env...)
+	live := followsLive(args)
+	base := env.env
+	if live { // the stack's KCLTOOL_SAMPLE is for reset; a watch refuses it
+		base = slices.DeleteFunc(slices.Clone(base), func(v string) bool { return strings.HasPrefix(v, "KCLTOOL_SAMPLE=") })
+	}
+	cmd.Env = append(append(os.Environ(), base...), ex.env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
+	var err error
+	if live {
+		// --watch and top run until Ctrl-C: give them a few seconds, then
+		// SIGINT, which must end them with 130 (interrupted).
+		if err = cmd.Start(); err == nil {
+			time.Sleep(docLiveFor)
+			_ = cmd.Process.Signal(os.Interrupt)
+			err = cmd.Wait()
+		}
+	} else {
+		err = cmd.Run()
+	}
 	code := 0
 	var ee *exec.ExitError
 	switch {
@@ -205,13 +223,46 @@ func runDocExample(t *testing.T, env docStackEnv, ex docExample) {
 	case err != nil:
 		t.Fatal(err)
 	}
-	if code != 0 && code != 3 {
+	if live && (code != 130 || stdout.Len() == 0) {
+		t.Errorf("%s\n\truns until Ctrl-C, yet after %s and a SIGINT: exit %d (want 130), %d bytes on stdout, stderr:\n%s\n\tfix the example, or mark it in cmd/%s:\n\t%s => REASON",
+			ex, docLiveFor, code, stdout.Len(), indentLines(stderr.String()), docMarksFile, ex.markKey())
+		return
+	}
+	if !live && code != 0 && code != 3 {
 		t.Errorf("%s\n\texit %d (want 0, or 3 for problems found), stderr:\n%s\n\tfix the example, or mark it in cmd/%s:\n\t%s => REASON",
 			ex, code, indentLines(stderr.String()), docMarksFile, ex.markKey())
 		return
 	}
-	if ex.pipe == "jq" && !json.Valid(stdout.Bytes()) {
+	if ex.pipe == "jq" && !jsonStream(stdout.Bytes()) {
 		t.Errorf("%s\n\tpipes to jq, but stdout is not JSON:\n%s", ex, indentLines(stdout.String()))
+	}
+}
+
+// docLiveFor is how long a --watch or top example runs before its Ctrl-C.
+const docLiveFor = 3 * time.Second
+
+// followsLive: the example runs until Ctrl-C (--watch, or top without
+// --once).
+func followsLive(args []string) bool {
+	if len(args) > 0 && args[0] == "top" {
+		return !slices.Contains(args, "--once")
+	}
+	return slices.Contains(args, "-w") || slices.Contains(args, "--watch")
+}
+
+// jsonStream: b is one or more JSON documents (an array, or JSON Lines as
+// --watch -o json prints), as jq reads them.
+func jsonStream(b []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	n := 0
+	for {
+		var v any
+		if err := dec.Decode(&v); err == io.EOF {
+			return n > 0
+		} else if err != nil {
+			return false
+		}
+		n++
 	}
 }
 
