@@ -75,15 +75,18 @@ func TestWatchUsageErrors(t *testing.T) {
 	for _, c := range []struct {
 		args []string
 		want string
+		env  map[string]string
 	}{
-		{[]string{"lag", "--app", "a", "--stream", "s", "-w", "--max-behind", "1m"}, "--watch cannot go with --fail-on or --max-behind"},
-		{[]string{"checkpoint", "diff", "--app", "a", "--stream", "s", "-w", "--fail-on", "blocked"}, "--watch cannot go with --fail-on or --max-behind"},
-		{[]string{"leases", "ls", "--app", "a", "-w", "--sample", "1s"}, "--watch and --sample cannot go together"},
-		{[]string{"leases", "owners", "--app", "a", "-w", "--sample", "1s"}, "--watch and --sample cannot go together"},
-		{[]string{"leases", "ls", "--app", "a", "-w", "--non-leases"}, "--watch and --non-leases cannot go together"},
-		{[]string{"leases", "ls", "--app", "a", "-w", "--interval", "100ms"}, "--interval must be at least 1s"},
+		// A variable left set is named, so the user knows what to unset.
+		{[]string{"leases", "ls", "--app", "a", "-w"}, "--watch and KCLTOOL_SAMPLE (--sample from the environment) cannot go together", map[string]string{"KCLTOOL_SAMPLE": "1s"}},
+		{[]string{"lag", "--app", "a", "--stream", "s", "-w", "--max-behind", "1m"}, "--watch cannot go with --fail-on or --max-behind", nil},
+		{[]string{"checkpoint", "diff", "--app", "a", "--stream", "s", "-w", "--fail-on", "blocked"}, "--watch cannot go with --fail-on or --max-behind", nil},
+		{[]string{"leases", "ls", "--app", "a", "-w", "--sample", "1s"}, "--watch and --sample cannot go together", nil},
+		{[]string{"leases", "owners", "--app", "a", "-w", "--sample", "1s"}, "--watch and --sample cannot go together", nil},
+		{[]string{"leases", "ls", "--app", "a", "-w", "--non-leases"}, "--watch and --non-leases cannot go together", nil},
+		{[]string{"leases", "ls", "--app", "a", "-w", "--interval", "100ms"}, "--interval must be at least 1s", nil},
 	} {
-		f, _, errOut := testFactory(t, false, nil)
+		f, _, errOut := testFactory(t, false, c.env)
 		if code := Run(context.Background(), f, c.args); code != cmdutil.ExitUsage || !strings.Contains(errOut.String(), c.want) {
 			t.Errorf("%v: exit %d, stderr:\n%s\nwant exit 2 and %q", c.args, code, errOut, c.want)
 		}

@@ -58,10 +58,21 @@ func EnvHelp(cmd *cobra.Command) {
 		if fl.Name == "help" || typedOnly[fl.Name] {
 			return
 		}
-		if !strings.Contains(fl.Usage, "KCLTOOL_") {
+		if !strings.Contains(fl.Usage, "[$KCLTOOL_") { // not "KCLTOOL_* variables" in the text
 			fl.Usage += " [$" + EnvName(fl.Name) + "]"
 		}
 	}
 	cmd.Flags().VisitAll(note)
 	cmd.PersistentFlags().VisitAll(note)
+}
+
+// FlagRef names a set flag as the user gave it, for an error about it:
+// "--sample", or "KCLTOOL_SAMPLE (--sample from the environment)" when a
+// variable set it, so that the user knows what to unset.
+func FlagRef(cmd *cobra.Command, name string) string {
+	fl := cmd.Flags().Lookup(name)
+	if fl != nil && fl.Annotations[FromEnvAnnotation] != nil {
+		return EnvName(name) + " (--" + name + " from the environment)"
+	}
+	return "--" + name
 }

@@ -68,7 +68,7 @@ With --watch (-w) the listing is followed by one line per change, read every
 			if o.Sample < 0 {
 				return cmdutil.UsageErrorf("--sample must be positive")
 			}
-			if err := checkWatch(o.Watch, o.Sample > 0, o.NonLeases); err != nil {
+			if err := checkWatch(cmd, o.Watch, o.Sample > 0, o.NonLeases); err != nil {
 				return err
 			}
 			return runLeasesLs(cmd, f, o)

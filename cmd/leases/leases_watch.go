@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/spf13/cobra"
 
 	"github.com/kcltool/kcltool/cmd/cmdutil"
 	"github.com/kcltool/kcltool/inspect"
@@ -14,12 +15,12 @@ import (
 // checkWatch refuses what a watch cannot do: --sample already reads twice
 // and its renewal counts would change on every read; --non-leases items do
 // not change in ways worth a line.
-func checkWatch(w cmdutil.WatchFlags, sampled, nonLeases bool) error {
+func checkWatch(cmd *cobra.Command, w cmdutil.WatchFlags, sampled, nonLeases bool) error {
 	if err := w.Check(); err != nil || !w.Watch {
 		return err
 	}
 	if sampled {
-		return cmdutil.UsageErrorf("--watch and --sample cannot go together: a watch shows owners moving from read to read; use one or the other")
+		return cmdutil.UsageErrorf("--watch and %s cannot go together: a watch shows owners moving from read to read; use one or the other", cmdutil.FlagRef(cmd, "sample"))
 	}
 	if nonLeases {
 		return cmdutil.UsageErrorf("--watch and --non-leases cannot go together")

@@ -56,7 +56,7 @@ every --interval, until Ctrl-C (docs/watch.md).`,
 			if err := cmdutil.CheckOutput(o.Output); err != nil {
 				return err
 			}
-			if err := checkWatch(o.Watch, o.Sample > 0, false); err != nil {
+			if err := checkWatch(cmd, o.Watch, o.Sample > 0, false); err != nil {
 				return err
 			}
 			table, ddb, err := o.Open(cmd, f)
