@@ -307,6 +307,7 @@ func checkCSV(t *testing.T, name, where, out string) {
 // reached at least once, so nested keys are checked too. The CSV forms are
 // checked for their documented headers and empty fields on the way.
 func TestJSONKeysAlwaysPresent(t *testing.T) {
+	t.Parallel() // long, and mostly waiting on the local servers: it overlaps others on CI's two cores
 	s := everyStateScenario(t)
 	// KCL 3.5 non-lease items: a leader lock and worker-b's metrics.
 	seedFiles(t, s.ddb, s.table, fixturesDir(t), "f6-kcl35-non-lease.jsonl")

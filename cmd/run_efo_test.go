@@ -25,6 +25,7 @@ func efoEnv(t *testing.T, subscriptionMax string) []string {
 // subscriptions never end a shard with ChildShards, so every parent's end is
 // confirmed with GetRecords once the listing shows it closed.
 func TestRunFleetWithEFO(t *testing.T) {
+	t.Parallel() // long, and mostly waiting on the local servers: it overlaps others on CI's two cores
 	s := newE2EStack(t, 4)
 	out := filepath.Join(t.TempDir(), "handled.jsonl")
 	args := func(id string) []string {
@@ -47,6 +48,7 @@ func TestRunFleetWithEFO(t *testing.T) {
 // leases are stolen between readers of both kinds, without a record lost
 // or a key's order broken.
 func TestRunMixedFleetPollingAndEFO(t *testing.T) {
+	t.Parallel() // long, and mostly waiting on the local servers: it overlaps others on CI's two cores
 	s := newE2EStack(t, 4)
 	out := filepath.Join(t.TempDir(), "handled.jsonl")
 	args := func(id string) []string {

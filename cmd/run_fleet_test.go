@@ -148,6 +148,7 @@ func distinctRecords(batches []handledBatch) int {
 // stream, two workers, a split and a merge during the run, kill -9 of one
 // worker, a third joining later.
 func TestRunFleetAcrossReshardsCrashAndJoin(t *testing.T) {
+	t.Parallel() // long, and mostly waiting on the local servers: it overlaps others on CI's two cores
 	s := newE2EStack(t, 4)
 	out := filepath.Join(t.TempDir(), "handled.jsonl")
 	args := func(id string) []string { return runArgs(s, id, "--batch-size", "25", "--exec", fleetHandler) }

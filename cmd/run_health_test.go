@@ -23,6 +23,7 @@ import (
 // answer is covered by leasecore's TestHealthLoopStopsProgressing with a
 // fake clock.
 func TestRunHealthEndpoints(t *testing.T) {
+	t.Parallel() // long, and mostly waiting on the local servers: it overlaps others on CI's two cores
 	s := newE2EStack(t, 2)
 	proxy := emulator.NewFaultProxy(t, emulator.DynamoDBEndpoint(t), emulator.Throttle, 0, "", 1)
 	w := startWorker(t, "A", []string{"AWS_ENDPOINT_URL_DYNAMODB=" + proxy.URL},

@@ -25,6 +25,7 @@ import (
 // Migration3.0 item, named after the application even when --table names
 // the lease table differently.
 func TestRunFollowsKCL3Appearing(t *testing.T) {
+	t.Parallel() // long, and mostly waiting on the local servers: it overlaps others on CI's two cores
 	for _, tc := range []struct {
 		name     string
 		table    string // --table, "" for the app name

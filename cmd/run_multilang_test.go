@@ -46,6 +46,7 @@ func awsKCLProcessor(t *testing.T) []string {
 // from batches in flight when their lease moved, and the lease table is a
 // valid KCL one at the end.
 func TestRunMultiLangAWSKCLFleet(t *testing.T) {
+	t.Parallel() // long, and mostly waiting on the local servers: it overlaps others on CI's two cores
 	processor := awsKCLProcessor(t)
 	s := newE2EStack(t, 4)
 	out := filepath.Join(t.TempDir(), "handled.jsonl")
