@@ -248,6 +248,12 @@ func TestLineageSplitAndMerge(t *testing.T) {
 	golden(t, "lineage.json", normalize(js))
 	dot, _, _ := s.kcltool("lineage", "--stream", s.stream, "-o", "dot")
 	golden(t, "lineage.dot", normalize(dot))
+	// dot is for tools: its checkpoints are whole, as in every format but
+	// a fitted table (it shortened them once).
+	dotApp, _, _ := s.kcltool("lineage", "--stream", s.stream, "--app", s.table, "-o", "dot")
+	if strings.Contains(dotApp, "…") || !longDigits.MatchString(dotApp) {
+		t.Errorf("lineage -o dot with --app: want whole sequence numbers:\n%s", dotApp)
+	}
 }
 
 // awkColumns checks that every line of a table, up to the first blank

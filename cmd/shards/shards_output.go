@@ -267,8 +267,11 @@ func writeDot(w io.Writer, l *inspect.Lineage) error {
 	return err
 }
 
+// checkpointLabel is whole: dot is a format for tools, and only a fitted
+// table shortens (docs/output.md). Graphviz wraps nothing, so a long label
+// makes a wide node, not a wrong one.
 func checkpointLabel(cp leasecore.SequenceNumber) string {
-	return cmdutil.Shorten(cp.SequenceNumber, true)
+	return cp.SequenceNumber
 }
 
 func orphanShard(o reshard.Orphan) string {
