@@ -3,12 +3,15 @@ package cmd
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/kcltool/kcltool/cmd/checkpoint"
 	"github.com/kcltool/kcltool/cmd/cmdutil"
@@ -129,6 +132,23 @@ func TestResetDefaultBackupDirAndUndoFlags(t *testing.T) {
 		!regexp.MustCompile(`^kcltool-reset-\S+\.backup\.json +`+regexp.QuoteMeta(table)+` +\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ +2 +\d+(\.\d)?(B|KiB) +`+shardID(0)+`, `+shardID(1)+`$`).MatchString(lines[1]) {
 		t.Errorf("backups ls table:\n%s", out)
 	}
+
+	// Fitted to 80 and 200 columns (docs/output.md), as the other read
+	// commands' tables are in TestTablesFitTheTerminal.
+	var fitted strings.Builder
+	for _, cols := range []int{80, 200} {
+		out, errOut, code := kcltoolEnv(t, append(slices.Clone(env), fmt.Sprintf("COLUMNS=%d", cols)), "checkpoint", "backups", "ls", "--table", table)
+		if code != 0 {
+			t.Fatalf("backups ls at %d columns: exit %d: %s", cols, code, errOut)
+		}
+		for _, l := range strings.Split(out, "\n") {
+			if w := utf8.RuneCountInString(l); w > cols {
+				t.Errorf("backups ls at %d columns: a line of %d: %q", cols, w, l)
+			}
+		}
+		fmt.Fprintf(&fitted, "## COLUMNS=%d\n%s", cols, strings.ReplaceAll(out, table, "<table>"))
+	}
+	golden(t, "tables/backups-ls.txt", anyDigit.ReplaceAllString(fitted.String(), "0"))
 
 	// --backup-dir points elsewhere; an empty folder lists nothing, exit 0.
 	out, errOut, code = kcltoolEnv(t, env, "checkpoint", "backups", "ls", "--backup-dir", t.TempDir(), "-o", "json")

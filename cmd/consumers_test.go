@@ -126,6 +126,20 @@ func TestConsumersLs(t *testing.T) {
 					}
 				}
 			}
+			if len(names) == 3 { // fitted to 80 and 200 columns (docs/output.md)
+				for _, cols := range []int{80, 200} {
+					out, errOut, code := kcltoolEnv(t, []string{fmt.Sprintf("COLUMNS=%d", cols)}, "consumers", "ls", "--stream", s.stream)
+					if code != 0 {
+						t.Fatalf("COLUMNS=%d: exit %d: %s", cols, code, errOut)
+					}
+					for _, l := range strings.Split(out, "\n") {
+						if len([]rune(l)) > cols {
+							t.Errorf("COLUMNS=%d: a line of %d: %q", cols, len([]rune(l)), l)
+						}
+					}
+					fmt.Fprintf(&all, "## COLUMNS=%d\n%s", cols, out)
+				}
+			}
 			golden(t, fmt.Sprintf("consumers-ls-%d.txt", len(names)), normalizeConsumers(all.String()))
 		})
 	}

@@ -320,6 +320,9 @@ func backupsTable(p *cmdutil.Printer, rows []BackupJSON) error {
 		}
 		out = append(out, row)
 	}
+	// On a narrow terminal these go before a file name would break: the
+	// file's name holds the table and the time already.
+	p.Spare("TABLE", "TIME", "SIZE", "LEASES")
 	return p.Table(header, out)
 }
 

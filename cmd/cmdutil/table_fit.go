@@ -64,7 +64,7 @@ func widestPiece(s string, pieces bool) int {
 	w := 0
 	for _, word := range strings.Fields(s) {
 		for _, p := range breakPieces(word, pieces) {
-			w = max(w, twwidth.Width(strings.TrimRight(p, ",")))
+			w = max(w, twwidth.Width(p)) // a list's comma stays on its line
 		}
 	}
 	return w

@@ -87,7 +87,9 @@ func consumersTable(p *cmdutil.Printer, v consumersView) error {
 	if len(recs) > 0 {
 		p.Blank()
 	}
-	p.Println(st.Dim.Render(fmt.Sprintf("%s on stream %s (Kinesis allows %d per stream)", cmdutil.Plural(len(v.consumers), "consumer"), v.stream, fanout.MaxConsumersPerStream)))
+	for _, l := range p.Wrap("", fmt.Sprintf("%s on stream %s (Kinesis allows %d per stream)", cmdutil.Plural(len(v.consumers), "consumer"), v.stream, fanout.MaxConsumersPerStream)) {
+		p.Println(st.Dim.Render(l))
+	}
 	var notActive []string
 	for _, c := range v.consumers {
 		if !c.Active() {
