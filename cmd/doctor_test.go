@@ -300,7 +300,8 @@ func TestDoctorThrottlingFromCloudWatch(t *testing.T) {
 	}
 }
 
-// TestDoctorWatch: --watch reports after every read once a window is full,
+// TestDoctorWatch: --watch reports at once from one read (partial), then
+// after every read once a window is full,
 // one JSON document per line, and Ctrl-C ends it with the last window's
 // verdict.
 func TestDoctorWatch(t *testing.T) {
@@ -321,13 +322,27 @@ func TestDoctorWatch(t *testing.T) {
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	lines := bufio.NewScanner(stdout)
 	var started []string
+	first := true
 	for len(started) < 3 && lines.Scan() {
 		var rep struct {
 			Reads   int    `json:"reads"`
 			Started string `json:"started"`
+			Partial bool   `json:"partial"`
 		}
 		if err := json.Unmarshal(lines.Bytes(), &rep); err != nil {
 			t.Fatalf("not one JSON report per line: %v: %s", err, lines.Text())
+		}
+		// The first report comes at once, from one read, marked partial
+		// (docs/doctor.md); the full ones follow.
+		if first {
+			first = false
+			if !rep.Partial || rep.Reads != 1 {
+				t.Errorf("first report: partial %v of %d reads, want a partial one of 1", rep.Partial, rep.Reads)
+			}
+			continue
+		}
+		if rep.Partial {
+			t.Errorf("a later report is partial: %s", lines.Text())
 		}
 		if rep.Reads != 3 {
 			t.Errorf("report of %d reads, want 3 (a 1s window read every 500ms)", rep.Reads)

@@ -68,6 +68,11 @@ func TestTablesFitTheTerminal(t *testing.T) {
 				t.Errorf("%s at %d columns: a whole sequence number in a fitted table:\n%s", name, cols, out)
 			}
 			if args[0] == "doctor" {
+				// The header holds the window's measured length, so it
+				// wraps at a place that varies from run to run.
+				if _, rest, ok := strings.Cut(out, "\n\n"); ok {
+					out = "<header>\n\n" + rest
+				}
 				out = doctorSpan.ReplaceAllString(doctorTimes.ReplaceAllString(out, "<time>"), "over <window>")
 				if i := strings.Index(out, "\ncost: "); i >= 0 {
 					out = out[:i+1] // what the run cost varies with its timing
