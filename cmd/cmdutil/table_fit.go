@@ -7,11 +7,12 @@ import (
 	"github.com/olekukonko/tablewriter/pkg/twwidth"
 )
 
-// This file fits a table to the width of the terminal. Nothing is cut:
+// This file fits a table to the width of the terminal. No cell is cut
+// (whole columns a command spares may be left out first: table_hide.go):
 // cells too wide for their column are wrapped onto more lines, at blanks
-// first, then after a comma, dash or parenthesis (a list of shards, a
-// shard id, "closed-undrained"), and inside a word only when nothing else
-// fits. Columns are narrowed in rounds, each only if the one before was not
+// first, then after a comma, dash or parenthesis (a list of shards,
+// "closed-undrained"; not a dash a digit follows, as in a shard id), and
+// inside a word only when nothing else fits. Columns are narrowed in rounds, each only if the one before was not
 // enough: headers wider than their cells break after a dash ("SHARD-" over
 // "STATUS"); columns of text (a blank or comma in some cell: notes, states,
 // lists) wrap between words; text wraps after dashes; any column wraps
