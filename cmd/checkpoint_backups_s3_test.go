@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -19,18 +18,7 @@ import (
 // its calls recorded for the iam-policy check.
 func kcltoolS3(t *testing.T, home string, args ...string) (string, string, int) {
 	t.Helper()
-	cmd := exec.Command("kcltool", args...)
-	cmd.Env = recordCalls(t, args, append(append(os.Environ(), emulator.S3Env(t)...), "HOME="+home, "XDG_STATE_HOME="))
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return out.String(), errOut.String(), code
+	return runKcltool(t, recordCalls(t, args, append(append(os.Environ(), emulator.S3Env(t)...), "HOME="+home, "XDG_STATE_HOME=")), args...)
 }
 
 // Issue 28, point 6: one responder resets to a shared bucket; a second,

@@ -23,8 +23,15 @@ import (
 // after the local servers' environment (a later entry wins).
 func kcltoolEnv(t *testing.T, env []string, args ...string) (string, string, int) {
 	t.Helper()
+	return runKcltool(t, append(append(os.Environ(), emulator.Env(t)...), env...), args...)
+}
+
+// runKcltool runs the built binary with exactly env: stdout, stderr and
+// the exit code.
+func runKcltool(t *testing.T, env []string, args ...string) (string, string, int) {
+	t.Helper()
 	cmd := exec.Command("kcltool", args...)
-	cmd.Env = append(append(os.Environ(), emulator.Env(t)...), env...)
+	cmd.Env = env
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
