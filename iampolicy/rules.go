@@ -134,12 +134,15 @@ var rules = []rule{
 	{cmds("doctor"), always, stream, kinesis("DescribeStreamSummary", "ListStreamConsumers")},
 
 	// top (inspect/top.Sampler) never writes: the table described once and
-	// scanned every refresh, the KCL 3.x state read as leases owners reads it
-	// (coordination.Detect, ReadLock, ListWorkerMetrics), and the stream's
-	// lag probe plus one counting GetRecords where a checkpoint moved.
-	{cmds("top"), always, leaseTable, dynamodb("DescribeTable", "Scan", "GetItem")},
+	// scanned every refresh, and the stream's lag probe plus one counting
+	// GetRecords where a checkpoint moved. Doctor's checks run over those
+	// reads (doctor.Follower): the KCL 3.x items of the lease table come
+	// from the scan (no GetItem there), the side tables are read as doctor
+	// reads them, and so are the consumers and CloudWatch.
+	{cmds("top"), always, leaseTable, dynamodb("DescribeTable", "Scan")},
 	{cmds("top"), always, kcl3TablesOfApp, dynamodb("DescribeTable", "GetItem", "Scan")},
-	{cmds("top"), always, stream, kinesis("ListShards", "GetShardIterator", "GetRecords")},
+	{cmds("top"), always, stream, kinesis("ListShards", "GetShardIterator", "GetRecords", "DescribeStreamSummary", "ListStreamConsumers")},
+	{cmds("top"), not(flag("no-cloudwatch")), anyResource, cloudwatch("GetMetricData")},
 
 	// Enhanced fan-out consumers (fanout.ListStreamConsumers): the summary
 	// gives the stream's ARN, which the listing needs. deregister reads the

@@ -193,6 +193,14 @@ func runDoctor(ctx context.Context, f *cmdutil.Factory, o *doctorOptions, failOn
 	return cmdutil.ExplainAWS(err, f.AWSContext(table, o.Stream))
 }
 
+// cloudWatchSkipped is the reason doctor does not read CloudWatch, or "".
+func cloudWatchSkipped(f *cmdutil.Factory, o *doctorOptions) string {
+	if o.NoCloudWatch {
+		return "--no-cloudwatch"
+	}
+	return cmdutil.LocalCloudWatchSkip(f.Getenv, f.EndpointURL)
+}
+
 // doctorAPIs builds the clients; CloudWatch only when it is to be read
 // (cloudWatchSkipped).
 func doctorAPIs(ctx context.Context, f *cmdutil.Factory, o *doctorOptions) (doctor.APIs, error) {

@@ -20,9 +20,9 @@ type frame struct {
 	height int // 0: no limit
 }
 
-// The frame's parts, top to bottom: title, summary, the shard table's
-// header and rows, the workers, the cost line and the key line.
-func (f frame) lines() (head []string, table []string, tail []string) {
+// The frame's parts, top to bottom: title, summary, doctor's findings, the
+// shard table's header and rows, the workers, the cost line and the key line.
+func (f frame) lines() (head, finds, table, tail []string) {
 	s := f.snap
 	title := "kcltool top · app " + f.app
 	if s != nil && s.Stream != "" {
@@ -40,7 +40,7 @@ func (f frame) lines() (head []string, table []string, tail []string) {
 	}
 	if s == nil {
 		head = append(head, "reading the lease table...")
-		return head, nil, nil
+		return head, nil, nil, nil
 	}
 	sum := fmt.Sprintf("%s · %s · %d unassigned", cmdutil.Plural(s.Leases, "lease"), cmdutil.Plural(len(s.Workers), "worker"), s.Unassigned)
 	if s.Malformed > 0 {
@@ -57,11 +57,13 @@ func (f frame) lines() (head []string, table []string, tail []string) {
 		}
 		head = append(head, fmt.Sprintf("KCL 3.x · leader %s · items in %s", leader, s.KCL3.Layout))
 	}
-	table = f.shardTable(f.view.visible(s.Shards))
+	shown := f.view.visible(s.Shards)
+	finds = f.findingLines(shown)
+	table = f.shardTable(shown)
 	tail = append(tail, f.workerLines()...)
 	tail = append(tail, costLines(s.Cost)...)
 	tail = append(tail, f.keyLine())
-	return head, table, tail
+	return head, finds, table, tail
 }
 
 // render lays the frame out in the height, cutting shard rows first, and
@@ -70,7 +72,13 @@ func (f frame) render() string {
 	if f.view.help {
 		return fitLines(helpLines(), f.width, f.height)
 	}
-	head, table, tail := f.lines()
+	head, finds, table, tail := f.lines()
+	if f.height > 0 {
+		// The findings give way first, down to one line that counts them,
+		// so that the table keeps its header and two rows.
+		finds = f.fitFindings(finds, f.height-len(head)-len(tail)-min(len(table), 3))
+	}
+	head = append(head, finds...)
 	if f.height > 0 && len(head)+len(table)+len(tail) > f.height && len(table) > 1 {
 		room := max(f.height-len(head)-len(tail)-1, 1) // header row + one "more" line
 		if room < len(table) {
@@ -335,12 +343,17 @@ func kcl3Cell(w top.Worker, now time.Time) string {
 }
 
 // costLines say what a refresh costs and what that is a minute, against
-// one KCL 2.x taker's budget on the same table.
+// one KCL 2.x taker's budget on the same table, and CloudWatch's when
+// doctor reads it.
 func costLines(c top.Cost) []string {
-	return []string{
+	out := []string{
 		fmt.Sprintf("cost a refresh: %s (%s), %.1f RCU, %s", cmdutil.Plural(c.Scans, "scan"), cmdutil.Plural(c.Pages, "page"), c.ReadUnits, cmdutil.Plural(c.KinesisCalls, "Kinesis call")),
 		fmt.Sprintf("cost a minute:  %.1f RCU (one KCL 2.x taker: %.1f), %.0f Kinesis calls", c.ReadUnitsPerMinute, top.TakerUnitsPerMinute(c.ReadUnits), c.KinesisCallsPerMinute),
 	}
+	if c.CloudWatchCallsPerMinute > 0 {
+		out = append(out, fmt.Sprintf("cost CloudWatch: %.1f GetMetricData calls a minute (read at most once a minute)", c.CloudWatchCallsPerMinute))
+	}
+	return out
 }
 
 func (f frame) keyLine() string {

@@ -55,7 +55,18 @@ func fixedSnapshot() *top.Snapshot {
 				Metrics: &inspect.WorkerMetrics{Worker: "worker-b", CPU: []float64{-1}, LastUpdate: fixedAt.Add(-90 * time.Second)}},
 		},
 		KCL3: &top.KCL3{Leader: "worker-a", Layout: "lease-table"},
-		Cost: top.Cost{Scans: 1, Pages: 1, ReadUnits: 2.5, TableCalls: 1, KinesisCalls: 13, ReadUnitsPerMinute: 7.5, KinesisCallsPerMinute: 39},
+		// Doctor's findings over the window: those naming a shard are on its
+		// row too; stale-worker-metrics names only a worker.
+		Findings: []top.Finding{
+			{ID: doctor.FindStuckShard, Severity: doctor.SeverityCritical, Summary: "1 shard renewed but not checkpointed for 1m0s with records waiting: shardId-000000000002", Shards: []string{"shardId-000000000002"}, Workers: []string{"worker-b"}},
+			{ID: doctor.FindShardLag, Severity: doctor.SeverityWarn, Summary: "1 shard more than 1m0s behind the tip: shardId-000000000000 (1m35s)", Shards: []string{"shardId-000000000000"}},
+			{ID: doctor.FindStaleMetrics, Severity: doctor.SeverityWarn, Summary: "worker-b's worker metrics are 1m30s old: the leader counts it as inactive", Workers: []string{"worker-b"}},
+			{ID: doctor.FindUnassigned, Severity: doctor.SeverityWarn, Summary: "1 lease held by no worker", Shards: []string{"shardId-000000000004"}},
+			{ID: doctor.FindLeader, Severity: doctor.SeverityInfo, Summary: "worker-a holds the leader lock"},
+			{ID: doctor.FindCloudWatchSkipped, Severity: doctor.SeverityInfo, Summary: "CloudWatch not read"},
+		},
+		Doctor: top.DoctorState{Window: time.Minute},
+		Cost:   top.Cost{Scans: 1, Pages: 1, ReadUnits: 2.5, TableCalls: 1, KinesisCalls: 13, ReadUnitsPerMinute: 7.5, KinesisCallsPerMinute: 39},
 	}
 }
 
@@ -202,5 +213,30 @@ func TestPlainFrame(t *testing.T) {
 	}
 	if !strings.Contains(v, "cost a refresh: 1 scan (1 page), 2.5 RCU, 13 Kinesis calls\ncost a minute:  7.5 RCU (one KCL 2.x taker: 7.5), 39 Kinesis calls") {
 		t.Errorf("no cost line:\n%s", v)
+	}
+}
+
+// TestTopFindingsBlock: the findings above the table say when doctor's
+// window is still filling, when it found nothing to warn of, and why it
+// could not judge a refresh; the rest of the frame stays.
+func TestTopFindingsBlock(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		set  func(s *top.Snapshot)
+		want string
+	}{
+		{"filling", func(s *top.Snapshot) { s.Doctor = top.DoctorState{Window: 20 * time.Second, Partial: true} },
+			"doctor: 20s of reads so far; findings that compare reads come as its window fills"},
+		{"quiet", func(s *top.Snapshot) { s.Findings = s.Findings[4:] }, "doctor: no warnings over the last 1m0s"},
+		{"failed", func(s *top.Snapshot) { s.Findings, s.Doctor.Err = nil, "read item \"Leader\": AccessDeniedException" },
+			"doctor: read item \"Leader\": AccessDeniedException"},
+	} {
+		s := fixedSnapshot()
+		tc.set(s)
+		v := frame{app: "orders", snap: s}.render()
+		if !strings.Contains(v, tc.want) || !strings.Contains(v, "cost a minute") {
+			t.Errorf("%s: frame lacks %q:\n%s", tc.name, tc.want, v)
+		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kcltool/kcltool/cmd/cmdutil"
+	"github.com/kcltool/kcltool/inspect/doctor"
 	"github.com/kcltool/kcltool/inspect/top"
 	"github.com/kcltool/kcltool/internal/clock"
 )
@@ -24,6 +25,8 @@ type topOptions struct {
 	Once         bool
 	FailoverTime time.Duration
 	MaxBehind    time.Duration
+	Window       time.Duration
+	NoCloudWatch bool
 }
 
 // NewCmd returns `kcltool top`.
@@ -37,15 +40,23 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 
 Per shard: its state, owner, records per second, how far behind its
 checkpoint is with a sparkline of the last refreshes, the time since its
-checkpoint last moved, and the doctor findings this view can decide itself.
-Per worker: its share of the leases and its throughput, as bars; on a KCL 3.x
-table the leader and each worker's metrics. The last lines say what a refresh
-cost in read units and Kinesis calls, and what that is a minute.
+checkpoint last moved, and the doctor findings on it. Above the shards, the
+findings about the fleet or a worker. Per worker: its share of the leases and
+its throughput, as bars; on a KCL 3.x table the leader and each worker's
+metrics. The last lines say what a refresh cost in read units, Kinesis and
+CloudWatch calls, and what that is a minute.
+
+The findings are doctor's, every check of kcltool doctor run over top's own
+reads of the last --window (1m): findings that compare reads (dead workers,
+churn, stuck shards) come once the reads span the window. CloudWatch is read
+at most once a minute; --no-cloudwatch leaves it out.
 
 Each refresh is one full Scan of the lease table, one ListShards per stream,
 one probe per open shard and one counting read per shard whose checkpoint
-moved. At the default interval (20s) that costs the table no more read units
-than one KCL 2.x worker's lease taker does: one full Scan every 20 s.
+moved; doctor adds a DescribeStreamSummary and a ListStreamConsumers per
+stream, and reads KCL 3.0-3.4's side tables, never the lease table. At the
+default interval (20s) that costs the table no more read units than one KCL
+2.x worker's lease taker does: one full Scan every 20 s.
 
 Keys: s sorts by the next column, S reverses, / filters by shard, worker or
 state, space pauses, ? shows help, q quits. Ctrl-C quits with exit 130.
@@ -57,8 +68,11 @@ See docs/top.md.`,
   kcltool top --app orders --stream orders --interval 1m
   kcltool top --app orders --stream orders --once | less`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if o.Interval <= 0 || o.FailoverTime <= 0 || o.MaxBehind <= 0 {
-				return cmdutil.UsageErrorf("--interval, --failover-time and --max-behind must be positive")
+			if o.Interval <= 0 || o.FailoverTime <= 0 || o.MaxBehind <= 0 || o.Window <= 0 {
+				return cmdutil.UsageErrorf("--interval, --failover-time, --max-behind and --window must be positive")
+			}
+			if o.Window < o.FailoverTime {
+				return cmdutil.UsageErrorf("--window %s is shorter than --failover-time %s: telling an expired lease needs reads a failover time apart", o.Window, o.FailoverTime)
 			}
 			return runTop(cmd.Context(), f, o)
 		},
@@ -70,6 +84,8 @@ See docs/top.md.`,
 	fl.BoolVar(&o.Once, "once", false, "print one plain frame and exit")
 	fl.DurationVar(&o.FailoverTime, "failover-time", 10*time.Second, "the application's KCL failover time: a lease not renewed over it is expired")
 	fl.DurationVar(&o.MaxBehind, "max-behind", time.Minute, "a shard further behind than this shows the shard-lag finding")
+	fl.DurationVar(&o.Window, "window", doctor.DefaultWindow, "how far back doctor's checks look over top's reads (as doctor --window)")
+	fl.BoolVar(&o.NoCloudWatch, "no-cloudwatch", false, "do not read CloudWatch; its checks are reported as skipped")
 	return c
 }
 
@@ -86,9 +102,19 @@ func runTop(ctx context.Context, f *cmdutil.Factory, o *topOptions) error {
 	if err != nil {
 		return err
 	}
-	s := top.NewSampler(top.APIs{DynamoDB: ddb, Kinesis: kin}, top.Options{
+	apis := top.APIs{DynamoDB: ddb, Kinesis: kin}
+	cwSkipped := "--no-cloudwatch"
+	if !o.NoCloudWatch {
+		cwSkipped = cmdutil.LocalCloudWatchSkip(f.Getenv, f.EndpointURL)
+	}
+	if cwSkipped == "" {
+		if apis.CloudWatch, err = f.CloudWatch(ctx); err != nil {
+			return err
+		}
+	}
+	s := top.NewSampler(apis, top.Options{
 		App: o.App, Table: table, Stream: o.Stream, Interval: o.Interval, FailoverTime: o.FailoverTime,
-		MaxBehind: o.MaxBehind, Retry: cmdutil.RetryFor(f), Clock: f.Clock,
+		MaxBehind: o.MaxBehind, Window: o.Window, CloudWatchSkipped: cwSkipped, Retry: cmdutil.RetryFor(f), Clock: f.Clock,
 	})
 	app := o.App
 	if app == "" {

@@ -43,8 +43,20 @@ func (d *Doctor) diagnose(ctx context.Context, samples []sample) (*Report, error
 		Window: fc.view.window(), FailoverTime: d.opt.FailoverTime,
 		Started: samples[0].at, Ended: fc.last.at, Reads: len(samples),
 		Leases: len(fc.last.leases), Workers: len(workers), KCL3: fc.kcl3.present,
-		Findings: found, Cost: d.meter.take(), Capacity: capacityUse(fc),
+		Findings: found, Cost: d.meter.take(), Capacity: capacityUse(fc), Coordination: coordinationOf(fc),
 	}, nil
+}
+
+// coordinationOf is the report's KCL 3.x state for views that show it.
+func coordinationOf(fc *facts) *inspect.KCL3 {
+	if !fc.kcl3.present {
+		return nil
+	}
+	k := &inspect.KCL3{State: fc.kcl3.coord, Metrics: fc.kcl3.metrics}
+	if l := fc.last.lock; l != nil {
+		k.Lock = *l
+	}
+	return k
 }
 
 // gather reads what the checks need beyond the window's reads and returns

@@ -157,8 +157,9 @@ type Doctor struct {
 	metrics  MetricsAPI // metered; nil without CloudWatch
 	segments int
 	desc     *ddbtypes.TableDescription
-	// coordAPI reads the KCL 3.x coordination state, counted apart.
-	coordAPI meteredCoord
+	// coordAPI reads the KCL 3.x coordination state, counted apart (a
+	// meteredCoord; when following, behind the scan's answers, follow.go).
+	coordAPI coordination.ReadAPI
 	// coord is the last coordination.Detect, made readsSinceDetect reads
 	// ago (once per window).
 	coord            *coordination.State
@@ -173,11 +174,15 @@ type Doctor struct {
 	// minute (its resolution), so that a live view costs about what one run
 	// per window would.
 	watching bool
-	lagAt    time.Time
-	lag      *inspect.Lag
-	cwAt     time.Time
-	cw       *metricSet
-	cwFailed string
+	// following: a Follower feeds the reads (follow.go), and given is the
+	// stream join it made of the last one.
+	following bool
+	given     *inspect.Lag
+	lagAt     time.Time
+	lag       *inspect.Lag
+	cwAt      time.Time
+	cw        *metricSet
+	cwFailed  string
 }
 
 // New checks the options and describes the lease table: a missing
@@ -295,8 +300,12 @@ type Report struct {
 	// Leases and Workers count the last read's leases and distinct owners.
 	Leases, Workers int
 	// KCL3 is set when the table holds KCL 3.x entities.
-	KCL3     bool
-	Findings []Finding
+	KCL3 bool
+	// Coordination is the KCL 3.x state the report read, for views that
+	// show it: the layout, the leader lock of the last read and the
+	// workers' metrics; nil on a KCL 2.x table or when the reads failed.
+	Coordination *inspect.KCL3
+	Findings     []Finding
 	// Cost is what the run spent, in requests and read capacity.
 	Cost ReadCost
 	// Capacity is the fleet's consumption against the table's capacity;

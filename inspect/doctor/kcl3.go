@@ -117,7 +117,11 @@ func (d *Doctor) readKCL3(ctx context.Context, samples []sample) (kcl3State, err
 			st.leaderUnchanged = last.at.Sub(last.lockSince)
 		}
 	}
-	st.metrics, err = coordination.ListWorkerMetrics(ctx, d.coordAPI, d.coordTables(), read)
+	if d.following {
+		st.metrics, err = d.followMetrics(ctx, read, last)
+	} else {
+		st.metrics, err = coordination.ListWorkerMetrics(ctx, d.coordAPI, d.coordTables(), read)
+	}
 	if err != nil {
 		return st, err
 	}

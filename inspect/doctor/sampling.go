@@ -48,12 +48,18 @@ func (d *Doctor) takeSample(ctx context.Context) (sample, error) {
 		return sample{}, fmt.Errorf("scan lease table %q: %w", d.opt.Table, err)
 	}
 	d.meter.note(func(c *ReadCost) { c.Scans++ })
-	s := sample{at: at, leases: res.Leases, byKey: reshard.ByKey(res.Leases), nonLeases: res.NonLeases, malformed: res.Malformed,
-		readUnits: res.ReadUnits, pages: res.Pages}
+	s := sampleOf(at, res)
 	d.readLock(ctx, &s)
 	if ctx.Err() != nil {
 		return sample{}, ctx.Err()
 	}
+	return s, nil
+}
+
+// sampleOf keeps what the checks need of one scan started at at.
+func sampleOf(at time.Time, res leasecore.ScanResult) sample {
+	s := sample{at: at, leases: res.Leases, byKey: reshard.ByKey(res.Leases), nonLeases: res.NonLeases, malformed: res.Malformed,
+		readUnits: res.ReadUnits, pages: res.Pages}
 	// Only the malformed items are kept raw: the rest is in leases.
 	if len(res.Malformed) > 0 {
 		for _, item := range res.Items {
@@ -65,7 +71,7 @@ func (d *Doctor) takeSample(ctx context.Context) (sample, error) {
 		}
 		sortItemsByKey(s.malformedItems)
 	}
-	return s, nil
+	return s
 }
 
 // sampleWindow reads the table every failover time until the window is

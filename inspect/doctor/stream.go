@@ -18,17 +18,20 @@ func (g *diagnosis) probeStream(ctx context.Context) error {
 		return nil
 	}
 	now := g.d.clock.Now()
-	if g.d.watching && g.d.lag != nil && now.Sub(g.d.lagAt) < g.opt.Window {
+	if g.d.given == nil && g.d.watching && g.d.lag != nil && now.Sub(g.d.lagAt) < g.opt.Window {
 		g.lag = g.d.lag
 		return nil
 	}
-	scan := leasecore.ScanResult{Leases: g.last.leases}
-	// A shard whose probe fails is kept, not fatal: that failure is what
-	// checkKinesisStuck reports when the shard's worker is stuck on it.
-	lag, err := inspect.DiffLeases(ctx, probeClient{g.d.kin}, g.opt.Table, scan, inspect.LagOptions{
-		Stream: g.opt.Stream, Concurrency: g.opt.Concurrency, Retry: g.opt.Retry, Clock: g.d.clock,
-		ProbeTimeout: g.opt.ProbeTimeout, KeepProbeErrors: true,
-	})
+	lag, err := g.d.given, error(nil)
+	if lag == nil {
+		scan := leasecore.ScanResult{Leases: g.last.leases}
+		// A shard whose probe fails is kept, not fatal: that failure is what
+		// checkKinesisStuck reports when the shard's worker is stuck on it.
+		lag, err = inspect.DiffLeases(ctx, probeClient{g.d.kin}, g.opt.Table, scan, inspect.LagOptions{
+			Stream: g.opt.Stream, Concurrency: g.opt.Concurrency, Retry: g.opt.Retry, Clock: g.d.clock,
+			ProbeTimeout: g.opt.ProbeTimeout, KeepProbeErrors: true,
+		})
+	}
 	if err != nil {
 		// A single-stream table without --stream: doctor skips the stream
 		// checks instead of failing.
@@ -62,7 +65,9 @@ func (g *diagnosis) probeStream(ctx context.Context) error {
 	if err := errors.Join(extra...); err != nil {
 		return err
 	}
-	g.d.lag, g.d.lagAt = lag, now
+	if g.d.given == nil {
+		g.d.lag, g.d.lagAt = lag, now
+	}
 	return nil
 }
 

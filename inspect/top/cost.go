@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
 	"github.com/kcltool/kcltool/inspect"
+	"github.com/kcltool/kcltool/inspect/doctor"
 )
 
 // TakerScanPeriod is how often one KCL 2.x worker's lease taker scans the
@@ -31,10 +32,14 @@ type Cost struct {
 	// TableCalls counts every DynamoDB request: Scan pages, DescribeTable
 	// and the KCL 3.x coordination reads (GetItem).
 	TableCalls int
-	// KinesisCalls counts ListShards, GetShardIterator and GetRecords.
+	// KinesisCalls counts ListShards, GetShardIterator and GetRecords, and
+	// doctor's DescribeStreamSummary and ListStreamConsumers.
 	KinesisCalls int
+	// CloudWatchCalls are doctor's GetMetricData requests this refresh; it
+	// reads CloudWatch at most once a minute.
+	CloudWatchCalls int
 	// Per minute at the interval, for the steady state.
-	ReadUnitsPerMinute, KinesisCallsPerMinute float64
+	ReadUnitsPerMinute, KinesisCallsPerMinute, CloudWatchCallsPerMinute float64
 }
 
 // perMinute scales a refresh's cost to a minute of refreshes.
@@ -115,4 +120,29 @@ func (s meteredStream) GetShardIterator(ctx context.Context, in *kinesis.GetShar
 func (s meteredStream) GetRecords(ctx context.Context, in *kinesis.GetRecordsInput, o ...func(*kinesis.Options)) (*kinesis.GetRecordsOutput, error) {
 	s.c.add(0, 1)
 	return s.api.GetRecords(ctx, in, o...)
+}
+
+// addDoctorCost adds what doctor read beyond this view's scan and lag
+// join: the KCL 3.x side tables, a few probes, the streams' consumers and
+// CloudWatch. ReadUnits stay the lease table's: doctor reads it only
+// through the view's scan.
+func (s *Sampler) addDoctorCost(c *Cost, rc doctor.ReadCost) {
+	c.TableCalls += rc.Pages + rc.Coordination + rc.DescribeTable + rc.LegacyScans
+	c.ReadUnits += rc.ReadCapacityUnits
+	// Every probe is a GetShardIterator and a GetRecords.
+	c.KinesisCalls += rc.ListShards + rc.DescribeStream + rc.ListStreamConsumers + 2*rc.GetRecords
+	c.CloudWatchCalls = rc.GetMetricData
+	if rc.GetMetricData > 0 {
+		s.cwPerRead = rc.GetMetricData
+	}
+}
+
+// cloudWatchPerMinute: doctor reads CloudWatch at most once a minute (its
+// metrics' resolution), so at intervals under a minute a minute costs one
+// read's requests, and at longer ones a read per refresh.
+func cloudWatchPerMinute(perRead int, interval time.Duration) float64 {
+	if interval <= 0 {
+		return 0
+	}
+	return float64(perRead) * min(1, float64(time.Minute)/float64(interval))
 }

@@ -1,36 +1,28 @@
 package top
 
 import (
-	"github.com/kcltool/kcltool/inspect"
+	"slices"
+
 	"github.com/kcltool/kcltool/inspect/doctor"
 )
 
-// FindingsOf are the doctor findings (docs/doctor.md, same ids) that this
-// view's own reads decide for one shard, without doctor's window of reads
-// and CloudWatch: shard-lag (further behind than MaxBehind), stuck-shard
-// (behind with a checkpoint unmoved for StuckAfter), blocked-child,
-// missing-lease, orphan-lease, unassigned-leases and handoff (an expired
-// lease shows in its state; which worker is dead or struggling is doctor's). `kcltool doctor` runs the
-// rest.
-func FindingsOf(sh *Shard, opt Options) []Finding {
-	var out []Finding
-	add := func(id string, sev doctor.Severity) { out = append(out, Finding{ID: id, Severity: sev}) }
-	switch sh.State {
-	case string(inspect.LagBlocked):
-		add(doctor.FindBlockedChild, doctor.SeverityWarn)
-	case string(inspect.LagMissingLease):
-		add(doctor.FindMissingLease, doctor.SeverityWarn)
-	case string(inspect.LagOrphanLease):
-		add(doctor.FindOrphanLease, doctor.SeverityInfo)
-	case string(inspect.StateUnassigned):
-		add(doctor.FindUnassigned, doctor.SeverityWarn)
-	case string(inspect.StateHandoff):
-		add(doctor.FindHandoff, doctor.SeverityInfo)
+// attach gives every shard the doctor findings that name it, by shard id
+// or by lease key, and returns them all, in doctor's order (worst first).
+// Every finding `kcltool doctor` would report over the same reads is here:
+// the view runs doctor's checks (doctor.Follower), not a copy of them.
+func attach(shards []Shard, found []doctor.Finding) []Finding {
+	out := make([]Finding, 0, len(found))
+	for _, f := range found {
+		out = append(out, Finding{ID: f.ID, Severity: f.Severity, Summary: f.Summary,
+			Shards: f.Evidence.Shards, Workers: f.Evidence.Workers})
 	}
-	if sh.Behind != nil && *sh.Behind > 0 && sh.Owner != "" && sh.SinceCheckpoint >= opt.StuckAfter {
-		add(doctor.FindStuckShard, doctor.SeverityCritical)
-	} else if sh.Behind != nil && *sh.Behind > opt.MaxBehind {
-		add(doctor.FindShardLag, doctor.SeverityWarn)
+	for i := range shards {
+		sh := &shards[i]
+		for _, f := range out {
+			if slices.Contains(f.Shards, sh.Key) || (sh.id != sh.Key && slices.Contains(f.Shards, sh.id)) {
+				sh.Findings = append(sh.Findings, f)
+			}
+		}
 	}
 	return out
 }

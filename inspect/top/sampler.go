@@ -7,11 +7,10 @@ import (
 	"sort"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/kcltool/kcltool/coordination"
 	"github.com/kcltool/kcltool/inspect"
+	"github.com/kcltool/kcltool/inspect/doctor"
 	"github.com/kcltool/kcltool/internal/clock"
 	"github.com/kcltool/kcltool/leasecore"
 	"github.com/kcltool/kcltool/reshard"
@@ -28,7 +27,10 @@ type TableAPI interface {
 type APIs struct {
 	DynamoDB TableAPI
 	// Kinesis is nil to read the lease table alone (no lag, no rates).
-	Kinesis inspect.StreamAPI
+	Kinesis doctor.StreamAPI
+	// CloudWatch is nil when it is not to be read (Options.CloudWatchSkipped
+	// says why); doctor's CloudWatch checks are then skipped.
+	CloudWatch doctor.MetricsAPI
 }
 
 // Options say what to watch.
@@ -47,9 +49,12 @@ type Options struct {
 	FailoverTime time.Duration
 	// MaxBehind: a shard further behind is a shard-lag finding.
 	MaxBehind time.Duration
-	// StuckAfter: a shard behind whose checkpoint has not moved for this
-	// long is a stuck-shard finding (doctor's default window, 60 s).
-	StuckAfter time.Duration
+	// Window is doctor's window over this view's reads (doctor's default,
+	// 60 s, when 0; never shorter than FailoverTime): the findings that
+	// compare reads (churn, dead workers, stuck shards) look that far back.
+	Window time.Duration
+	// CloudWatchSkipped says why CloudWatch is not read when its client is nil.
+	CloudWatchSkipped string
 	// History is how many refreshes the lag history keeps (30 when 0).
 	History int
 	Retry   reshard.Retry
@@ -73,9 +78,10 @@ func (o Options) withDefaults() Options {
 	if o.MaxBehind <= 0 {
 		o.MaxBehind = time.Minute
 	}
-	if o.StuckAfter <= 0 {
-		o.StuckAfter = time.Minute
+	if o.Window <= 0 {
+		o.Window = doctor.DefaultWindow
 	}
+	o.Window = max(o.Window, o.FailoverTime)
 	if o.History <= 0 {
 		o.History = 30
 	}
@@ -85,23 +91,23 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// kcl3Every: on KCL 3.0–3.4 layouts the leader and metrics live in side
-// tables (and a filtered Scan of the lease table), so they are read again
-// only every this many refreshes; on 3.5's layout they come with the scan.
-const kcl3Every = 6
-
 // Sampler reads one Snapshot per Refresh and remembers what the rates, the
 // history and the checkpoint ages need from the previous ones.
 type Sampler struct {
 	opt   Options
+	apis  APIs
 	count *counter
 	table meteredTable
 	kin   inspect.StreamAPI // metered; nil without Kinesis
 
+	// doc runs every doctor check over this view's reads (doctor.Follower):
+	// it reads only what the scan and the lag join do not hold.
+	doc       *doctor.Follower
 	segments  int
-	coord     *coordination.State
-	kcl3      *inspect.KCL3
 	refreshes int
+	// cwPerRead is the CloudWatch requests of doctor's last CloudWatch
+	// read, which it makes at most once a minute.
+	cwPerRead int
 
 	prevAt  time.Time
 	prev    map[string]leasecore.Lease
@@ -115,7 +121,7 @@ type Sampler struct {
 func NewSampler(apis APIs, opt Options) *Sampler {
 	opt = opt.withDefaults()
 	c := &counter{}
-	s := &Sampler{opt: opt, count: c, table: meteredTable{api: apis.DynamoDB, c: c},
+	s := &Sampler{opt: opt, apis: apis, count: c, table: meteredTable{api: apis.DynamoDB, c: c},
 		moved: map[string]time.Time{}, changed: map[string]bool{}, hist: map[string][]float64{}}
 	if apis.Kinesis != nil {
 		s.kin = meteredStream{api: apis.Kinesis, c: c}
@@ -125,7 +131,8 @@ func NewSampler(apis APIs, opt Options) *Sampler {
 
 // Refresh reads the lease table once (one full Scan), the stream (one
 // ListShards per stream, one probe per open shard, one counting read per
-// shard whose checkpoint moved) and returns the snapshot.
+// shard whose checkpoint moved), has doctor judge the last window of those
+// reads, and returns the snapshot.
 func (s *Sampler) Refresh(ctx context.Context) (*Snapshot, error) {
 	if err := s.setup(ctx); err != nil {
 		return nil, err
@@ -135,7 +142,8 @@ func (s *Sampler) Refresh(ctx context.Context) (*Snapshot, error) {
 	if s.started.IsZero() {
 		s.started = at
 	}
-	scan, err := leasecore.ScanTable(ctx, s.table, s.opt.Table, leasecore.ScanOptions{Segments: s.segments})
+	// KeepItems: doctor's malformed-items finding carries the raw item.
+	scan, err := leasecore.ScanTable(ctx, s.table, s.opt.Table, leasecore.ScanOptions{Segments: s.segments, KeepItems: true})
 	if err != nil {
 		return nil, fmt.Errorf("scan lease table %q: %w", s.opt.Table, err)
 	}
@@ -148,63 +156,64 @@ func (s *Sampler) Refresh(ctx context.Context) (*Snapshot, error) {
 		before = s.prev
 	}
 	rows := inspect.LeaseRows(scan.Leases, before)
-	owners := inspect.OwnersOf(&inspect.Listing{Table: s.opt.Table, Leases: rows, NonLeases: scan.NonLeases})
-	if err := s.readKCL3(ctx, len(scan.NonLeases)); err != nil {
-		return nil, err
-	}
-	owners.WithKCL3(s.kcl3)
-
 	lag, skipped := s.readLag(ctx, scan)
 	snap.LagSkipped = skipped
+	rep, err := s.doc.Observe(ctx, at, scan, lag)
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	var coord *inspect.KCL3
+	if err != nil {
+		// The view goes on without doctor's findings, and says why.
+		snap.Doctor.Err = err.Error()
+		rep = nil
+	} else {
+		coord = rep.Coordination
+		snap.Doctor.Window, snap.Doctor.Partial = rep.Window, rep.Partial
+		s.addDoctorCost(&snap.Cost, rep.Cost)
+	}
+	owners := inspect.OwnersOf(&inspect.Listing{Table: s.opt.Table, Leases: rows, NonLeases: scan.NonLeases})
+	owners.WithKCL3(coord)
+
 	snap.Shards = s.shards(rows, lag, at)
 	s.rates(ctx, snap.Shards, scan.Leases, at)
-	for i := range snap.Shards {
-		snap.Shards[i].Findings = FindingsOf(&snap.Shards[i], s.opt)
+	if rep != nil {
+		snap.Findings = attach(snap.Shards, rep.Findings)
 	}
 	snap.Leases, snap.Unassigned = owners.Leases, len(owners.Unassigned)
 	snap.Workers = workersOf(owners, snap.Shards)
-	if owners.Leader != "" || len(owners.Metrics) > 0 || (s.coord != nil && s.coord.Layout != coordination.LayoutNone) {
+	if owners.Leader != "" || len(owners.Metrics) > 0 || coord != nil {
 		k := &KCL3{Leader: owners.Leader}
-		if s.coord != nil {
-			k.Layout = s.coord.Layout.String()
+		if coord != nil {
+			k.Layout = coord.State.Layout.String()
 		}
 		snap.KCL3 = k
 	}
 
 	s.prev, s.prevAt = reshard.ByKey(scan.Leases), at
-	snap.Cost.TableCalls, snap.Cost.KinesisCalls = s.count.take()
+	tableCalls, kinCalls := s.count.take()
+	snap.Cost.TableCalls += tableCalls
+	snap.Cost.KinesisCalls += kinCalls
 	snap.Cost.perMinute(s.opt.Interval)
+	snap.Cost.CloudWatchCallsPerMinute = cloudWatchPerMinute(s.cwPerRead, s.opt.Interval)
 	return snap, nil
 }
 
-// setup describes the table once, for the scan's segments.
+// setup makes the doctor that follows this view (it describes the table,
+// which gives the scan's segments).
 func (s *Sampler) setup(ctx context.Context) error {
-	if s.segments > 0 {
+	if s.doc != nil {
 		return nil
 	}
-	out, err := s.table.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(s.opt.Table)})
+	apis := doctor.APIs{DynamoDB: s.apis.DynamoDB, Kinesis: s.apis.Kinesis, CloudWatch: s.apis.CloudWatch}
+	d, err := doctor.New(ctx, apis, doctor.Options{
+		App: s.opt.App, Table: s.opt.Table, Stream: s.opt.Stream, Window: s.opt.Window, FailoverTime: s.opt.FailoverTime,
+		MaxBehind: s.opt.MaxBehind, CloudWatchSkipped: s.opt.CloudWatchSkipped, Retry: s.opt.Retry, Clock: s.opt.Clock,
+	})
 	if err != nil {
 		return err
 	}
-	s.segments = leasecore.SegmentsFor(aws.ToInt64(out.Table.TableSizeBytes))
-	return nil
-}
-
-// readKCL3 detects the coordination layout on the first refresh. The
-// leader and metrics of 3.5's layout come with every scan (OwnersOf); the
-// side tables of 3.0–3.4 are read again every kcl3Every refreshes.
-func (s *Sampler) readKCL3(ctx context.Context, nonLeases int) error {
-	if s.coord != nil && (s.coord.Layout == coordination.LayoutNone || s.coord.Layout == coordination.LayoutLeaseTable || (s.refreshes-1)%kcl3Every != 0) {
-		return nil
-	}
-	st, k, err := inspect.ReadKCL3State(ctx, s.table, coordination.DefaultTables(s.opt.Table, s.opt.App), nonLeases)
-	if err != nil {
-		return fmt.Errorf("read the KCL 3.x coordination state: %w", err)
-	}
-	s.coord, s.kcl3 = st, k
-	if st.Layout == coordination.LayoutLeaseTable {
-		s.kcl3 = nil // the scan carries them, fresher
-	}
+	s.doc, s.segments = d.Follow(), d.Segments()
 	return nil
 }
 

@@ -111,22 +111,37 @@ func TestSamplerFollowsAShard(t *testing.T) {
 	if w := second.Workers; len(w) != 1 || w[0].ID != "w1" || w[0].Share != 1 || w[0].RecordsPerSec == nil || *w[0].RecordsPerSec != 0.25 {
 		t.Errorf("workers %+v, want w1 with every lease at 0.25 records/s", w)
 	}
-	if second.Cost.KinesisCalls != 5 { // ListShards, the probe's two calls, the count's two
-		t.Errorf("%d Kinesis calls, want 5", second.Cost.KinesisCalls)
+	// ListShards, the probe's two calls, the count's two, and doctor's
+	// DescribeStreamSummary and ListStreamConsumers (its consumer checks).
+	if second.Cost.KinesisCalls != 7 {
+		t.Errorf("%d Kinesis calls, want 7", second.Cost.KinesisCalls)
 	}
 	if ids := findingIDs(sh); len(ids) != 0 {
 		t.Errorf("findings %v on a moving shard", ids)
 	}
 
-	// Still for a minute with records waiting: stuck.
-	clk.Advance(time.Minute)
-	third := refresh(t, s)
+	// Still for a minute with records waiting, while its worker renews the
+	// lease as a live one does: doctor's stuck-shard, on the shard's row.
+	var third *Snapshot
+	for range 3 {
+		if l, _, err = leasecore.GetLease(ctx, st.DynamoDB, st.Table, shard, true); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := leasecore.RenewLease(ctx, st.DynamoDB, st.Table, l, "w1"); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(20 * time.Second)
+		third = refresh(t, s)
+	}
 	sh = third.Shards[0]
 	if sh.RecordsPerSec == nil || *sh.RecordsPerSec != 0 || sh.SinceCheckpoint != time.Minute {
 		t.Errorf("rate %v, age %s; want 0 and 1m0s", sh.RecordsPerSec, sh.SinceCheckpoint)
 	}
 	if ids := findingIDs(sh); !slices.Contains(ids, doctor.FindStuckShard) {
 		t.Errorf("findings %v, want %s", ids, doctor.FindStuckShard)
+	}
+	if third.Doctor.Partial || third.Doctor.Err != "" {
+		t.Errorf("doctor %+v after 80s of reads, want a full window", third.Doctor)
 	}
 }
 

@@ -31,7 +31,25 @@ type Snapshot struct {
 	Malformed int
 	// LagSkipped says why the stream was not read ("" when it was).
 	LagSkipped string
-	Cost       Cost
+	// Findings are every doctor finding on the last window of this view's
+	// reads, worst first; each shard's Findings are those that name it.
+	Findings []Finding
+	// Doctor says how much of its window doctor has judged, or why it
+	// could not judge this refresh.
+	Doctor DoctorState
+	Cost   Cost
+}
+
+// DoctorState is how far doctor got with this view's reads.
+type DoctorState struct {
+	// Window is the time between the first and the last read judged.
+	// Partial: that is still shorter than doctor's window, so the findings
+	// that compare reads (churn, dead workers, stuck shards) may come yet.
+	Window  time.Duration
+	Partial bool
+	// Err is why doctor failed this refresh ("" when it did not): the view
+	// shows the rest without findings.
+	Err string
 }
 
 // Shard is one lease, joined with its shard in the stream when read.
@@ -70,11 +88,15 @@ type Shard struct {
 	id string
 }
 
-// Finding is a doctor finding on one shard, decided from this view's reads
-// (FindingsOf says which).
+// Finding is a doctor finding, as `kcltool doctor` reports it over the
+// same window of reads (docs/doctor.md has its causes and fixes).
 type Finding struct {
 	ID       string
 	Severity doctor.Severity
+	Summary  string
+	// Shards and Workers are those it names (lease keys in a multi-stream
+	// table); a finding that names no shard is about the fleet or a worker.
+	Shards, Workers []string
 }
 
 // Worker is one worker's share of the table.

@@ -1,14 +1,12 @@
-package doctor
+package cmdutil
 
 import (
 	"net"
 	"net/url"
 	"strings"
-
-	"github.com/kcltool/kcltool/cmd/cmdutil"
 )
 
-// localCloudWatchSkip is why doctor leaves CloudWatch out when kcltool
+// LocalCloudWatchSkip is why doctor and top leave CloudWatch out when kcltool
 // talks to local servers (make up, the tests' servers, a local DynamoDB),
 // or "" to read it. There is no local CloudWatch: with the DynamoDB or
 // Kinesis endpoint on this machine and none given for CloudWatch, the
@@ -17,7 +15,7 @@ import (
 // connection or signature failure after its retries. This says so in
 // one info finding instead. Endpoints given in a config file's profile
 // are not read here; those users get the failure as before.
-func localCloudWatchSkip(getenv func(string) string, endpointURL string) string {
+func LocalCloudWatchSkip(getenv func(string) string, endpointURL string) string {
 	if getenv("AWS_ENDPOINT_URL_CLOUDWATCH") != "" && !ignoreConfiguredEndpoints(getenv) {
 		return ""
 	}
@@ -60,12 +58,4 @@ func isLocalEndpoint(endpoint string) bool {
 	}
 	ip := net.ParseIP(h)
 	return ip != nil && ip.IsLoopback()
-}
-
-// cloudWatchSkipped is the reason doctor does not read CloudWatch, or "".
-func cloudWatchSkipped(f *cmdutil.Factory, o *doctorOptions) string {
-	if o.NoCloudWatch {
-		return "--no-cloudwatch"
-	}
-	return localCloudWatchSkip(f.Getenv, f.EndpointURL)
 }

@@ -1,4 +1,4 @@
-package doctor
+package cmdutil
 
 import (
 	"strings"
@@ -26,7 +26,7 @@ func TestLocalCloudWatchSkip(t *testing.T) {
 		{name: "a host named like localhost", flag: "http://localhost.example.com"},
 		{name: "variables ignored by the SDK", env: map[string]string{"AWS_ENDPOINT_URL_DYNAMODB": "http://127.0.0.1:18000", "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS": "true"}},
 	} {
-		why := localCloudWatchSkip(func(k string) string { return tc.env[k] }, tc.flag)
+		why := LocalCloudWatchSkip(func(k string) string { return tc.env[k] }, tc.flag)
 		if (why != "") != tc.skip || !strings.Contains(why, tc.mentions) {
 			t.Errorf("%s: skip reason %q, want skip %v naming %q", tc.name, why, tc.skip, tc.mentions)
 		}
