@@ -30,11 +30,16 @@ func TestDoctorNoWorkers(t *testing.T) {
 		r := newRig(t, time.Second, 3*time.Second)
 		r.stoppedFleet("")
 		rep := r.run(func(int) {})
-		f := want(t, rep, FindNoWorkers, SeverityWarn, "no worker is running: 2 leases to process, none owned in 4 reads")
+		f := want(t, rep, FindNoWorkers, SeverityWarn, "no worker is running: 2 leases to process, none owned in 4 reads over 3s")
 		if !contains(f.Evidence.Shards, shard(1)) || contains(f.Evidence.Shards, shard(0)) {
 			t.Errorf("no-workers shards %v: want the leases not at SHARD_END", f.Evidence.Shards)
 		}
 		absent(t, rep, FindDeadWorker, FindUnassigned)
+		// Fed a view's reads (top), the summary counts the reads made so
+		// far, not the window still to come.
+		reps := r.follow(2, 2*time.Second, func(int) {})
+		want(t, reps[0], FindNoWorkers, SeverityWarn, "none owned in 1 read")
+		want(t, reps[1], FindNoWorkers, SeverityWarn, "none owned in 2 reads over 2s")
 		if len(rep.AtLeast(SeverityWarn)) == 0 {
 			t.Errorf("nothing at warn: doctor would exit 0\n%s", dump(rep))
 		}

@@ -24,9 +24,15 @@ func checkNoWorkers(fc *facts) []Finding {
 	if fc.kcl3.present {
 		cause += "; no KCL 3.x worker reports fresh worker metrics either"
 	}
+	// The reads' own span: a watch's or top's first reports cover less
+	// than the window.
+	over := ""
+	if w := fc.view.window(); w > 0 {
+		over = " over " + roundDur(w)
+	}
 	return []Finding{{
 		ID: FindNoWorkers, Severity: SeverityWarn,
-		Summary: fmt.Sprintf("no worker is running: %s to process, none owned in %s over %s", plural(len(open), "lease"), plural(reads, "read"), roundDur(fc.opt.Window)),
+		Summary: fmt.Sprintf("no worker is running: %s to process, none owned in %s%s", plural(len(open), "lease"), plural(reads, "read"), over),
 		Evidence: Evidence{Lines: open, Shards: open, Values: map[string]float64{
 			"unownedLeases": float64(len(open)), "reads": float64(reads),
 		}},
