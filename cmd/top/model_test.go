@@ -54,7 +54,7 @@ func fixedSnapshot() *top.Snapshot {
 			{ID: "worker-b", Leases: 2, Share: 0.4, RecordsPerSec: ptr(12.25), ThroughputKBps: ptr(18.5),
 				Metrics: &inspect.WorkerMetrics{Worker: "worker-b", CPU: []float64{-1}, LastUpdate: fixedAt.Add(-90 * time.Second)}},
 		},
-		KCL3: &top.KCL3{Leader: "worker-a", Layout: "lease-table"},
+		KCL3: &top.KCL3{Leader: "worker-a", Layout: "lease table"},
 		// Doctor's findings over the window: those naming a shard are on its
 		// row too; stale-worker-metrics names only a worker.
 		Findings: []top.Finding{

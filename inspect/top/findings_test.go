@@ -7,6 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/kcltool/kcltool/inspect/doctor"
 	"github.com/kcltool/kcltool/internal/testenv/clocktest"
 	"github.com/kcltool/kcltool/internal/testenv/emulator"
@@ -63,3 +67,84 @@ func TestTopShowsDoctorsWindowFindings(t *testing.T) {
 }
 
 func shardKey(i int) string { return fmt.Sprintf("shardId-%012d", i) }
+
+// TestKCL3TableCostsOneScanARefresh: on a KCL 3.5 table the leader lock,
+// Migration3.0 and the workers' metrics are items of the lease table, so
+// the view takes them from its scan: a steady refresh asks DynamoDB for
+// the Scan's pages and nothing else, within one taker's units a minute,
+// and still shows the leader and each worker's metrics.
+func TestKCL3TableCostsOneScanARefresh(t *testing.T) {
+	ctx := context.Background()
+	ddb := emulator.DynamoDB(t)
+	table := emulator.Name(t, "top3")
+	emulator.CreateKCL3LeaseTable(t, ddb, table)
+	clk := clocktest.New(time.Date(2026, 12, 6, 4, 0, 0, 0, time.UTC))
+	str := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+	num := func(v int64) types.AttributeValue { return &types.AttributeValueMemberN{Value: fmt.Sprint(v)} }
+	put := func(item map[string]types.AttributeValue) {
+		t.Helper()
+		if _, err := ddb.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: item}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(map[string]types.AttributeValue{"leaseKey": str("Migration3.0"), "cv": str("CLIENT_VERSION_3X"), "mb": str("w1"),
+		"mts": num(clk.Now().UnixMilli()), "entityType": str("CLIENT_VERSION_MIGRATION")})
+	put(map[string]types.AttributeValue{"leaseKey": str("Leader"), "ownerName": str("w1"), "leaseDuration": str("20000"),
+		"recordVersionNumber": str("v1"), "entityType": str("LEADER")})
+	metrics := func(version string) {
+		put(map[string]types.AttributeValue{"leaseKey": str("w1"), "entityType": str("WORKER_METRIC_STATS"), "lut": num(clk.Now().Unix()),
+			"sts": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{"C": &types.AttributeValueMemberL{Value: []types.AttributeValue{num(41)}}}}})
+		put(map[string]types.AttributeValue{"leaseKey": str("Leader"), "ownerName": str("w1"), "leaseDuration": str("20000"),
+			"recordVersionNumber": str(version), "entityType": str("LEADER")})
+	}
+	var leases []leasecore.Lease
+	for i := range 20 {
+		l := leasecore.Lease{LeaseKey: shardKey(i), LeaseOwner: "w1", LeaseCounter: 1, Checkpoint: leasecore.SequenceNumber{SequenceNumber: leasecore.TRIM_HORIZON}}
+		if _, err := leasecore.CreateLease(ctx, ddb, table, l); err != nil {
+			t.Fatal(err)
+		}
+		leases = append(leases, l)
+	}
+	s := NewSampler(APIs{DynamoDB: ddb}, Options{Table: table, Clock: clk, CloudWatchSkipped: "--no-cloudwatch"})
+	var snap *Snapshot
+	for i := range 3 {
+		if i > 0 {
+			clk.Advance(DefaultInterval)
+			for j := range leases { // a live worker renews, its leader heartbeats, its metrics report
+				next, err := leasecore.RenewLease(ctx, ddb, table, leases[j], "w1")
+				if err != nil {
+					t.Fatal(err)
+				}
+				leases[j] = next
+			}
+		}
+		metrics(fmt.Sprintf("v%d", i))
+		var err error
+		if snap, err = s.Refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	taker, err := leasecore.ScanTable(ctx, ddb, table, leasecore.ScanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := snap.Cost
+	t.Logf("a refresh: %d scan, %d pages, %d DynamoDB calls, %.1f RCU; %.1f RCU a minute against the taker's %.1f", c.Scans, c.Pages, c.TableCalls, c.ReadUnits, c.ReadUnitsPerMinute, TakerUnitsPerMinute(taker.ReadUnits))
+	if c.Scans != 1 || c.TableCalls != c.Pages {
+		t.Errorf("a steady refresh made %d DynamoDB calls for %d scan pages, want the scan alone", c.TableCalls, c.Pages)
+	}
+	if c.ReadUnitsPerMinute > TakerUnitsPerMinute(taker.ReadUnits)+1e-9 {
+		t.Errorf("%.1f RCU a minute, more than one taker's %.1f", c.ReadUnitsPerMinute, TakerUnitsPerMinute(taker.ReadUnits))
+	}
+	if snap.KCL3 == nil || snap.KCL3.Leader != "w1" || snap.KCL3.Layout != "lease table" {
+		t.Errorf("KCL 3.x %+v, want leader w1 in the lease table", snap.KCL3)
+	}
+	if len(snap.Workers) != 1 || !snap.Workers[0].Leader || snap.Workers[0].Metrics == nil {
+		t.Errorf("workers %+v, want w1, the leader, with its metrics", snap.Workers)
+	}
+	for _, f := range snap.Findings {
+		if f.Severity >= doctor.SeverityWarn {
+			t.Errorf("a healthy 3.x fleet shows %s: %s", f.ID, f.Summary)
+		}
+	}
+}
