@@ -2,10 +2,14 @@ package cmd
 
 import (
 	"fmt"
+	"io"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/kcltool/kcltool/cmd/cmdutil"
 )
 
 // tableCommands are the read commands that print a table, as the golden
@@ -81,6 +85,7 @@ func TestTablesFitTheTerminal(t *testing.T) {
 			out = behindCell.ReplaceAllStringFunc(out, func(m string) string { return "<t>" + strings.Repeat(" ", len(m)-len("<t>behind")) + "behind" })
 			fmt.Fprintf(&all, "## COLUMNS=%d\n%s", cols, out)
 		}
+		checkColumnNames(t, name, args)
 		// Every digit is 0 in the golden file: a shortened sequence number
 		// wrapped over two lines escapes normalize, and BEHIND varies.
 		golden(t, "tables/"+name+".txt", anyDigit.ReplaceAllString(normalize(all.String()), "0"))
@@ -93,12 +98,50 @@ func TestTablesFitTheTerminal(t *testing.T) {
 	if _, e, code := kcltoolEnv(t, nil, append(lag, "--state", "late")...); code != 2 || !strings.Contains(e, "invalid --state \"late\": use ") {
 		t.Errorf("--state late: exit %d %q", code, e)
 	}
-	if _, e, code := kcltoolEnv(t, nil, append(lag, "--sort-by", "age")...); code != 2 || !strings.Contains(e, "use shard, lease-owner, checkpoint") {
+	if _, e, code := kcltoolEnv(t, nil, append(lag, "--sort-by", "age")...); code != 2 || !strings.Contains(e, "use stream, shard, lease-owner, checkpoint") {
 		t.Errorf("--sort-by age: exit %d %q", code, e)
+	}
+	// A misspelt column stops doctor before it reads for its window.
+	if _, e, code := kcltoolEnv(t, nil, "doctor", "--app", s.table, "--stream", s.stream, "--no-cloudwatch", "--columns", "severity,sumary"); code != 2 ||
+		!strings.Contains(e, `invalid --columns "sumary": use severity, id, summary`) || strings.Contains(e, "reading lease table") {
+		t.Errorf("doctor --columns sumary: exit %d %q", code, e)
 	}
 	// A pipe without COLUMNS gets whole sequence numbers.
 	out, _, _ := kcltoolEnv(t, []string{"COLUMNS="}, "lag", "--app", s.table, "--stream", s.stream)
 	if !longDigits.MatchString(out) {
 		t.Errorf("lag to a pipe shortened its sequence numbers:\n%s", out)
+	}
+}
+
+// checkColumnNames: every column the command prints with -o wide is one
+// of the names its --columns and --sort-by accept before any read
+// (cmdutil.AddTableFlags, which completion offers too), so the early check
+// never refuses a column the table has.
+func checkColumnNames(t *testing.T, name string, args []string) {
+	t.Helper()
+	out, errOut, code := kcltoolEnv(t, []string{"COLUMNS=1000"}, append(append([]string{}, args...), "-o", "wide")...)
+	if code != 0 && !(args[0] == "doctor" && code == 3) {
+		t.Fatalf("%s -o wide: exit %d: %s", name, code, errOut)
+	}
+	root := NewRootCmd(cmdutil.NewFactory(&cmdutil.IOStreams{Out: io.Discard, ErrOut: io.Discard}, func(string) string { return "" }))
+	c, _, err := root.Find(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := c.Flags().Lookup("columns").Annotations[cmdutil.ColumnsAnnotation]
+	header := ""
+	for _, l := range strings.Split(out, "\n") {
+		if l != "" && l == strings.ToUpper(l) && strings.Contains(l, "  ") {
+			header = l
+			break
+		}
+	}
+	if header == "" {
+		t.Fatalf("%s -o wide: no header line:\n%s", name, out)
+	}
+	for _, h := range regexp.MustCompile(`\s{2,}`).Split(strings.TrimSpace(header), -1) {
+		if !slices.Contains(known, strings.ToLower(h)) {
+			t.Errorf("%s -o wide prints column %q, which --columns would refuse (known: %v)", name, h, known)
+		}
 	}
 }

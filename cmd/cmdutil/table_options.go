@@ -42,6 +42,37 @@ func AddTableFlags(cmd *cobra.Command, io *IOStreams, columns ...string) {
 	for _, name := range []string{"sort-by", "columns"} {
 		_ = fl.SetAnnotation(name, ColumnsAnnotation, names)
 	}
+	// A misspelt column is a usage error before any read: doctor would
+	// otherwise watch the table for its whole window first.
+	prev := cmd.PreRunE
+	cmd.PreRunE = func(c *cobra.Command, args []string) error {
+		if prev != nil {
+			if err := prev(c, args); err != nil {
+				return err
+			}
+		}
+		return io.Table.checkNames(c, columns)
+	}
+}
+
+// checkNames checks --sort-by and --columns against the table's column
+// names when the output is a table (table or wide). csv names its own
+// header (leaseOwner for LEASE-OWNER), checked when it is printed.
+func (o TableOptions) checkNames(c *cobra.Command, columns []string) error {
+	if format, err := c.Flags().GetString("output"); err == nil && format != FormatTable && format != FormatWide {
+		return nil
+	}
+	if o.SortBy != "" {
+		if _, err := columnIndex("sort-by", o.SortBy, columns); err != nil {
+			return err
+		}
+	}
+	for _, name := range o.Columns {
+		if _, err := columnIndex("columns", strings.TrimSpace(name), columns); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // columnKey is how a name given to --columns or --sort-by matches a header:
