@@ -2,6 +2,7 @@ package top
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -141,9 +142,33 @@ func (m *model) View() string {
 	if !m.styled {
 		return out
 	}
-	// Only the title is styled: the rest must read the same in a pipe.
+	// The title and the severities are styled; the words are those of a
+	// pipe's frame, so nothing depends on colour.
 	first, rest, _ := cutLine(out)
-	return titleStyle.Render(first) + rest
+	return titleStyle.Render(first) + colourSeverities(rest, func(s string) string { return criticalStyle.Render(s) }, func(s string) string { return warnStyle.Render(s) })
+}
+
+var (
+	criticalStyle = lipgloss.NewStyle().Bold(true).Foreground(lipgloss.Color("1"))
+	warnStyle     = lipgloss.NewStyle().Foreground(lipgloss.Color("3"))
+)
+
+// colourSeverities paints the severity that starts a findings line and
+// the one in a shard's FINDINGS cell ("stuck-shard(critical)"). It runs
+// on the fitted frame, so the escapes do not count toward any width.
+func colourSeverities(s string, critical, warn func(string) string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "critical "):
+			l = critical("critical") + l[len("critical"):]
+		case strings.HasPrefix(l, "warn "):
+			l = warn("warn") + l[len("warn"):]
+		}
+		l = strings.ReplaceAll(l, "(critical)", "("+critical("critical")+")")
+		lines[i] = strings.ReplaceAll(l, "(warn)", "("+warn("warn")+")")
+	}
+	return strings.Join(lines, "\n")
 }
 
 func cutLine(s string) (first, rest string, ok bool) {

@@ -240,3 +240,19 @@ func TestTopFindingsBlock(t *testing.T) {
 		}
 	}
 }
+
+// TestTopColoursSeverities: on a terminal the severities of the findings
+// lines and cells are painted; the words stay those of the plain frame.
+func TestTopColoursSeverities(t *testing.T) {
+	t.Parallel()
+	plain := frame{app: "orders", snap: fixedSnapshot(), width: 100, height: 30}.render()
+	got := colourSeverities(plain, func(s string) string { return "<R>" + s + "</R>" }, func(s string) string { return "<Y>" + s + "</Y>" })
+	for _, want := range []string{"\n<R>critical</R> stuck-shard: ", "\n<Y>warn</Y>     shard-lag: ", "stuck-shard(<R>critical</R>)", "shard-lag(<Y>warn</Y>)"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no %q in\n%s", want, got)
+		}
+	}
+	if strings.NewReplacer("<R>", "", "</R>", "", "<Y>", "", "</Y>", "").Replace(got) != plain {
+		t.Error("colouring changed the words")
+	}
+}
