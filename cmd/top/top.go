@@ -54,7 +54,8 @@ at most once a minute; --no-cloudwatch leaves it out.
 Each refresh is one full Scan of the lease table, one ListShards per stream,
 one probe per open shard and one counting read per shard whose checkpoint
 moved; doctor adds a DescribeStreamSummary and a ListStreamConsumers per
-stream, and reads KCL 3.0-3.4's side tables, never the lease table. At the
+stream once a minute, and reads KCL 3.0-3.4's side tables, never the lease
+table. At the
 default interval (20s) that costs the table no more read units than one KCL
 2.x worker's lease taker does: one full Scan every 20 s.
 

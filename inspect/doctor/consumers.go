@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -93,12 +94,22 @@ func (c consumerLister) ListStreamConsumers(ctx context.Context, in *kinesis.Lis
 // readConsumers lists the consumers of every stream the table consumes:
 // one DescribeStreamSummary (for the stream's ARN, shared with the
 // iterator-age series) and one ListStreamConsumers each. A failure skips
-// these checks, said so.
+// these checks, said so. A watch (and top) lists them at most once a
+// minute, as it reads CloudWatch: both calls are control-plane calls with
+// low limits (ListStreamConsumers: 5 a second per stream), which a view
+// refreshing every few seconds should not spend.
 func (g *diagnosis) readConsumers(ctx context.Context) {
 	ms, ok := g.d.kin.(meteredStream)
 	if !ok {
 		return // no Kinesis: the stream checks are skipped already, and said so
 	}
+	d, now := g.d, g.d.clock.Now()
+	if c := d.consumersRead; d.watching && c != nil && now.Sub(c.at) < time.Minute {
+		g.consumers = c.listings
+		g.skipped = append(g.skipped, c.skipped...)
+		return
+	}
+	skippedBefore := len(g.skipped)
 	api := consumerLister{g: g, list: ms}
 	for _, stream := range g.streamNames() {
 		l, err := fanout.ListStreamConsumers(ctx, api, stream, fanout.ListOptions{})
@@ -108,6 +119,16 @@ func (g *diagnosis) readConsumers(ctx context.Context) {
 		}
 		g.consumers = append(g.consumers, l)
 	}
+	if d.watching {
+		d.consumersRead = &consumersRead{at: now, listings: g.consumers, skipped: slices.Clone(g.skipped[skippedBefore:])}
+	}
+}
+
+// consumersRead is a watch's last listing of the consumers.
+type consumersRead struct {
+	at       time.Time
+	listings []*fanout.ConsumerListing
+	skipped  []string
 }
 
 func consumerReadError(err error) string {

@@ -183,6 +183,9 @@ type Doctor struct {
 	cwAt      time.Time
 	cw        *metricSet
 	cwFailed  string
+	// consumersRead is the last listing of the streams' consumers, kept a
+	// minute by a watch (consumers.go).
+	consumersRead *consumersRead
 }
 
 // New checks the options and describes the lease table: a missing

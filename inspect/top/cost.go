@@ -33,23 +33,30 @@ type Cost struct {
 	// and the KCL 3.x coordination reads (GetItem).
 	TableCalls int
 	// KinesisCalls counts ListShards, GetShardIterator and GetRecords, and
-	// doctor's DescribeStreamSummary and ListStreamConsumers.
+	// doctor's DescribeStreamSummary and ListStreamConsumers (at most once a
+	// minute).
 	KinesisCalls int
 	// CloudWatchCalls are doctor's GetMetricData requests this refresh; it
 	// reads CloudWatch at most once a minute.
 	CloudWatchCalls int
 	// Per minute at the interval, for the steady state.
 	ReadUnitsPerMinute, KinesisCallsPerMinute, CloudWatchCallsPerMinute float64
+	// minutelyKinesis are the calls of KinesisCalls doctor makes at most
+	// once a minute (a stream summary, the consumers' listing).
+	minutelyKinesis int
 }
 
-// perMinute scales a refresh's cost to a minute of refreshes.
-func (c *Cost) perMinute(interval time.Duration) {
+// perMinute scales a refresh's cost to a minute of refreshes; doctor's
+// calls made at most once a minute, kinesis and cloudWatch of them the
+// last time, count once a minute.
+func (c *Cost) perMinute(interval time.Duration, kinesis, cloudWatch int) {
 	if interval <= 0 {
 		return
 	}
 	k := float64(time.Minute) / float64(interval)
 	c.ReadUnitsPerMinute = c.ReadUnits * k
-	c.KinesisCallsPerMinute = float64(c.KinesisCalls) * k
+	c.KinesisCallsPerMinute = float64(c.KinesisCalls-c.minutelyKinesis)*k + onceAMinute(kinesis, interval)
+	c.CloudWatchCallsPerMinute = onceAMinute(cloudWatch, interval)
 }
 
 // TakerUnitsPerMinute is what one KCL 2.x worker's taker costs the table
@@ -130,19 +137,26 @@ func (s *Sampler) addDoctorCost(c *Cost, rc doctor.ReadCost) {
 	c.TableCalls += rc.Pages + rc.Coordination + rc.DescribeTable + rc.LegacyScans
 	c.ReadUnits += rc.ReadCapacityUnits
 	// Every probe is a GetShardIterator and a GetRecords.
-	c.KinesisCalls += rc.ListShards + rc.DescribeStream + rc.ListStreamConsumers + 2*rc.GetRecords
+	c.KinesisCalls += rc.ListShards + 2*rc.GetRecords
 	c.CloudWatchCalls = rc.GetMetricData
+	// Doctor lists the consumers and reads CloudWatch (with a stream
+	// summary each) at most once a minute: the last time it did is what a
+	// minute costs.
+	if minutely := rc.DescribeStream + rc.ListStreamConsumers; minutely > 0 {
+		c.KinesisCalls += minutely
+		c.minutelyKinesis = minutely
+		s.kinPerRead = minutely
+	}
 	if rc.GetMetricData > 0 {
 		s.cwPerRead = rc.GetMetricData
 	}
 }
 
-// cloudWatchPerMinute: doctor reads CloudWatch at most once a minute (its
-// metrics' resolution), so at intervals under a minute a minute costs one
-// read's requests, and at longer ones a read per refresh.
-func cloudWatchPerMinute(perRead int, interval time.Duration) float64 {
+// onceAMinute is what calls made at most once a minute, n each time, cost
+// a minute at the interval: n under a minute, n per refresh over it.
+func onceAMinute(n int, interval time.Duration) float64 {
 	if interval <= 0 {
 		return 0
 	}
-	return float64(perRead) * min(1, float64(time.Minute)/float64(interval))
+	return float64(n) * min(1, float64(time.Minute)/float64(interval))
 }

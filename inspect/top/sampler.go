@@ -105,9 +105,9 @@ type Sampler struct {
 	doc       *doctor.Follower
 	segments  int
 	refreshes int
-	// cwPerRead is the CloudWatch requests of doctor's last CloudWatch
-	// read, which it makes at most once a minute.
-	cwPerRead int
+	// kinPerRead and cwPerRead are the Kinesis and CloudWatch requests of
+	// doctor's reads made at most once a minute, the last time it made them.
+	kinPerRead, cwPerRead int
 
 	prevAt  time.Time
 	prev    map[string]leasecore.Lease
@@ -194,8 +194,7 @@ func (s *Sampler) Refresh(ctx context.Context) (*Snapshot, error) {
 	tableCalls, kinCalls := s.count.take()
 	snap.Cost.TableCalls += tableCalls
 	snap.Cost.KinesisCalls += kinCalls
-	snap.Cost.perMinute(s.opt.Interval)
-	snap.Cost.CloudWatchCallsPerMinute = cloudWatchPerMinute(s.cwPerRead, s.opt.Interval)
+	snap.Cost.perMinute(s.opt.Interval, s.kinPerRead, s.cwPerRead)
 	return snap, nil
 }
 

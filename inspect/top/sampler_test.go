@@ -111,10 +111,15 @@ func TestSamplerFollowsAShard(t *testing.T) {
 	if w := second.Workers; len(w) != 1 || w[0].ID != "w1" || w[0].Share != 1 || w[0].RecordsPerSec == nil || *w[0].RecordsPerSec != 0.25 {
 		t.Errorf("workers %+v, want w1 with every lease at 0.25 records/s", w)
 	}
-	// ListShards, the probe's two calls, the count's two, and doctor's
-	// DescribeStreamSummary and ListStreamConsumers (its consumer checks).
-	if second.Cost.KinesisCalls != 7 {
-		t.Errorf("%d Kinesis calls, want 7", second.Cost.KinesisCalls)
+	// ListShards, the probe's two calls and the count's two; doctor's
+	// DescribeStreamSummary and ListStreamConsumers (its consumer checks)
+	// were made by the first refresh and count once a minute.
+	if c := second.Cost; c.KinesisCalls != 5 || c.KinesisCallsPerMinute != 5*3+2 {
+		t.Errorf("%d Kinesis calls, %.0f a minute; want 5, and 17 a minute", c.KinesisCalls, c.KinesisCallsPerMinute)
+	}
+	// The first: ListShards, the probe, and doctor's two (no count yet).
+	if c := first.Cost; c.KinesisCalls != 5 || c.KinesisCallsPerMinute != 3*3+2 {
+		t.Errorf("first refresh: %d Kinesis calls, %.0f a minute; want 5, and 11 a minute", c.KinesisCalls, c.KinesisCallsPerMinute)
 	}
 	if ids := findingIDs(sh); len(ids) != 0 {
 		t.Errorf("findings %v on a moving shard", ids)
