@@ -116,7 +116,9 @@ func createCoordinatorState(t *testing.T, s e2eStack, _ string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waiter := dynamodb.NewTableExistsWaiter(s.ddb)
+	// Polled as emulator.CreateLeaseTable does: the SDK's default waits
+	// 20 s before its second look, and the table is ACTIVE after 20 ms.
+	waiter := dynamodb.NewTableExistsWaiter(s.ddb, fastTableWaiter)
 	if err := waiter.Wait(context.Background(), &dynamodb.DescribeTableInput{TableName: aws.String(s.app + "-CoordinatorState")}, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
