@@ -145,6 +145,7 @@ func createCoordinatorStateCV3X(t *testing.T, s e2eStack, table string) {
 // application name when --table names the lease table differently: the
 // worker starts following the leader, says so, and takes nothing itself.
 func TestRunStartsKCL3FromCompanionUnderAppName(t *testing.T) {
+	t.Parallel() // its own stream, tables and leader, no process-wide state; mostly waiting on lease and leader timings
 	s := newE2EStack(t, 1)
 	createCoordinatorStateCV3X(t, s, "")
 	w := startWorker(t, "A", nil, runArgs(s, "A", "--table", s.app+"-leases", "--exec", "cat >/dev/null")...)
