@@ -64,7 +64,8 @@ install-servers: ## install the pinned local DynamoDB and Kinesis servers (npm c
 
 # -p 4: the end-to-end packages mostly wait (timers, the local servers), about
 # half a core each, so four at a time on two cores finish sooner than two;
-# -timeout 30m: cmd alone runs about 10 minutes, go test's default limit.
+# -timeout 30m: cmd alone ran about 10 minutes, go test's default limit
+# (4 to 5 minutes by itself now); kept as a margin.
 test: install-servers vet fmt-check completions-check docs-check ## vet, gofmt, completions and docs checks, race tests, short fuzz
 	go test -race -count=1 -timeout 30m -p 4 ./...
 	go test -run=NONE -fuzz=FuzzDecodeLease -fuzztime=$(FUZZTIME) ./leasecore

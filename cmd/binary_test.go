@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -66,6 +67,7 @@ type cleanupAfter struct{ m *testing.M }
 
 func (c cleanupAfter) Run() int {
 	moreParallel()
+	noRaceExitSleep()
 	checkCalls := startCallRecording()
 	code := c.m.Run()
 	if err := checkCalls(); err != nil {
@@ -80,6 +82,20 @@ func (c cleanupAfter) Run() int {
 	}
 	emulator.StopAll()
 	return code
+}
+
+// noRaceExitSleep: under -race, a program sleeps a second before it exits
+// (the race runtime's atexit_sleep_ms, 1000 by default), and the tests run
+// this test binary as kcltool several hundred times (testscript.Main's
+// kcltool, found in PATH). The variable reaches those processes only: this
+// one read GORACE when it started. Every race that happens while the
+// command runs is still reported, at once, and still makes it exit 66; only
+// the extra second in which goroutines still running after main returned
+// could race on is gone, a second the real binary never has: it exits as
+// soon as main returns. A GORACE given to go test keeps its own options,
+// atexit_sleep_ms too (the later setting wins).
+func noRaceExitSleep() {
+	os.Setenv("GORACE", strings.TrimSpace("atexit_sleep_ms=0 "+os.Getenv("GORACE")))
 }
 
 // moreParallel runs four of cmd's parallel tests at a time, unless

@@ -121,6 +121,17 @@ func seedDocBucket(t *testing.T, backup string) {
 	}
 }
 
+// The SDK's waiters wait 10 s (streams) and 20 s (tables) before a second
+// look, and the local servers create them in 20 ms: a table still CREATING
+// at the first look cost 20 s. Polled as emulator.CreateLeaseTable does.
+func fastStreamWaiter(o *kinesis.StreamExistsWaiterOptions) {
+	o.MinDelay, o.MaxDelay = 20*time.Millisecond, 200*time.Millisecond
+}
+
+func fastTableWaiter(o *dynamodb.TableExistsWaiterOptions) {
+	o.MinDelay, o.MaxDelay = 20*time.Millisecond, 200*time.Millisecond
+}
+
 func seedDocAWS(ddb *dynamodb.Client, kin *kinesis.Client) error {
 	ctx := context.Background()
 	for name, shards := range docStreams {
@@ -131,7 +142,7 @@ func seedDocAWS(ddb *dynamodb.Client, kin *kinesis.Client) error {
 		}
 	}
 	for name := range docStreams {
-		if err := kinesis.NewStreamExistsWaiter(kin).Wait(ctx, &kinesis.DescribeStreamInput{StreamName: aws.String(name)}, 30*time.Second); err != nil {
+		if err := kinesis.NewStreamExistsWaiter(kin, fastStreamWaiter).Wait(ctx, &kinesis.DescribeStreamInput{StreamName: aws.String(name)}, 30*time.Second); err != nil {
 			return fmt.Errorf("wait for stream %s: %w", name, err)
 		}
 	}
@@ -153,7 +164,7 @@ func seedDocAWS(ddb *dynamodb.Client, kin *kinesis.Client) error {
 		if err != nil && !errors.As(err, &inUse) {
 			return fmt.Errorf("create table %s: %w", table, err)
 		}
-		if err := dynamodb.NewTableExistsWaiter(ddb).Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)}, 30*time.Second); err != nil {
+		if err := dynamodb.NewTableExistsWaiter(ddb, fastTableWaiter).Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)}, 30*time.Second); err != nil {
 			return fmt.Errorf("wait for table %s: %w", table, err)
 		}
 		for i := range docStreams[stream] {

@@ -116,7 +116,9 @@ func createCoordinatorState(t *testing.T, s e2eStack, _ string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waiter := dynamodb.NewTableExistsWaiter(s.ddb)
+	// Polled as emulator.CreateLeaseTable does: the SDK's default waits
+	// 20 s before its second look, and the table is ACTIVE after 20 ms.
+	waiter := dynamodb.NewTableExistsWaiter(s.ddb, fastTableWaiter)
 	if err := waiter.Wait(context.Background(), &dynamodb.DescribeTableInput{TableName: aws.String(s.app + "-CoordinatorState")}, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -143,6 +145,7 @@ func createCoordinatorStateCV3X(t *testing.T, s e2eStack, table string) {
 // application name when --table names the lease table differently: the
 // worker starts following the leader, says so, and takes nothing itself.
 func TestRunStartsKCL3FromCompanionUnderAppName(t *testing.T) {
+	t.Parallel() // its own stream, tables and leader, no process-wide state; mostly waiting on lease and leader timings
 	s := newE2EStack(t, 1)
 	createCoordinatorStateCV3X(t, s, "")
 	w := startWorker(t, "A", nil, runArgs(s, "A", "--table", s.app+"-leases", "--exec", "cat >/dev/null")...)

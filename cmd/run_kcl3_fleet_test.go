@@ -130,6 +130,7 @@ func checkpointWatch(t *testing.T, f *kcl3fleet.Fleet) (stop func() []string) {
 // handled at least once, none twice but B's batches in flight, and no
 // lease's checkpoint ever goes back.
 func TestRunKCL3KillWorker(t *testing.T) {
+	t.Parallel() // its own stream, tables and leader, no process-wide state; mostly waiting on lease and leader timings
 	s := newE2EStack(t, 4)
 	f := kcl3App(t, s, kcl3fleet.NewApp)
 	out := filepath.Join(t.TempDir(), "handled.jsonl")
@@ -268,6 +269,7 @@ func handoffProcessor(t *testing.T) []string {
 // from that checkpoint. Across the handoff every record is handled exactly
 // once: A's records end at the checkpoint, B's begin after it.
 func TestRunKCL3MultiLangHandoff(t *testing.T) {
+	t.Parallel() // its own stream, tables and leader, no process-wide state; mostly waiting on lease and leader timings
 	processor := handoffProcessor(t)
 	s := newE2EStack(t, 1)
 	f := kcl3App(t, s, kcl3fleet.SideTables)
@@ -375,6 +377,7 @@ func readLines(t *testing.T, path string) []string {
 // next round. Its calls are judged against `kcltool iam-policy run` with
 // the other end-to-end tests.
 func TestRunKCL3PendingLayout(t *testing.T) {
+	t.Parallel() // its own stream, tables and leader, no process-wide state; mostly waiting on lease and leader timings
 	s := newE2EStack(t, 2)
 	f := kcl3App(t, s, kcl3fleet.Pending)
 	runLeader(t, f.NewLeader(kcl3Timings))

@@ -33,6 +33,7 @@ func leaderOwner(t *testing.T, f *kcl3fleet.Fleet) string {
 // leader-lease + 2 × assignment interval + failover (14 s); the test
 // waits generously and asserts none.
 func TestRunKCL3LeaderKilled(t *testing.T) {
+	t.Parallel() // its own stream, tables and leader, no process-wide state; mostly waiting on lease and leader timings
 	s := newE2EStack(t, 4)
 	f := kcl3App(t, s, kcl3fleet.NewApp)
 	out := filepath.Join(t.TempDir(), "handled.jsonl")
