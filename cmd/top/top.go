@@ -40,11 +40,11 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 
 Per shard: its state, owner, records per second, how far behind its
 checkpoint is with a sparkline of the last refreshes, the time since its
-checkpoint last moved, and the doctor findings on it. Above the shards, the
-findings about the fleet or a worker. Per worker: its share of the leases and
-its throughput, as bars; on a KCL 3.x table the leader and each worker's
-metrics. The last lines say what a refresh cost in read units, Kinesis and
-CloudWatch calls, and what that is a minute.
+checkpoint last moved, and the doctor findings on it. Above the shards, every
+warning and critical finding, about shards, workers or the table. Per worker:
+its share of the leases and its throughput, as bars; on a KCL 3.x table the
+leader and each worker's metrics. The last lines say what a refresh cost in
+read units, Kinesis and CloudWatch calls, and what that is a minute.
 
 The findings are doctor's, every check of kcltool doctor run over top's own
 reads of the last --window (1m): findings that compare reads (dead workers,
