@@ -83,7 +83,15 @@ func TestNoTwoHoldersCheckpoint(t *testing.T) {
 	b, pb := start("b")
 	time.Sleep(600 * time.Millisecond)
 	c, pc := start("c")
+	// The steals are what the scenario is about: on a loaded machine (CI
+	// runs packages side by side) b and c balance later than on an idle
+	// one, and crashing b at a fixed 1.5 s once left 3 steals. Wait for
+	// them, up to 15 s.
 	time.Sleep(1500 * time.Millisecond)
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline) &&
+		(b.c.Stats().Stolen+c.c.Stats().Stolen < 4 || pb.ok.Load() == 0 || pc.ok.Load() == 0); {
+		time.Sleep(100 * time.Millisecond)
+	}
 	pb.halt()
 	b.crash()
 	time.Sleep(fastConfig.FailoverTime + 2*fastConfig.TakerInterval)
