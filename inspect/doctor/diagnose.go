@@ -15,6 +15,9 @@ import (
 type diagnosis struct {
 	facts
 	d *Doctor
+	// given is the stream join a Follower's caller made of the last read
+	// (follow.go); nil when doctor probes the stream itself.
+	given *inspect.Lag
 	// summaries are the streams' descriptions by name (consumers.go), asked
 	// once per report.
 	summaries map[string]*kinesis.DescribeStreamSummaryOutput
@@ -26,7 +29,13 @@ func (g *diagnosis) skip(check, why string) { g.skipped = append(g.skipped, chec
 // (the reads that need the stream and CloudWatch, then the facts derived
 // from them), then every check of the table over those facts.
 func (d *Doctor) diagnose(ctx context.Context, samples []sample) (*Report, error) {
-	fc, err := d.gather(ctx, samples)
+	return d.diagnoseWith(ctx, samples, nil)
+}
+
+// diagnoseWith is diagnose with the last read's stream join made already
+// (given; nil: doctor probes the stream itself).
+func (d *Doctor) diagnoseWith(ctx context.Context, samples []sample, given *inspect.Lag) (*Report, error) {
+	fc, err := d.gather(ctx, samples, given)
 	if err != nil {
 		return nil, err
 	}
@@ -61,8 +70,8 @@ func coordinationOf(fc *facts) *inspect.KCL3 {
 
 // gather reads what the checks need beyond the window's reads and returns
 // the facts, complete: nothing changes them afterwards.
-func (d *Doctor) gather(ctx context.Context, samples []sample) (*facts, error) {
-	g := &diagnosis{d: d}
+func (d *Doctor) gather(ctx context.Context, samples []sample, given *inspect.Lag) (*facts, error) {
+	g := &diagnosis{d: d, given: given}
 	g.opt, g.desc = d.opt, d.desc
 	g.view, g.last = newFleetView(samples, d.opt.FailoverTime), samples[len(samples)-1]
 	var before map[string]leasecore.Lease

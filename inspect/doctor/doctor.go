@@ -174,10 +174,8 @@ type Doctor struct {
 	// minute (its resolution), so that a live view costs about what one run
 	// per window would.
 	watching bool
-	// following: a Follower feeds the reads (follow.go), and given is the
-	// stream join it made of the last one.
+	// following: a Follower feeds the reads (follow.go).
 	following bool
-	given     *inspect.Lag
 	lagAt     time.Time
 	lag       *inspect.Lag
 	cwAt      time.Time

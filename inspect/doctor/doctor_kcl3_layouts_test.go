@@ -139,17 +139,22 @@ func TestDoctorKCL3Pending(t *testing.T) {
 	}
 }
 
+// kcl35DeadLeader writes a KCL 3.5 fleet's Migration3.0 (cv 3X, by w1) and
+// a leader lock held by w1 whose version no test moves: leaseDuration 20s.
+func (r *rig) kcl35DeadLeader() {
+	r.putItem(map[string]ddbtypes.AttributeValue{"leaseKey": s("Migration3.0"), "cv": s("CLIENT_VERSION_3X"),
+		"mb": s("w1"), "mts": n(r.clock.Now().UnixMilli()), "entityType": s("CLIENT_VERSION_MIGRATION")})
+	r.putItem(map[string]ddbtypes.AttributeValue{"leaseKey": s("Leader"), "ownerName": s("w1"),
+		"leaseDuration": s("20000"), "recordVersionNumber": s("3f1c2a9e"), "entityType": s("LEADER")})
+}
+
 // TestDoctorKCL3Issue1803: a 3.5 single-table fleet whose leader died
 // holding the lock: the version does not move for longer than the lock's
 // leaseDuration. No KCL worker takes such a lock (KCL issue #1803), so it
 // is critical, and the fix is the conditional delete of the Leader item.
 func TestDoctorKCL3Issue1803(t *testing.T) {
 	r := newKCL3Rig(t, 10*time.Second, 30*time.Second)
-	start := r.clock.Now()
-	r.putItem(map[string]ddbtypes.AttributeValue{"leaseKey": s("Migration3.0"), "cv": s("CLIENT_VERSION_3X"),
-		"mb": s("w1"), "mts": n(start.UnixMilli()), "entityType": s("CLIENT_VERSION_MIGRATION")})
-	r.putItem(map[string]ddbtypes.AttributeValue{"leaseKey": s("Leader"), "ownerName": s("w1"),
-		"leaseDuration": s("20000"), "recordVersionNumber": s("3f1c2a9e"), "entityType": s("LEADER")})
+	r.kcl35DeadLeader()
 	r.create(leasecore.Lease{LeaseKey: shard(0), LeaseOwner: "w2", LeaseCounter: 3})
 	rep := r.run(func(i int) {
 		r.tableMetrics("w2", r.clock.Now(), true)

@@ -62,29 +62,20 @@ func (f *Follower) Observe(ctx context.Context, at time.Time, scan leasecore.Sca
 	for len(f.samples) > 2 && !f.samples[1].at.After(start) {
 		f.samples = f.samples[1:]
 	}
-	d.given = nil
+	var given *inspect.Lag
 	if lag != nil {
 		// doctor probes a few rows further (stream.go); the caller's rows
 		// stay as it read them.
 		cp := *lag
 		cp.Rows = slices.Clone(lag.Rows)
-		d.given = &cp
+		given = &cp
 	}
-	rep, err := d.diagnose(ctx, f.samples)
+	rep, err := d.diagnoseWith(ctx, f.samples, given)
 	if err != nil {
 		return nil, err
 	}
 	rep.Partial = f.samples[len(f.samples)-1].at.Sub(f.samples[0].at) < d.opt.Window
 	return rep, nil
-}
-
-// followMetrics is readKCL3's source of the worker metrics when following:
-// those in the lease table come with the caller's scan (a second, filtered
-// Scan would cost the table as much again at every refresh); the side
-// table, while the KCL reads it, is read at each report, since a cached
-// item would look older than it is.
-func (d *Doctor) followMetrics(ctx context.Context, st coordination.State, last sample) ([]coordination.WorkerMetrics, error) {
-	return coordination.WorkerMetricsFromScan(ctx, d.coordAPI, d.coordTables(), st, last.nonLeases)
 }
 
 // fromScan answers the coordination readers' GetItem on the lease table

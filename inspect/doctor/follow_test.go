@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"github.com/kcltool/kcltool/leasecore"
 )
 
@@ -48,11 +46,7 @@ func (r *rig) follow(reads int, step time.Duration, before func(i int)) []*Repor
 // in that scan, so a steady read asks DynamoDB for nothing more.
 func TestFollowerJudgesTheViewsReads(t *testing.T) {
 	r := newKCL3Rig(t, 10*time.Second, time.Minute)
-	start := r.clock.Now()
-	r.putItem(map[string]ddbtypes.AttributeValue{"leaseKey": s("Migration3.0"), "cv": s("CLIENT_VERSION_3X"),
-		"mb": s("w1"), "mts": n(start.UnixMilli()), "entityType": s("CLIENT_VERSION_MIGRATION")})
-	r.putItem(map[string]ddbtypes.AttributeValue{"leaseKey": s("Leader"), "ownerName": s("w1"),
-		"leaseDuration": s("20000"), "recordVersionNumber": s("3f1c2a9e"), "entityType": s("LEADER")})
+	r.kcl35DeadLeader()
 	r.create(leasecore.Lease{LeaseKey: shard(0), LeaseOwner: "w1", LeaseCounter: 3})
 	r.create(leasecore.Lease{LeaseKey: shard(1), LeaseOwner: "w2", LeaseCounter: 3})
 	reps := r.follow(5, 20*time.Second, func(i int) {

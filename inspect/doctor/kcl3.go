@@ -118,7 +118,11 @@ func (d *Doctor) readKCL3(ctx context.Context, samples []sample) (kcl3State, err
 		}
 	}
 	if d.following {
-		st.metrics, err = d.followMetrics(ctx, read, last)
+		// The lease table's metrics items come with the caller's scan: a
+		// second, filtered Scan would cost the table as much again at every
+		// refresh. The side table, while the KCL reads it, is read at each
+		// report, since a cached item would look older than it is.
+		st.metrics, err = coordination.WorkerMetricsFromScan(ctx, d.coordAPI, d.coordTables(), read, last.nonLeases)
 	} else {
 		st.metrics, err = coordination.ListWorkerMetrics(ctx, d.coordAPI, d.coordTables(), read)
 	}

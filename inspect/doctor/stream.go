@@ -18,11 +18,11 @@ func (g *diagnosis) probeStream(ctx context.Context) error {
 		return nil
 	}
 	now := g.d.clock.Now()
-	if g.d.given == nil && g.d.watching && g.d.lag != nil && now.Sub(g.d.lagAt) < g.opt.Window {
+	if g.given == nil && g.d.watching && g.d.lag != nil && now.Sub(g.d.lagAt) < g.opt.Window {
 		g.lag = g.d.lag
 		return nil
 	}
-	lag, err := g.d.given, error(nil)
+	lag, err := g.given, error(nil)
 	if lag == nil {
 		scan := leasecore.ScanResult{Leases: g.last.leases}
 		// A shard whose probe fails is kept, not fatal: that failure is what
@@ -65,7 +65,7 @@ func (g *diagnosis) probeStream(ctx context.Context) error {
 	if err := errors.Join(extra...); err != nil {
 		return err
 	}
-	if g.d.given == nil {
+	if g.given == nil {
 		g.d.lag, g.d.lagAt = lag, now
 	}
 	return nil

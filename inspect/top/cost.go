@@ -36,9 +36,6 @@ type Cost struct {
 	// doctor's DescribeStreamSummary and ListStreamConsumers (at most once a
 	// minute).
 	KinesisCalls int
-	// CloudWatchCalls are doctor's GetMetricData requests this refresh; it
-	// reads CloudWatch at most once a minute.
-	CloudWatchCalls int
 	// Per minute at the interval, for the steady state.
 	ReadUnitsPerMinute, KinesisCallsPerMinute, CloudWatchCallsPerMinute float64
 	// minutelyKinesis are the calls of KinesisCalls doctor makes at most
@@ -138,7 +135,6 @@ func (s *Sampler) addDoctorCost(c *Cost, rc doctor.ReadCost) {
 	c.ReadUnits += rc.ReadCapacityUnits
 	// Every probe is a GetShardIterator and a GetRecords.
 	c.KinesisCalls += rc.ListShards + 2*rc.GetRecords
-	c.CloudWatchCalls = rc.GetMetricData
 	// Doctor lists the consumers and reads CloudWatch (with a stream
 	// summary each) at most once a minute: the last time it did is what a
 	// minute costs.

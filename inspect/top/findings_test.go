@@ -7,13 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"github.com/kcltool/kcltool/inspect/doctor"
 	"github.com/kcltool/kcltool/internal/testenv/clocktest"
 	"github.com/kcltool/kcltool/internal/testenv/emulator"
+	"github.com/kcltool/kcltool/internal/testenv/kcl3fleet"
 	"github.com/kcltool/kcltool/leasecore"
 )
 
@@ -72,30 +69,28 @@ func shardKey(i int) string { return fmt.Sprintf("shardId-%012d", i) }
 // Migration3.0 and the workers' metrics are items of the lease table, so
 // the view takes them from its scan: a steady refresh asks DynamoDB for
 // the Scan's pages and nothing else, within one taker's units a minute,
-// and still shows the leader and each worker's metrics.
+// and still shows the leader and each worker's metrics. The items are
+// written as the KCL writes them (kcl3fleet).
 func TestKCL3TableCostsOneScanARefresh(t *testing.T) {
 	ctx := context.Background()
 	ddb := emulator.DynamoDB(t)
-	table := emulator.Name(t, "top3")
-	emulator.CreateKCL3LeaseTable(t, ddb, table)
 	clk := clocktest.New(time.Date(2026, 12, 6, 4, 0, 0, 0, time.UTC))
-	str := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
-	num := func(v int64) types.AttributeValue { return &types.AttributeValueMemberN{Value: fmt.Sprint(v)} }
-	put := func(item map[string]types.AttributeValue) {
+	f := kcl3fleet.Setup(t, ddb, kcl3fleet.Layout{Kind: kcl3fleet.NewApp})
+	f.Clock = clk
+	table := f.Tables.Lease
+	leader := f.NewLeader(kcl3fleet.LeaderConfig{WorkerID: "w1"})
+	if held, err := leader.TakeLock(ctx); err != nil || !held {
+		t.Fatalf("take the lock: %v %v", held, err)
+	}
+	t.Cleanup(func() { _ = leader.Release(context.Background()) })
+	metrics := func() {
 		t.Helper()
-		if _, err := ddb.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: item}); err != nil {
+		if err := leader.Heartbeat(ctx); err != nil {
 			t.Fatal(err)
 		}
-	}
-	put(map[string]types.AttributeValue{"leaseKey": str("Migration3.0"), "cv": str("CLIENT_VERSION_3X"), "mb": str("w1"),
-		"mts": num(clk.Now().UnixMilli()), "entityType": str("CLIENT_VERSION_MIGRATION")})
-	put(map[string]types.AttributeValue{"leaseKey": str("Leader"), "ownerName": str("w1"), "leaseDuration": str("20000"),
-		"recordVersionNumber": str("v1"), "entityType": str("LEADER")})
-	metrics := func(version string) {
-		put(map[string]types.AttributeValue{"leaseKey": str("w1"), "entityType": str("WORKER_METRIC_STATS"), "lut": num(clk.Now().Unix()),
-			"sts": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{"C": &types.AttributeValueMemberL{Value: []types.AttributeValue{num(41)}}}}})
-		put(map[string]types.AttributeValue{"leaseKey": str("Leader"), "ownerName": str("w1"), "leaseDuration": str("20000"),
-			"recordVersionNumber": str(version), "entityType": str("LEADER")})
+		if err := f.PutWorkerMetrics(ctx, "w1", kcl3fleet.Metrics{Stats: map[string][]float64{"C": {41}}}, clk.Now()); err != nil {
+			t.Fatal(err)
+		}
 	}
 	var leases []leasecore.Lease
 	for i := range 20 {
@@ -118,7 +113,7 @@ func TestKCL3TableCostsOneScanARefresh(t *testing.T) {
 				leases[j] = next
 			}
 		}
-		metrics(fmt.Sprintf("v%d", i))
+		metrics()
 		var err error
 		if snap, err = s.Refresh(ctx); err != nil {
 			t.Fatal(err)
